@@ -1,0 +1,208 @@
+"""One settings object for the whole system.
+
+Every threshold, cap and budget is a named field with its unit in the description, so a run's
+`config.json` says everything that shaped it. Values come, lowest priority first, from the field
+defaults, a named JSON preset (``agentic_rag/presets/NAME.json`` or a path), environment variables
+(``AGENTIC_RAG_<NAME>``), and explicit ``KEY=VALUE`` overrides (CLI ``--override`` or a LangGraph
+run's ``configurable``). An unknown key or a bad value is an error that names the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping
+
+from platformdirs import user_cache_dir
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PRESETS_DIR = Path(__file__).parent / "presets"
+ENV_PREFIX = "AGENTIC_RAG_"
+
+
+class SettingsError(ValueError):
+    """A setting key, value or preset the user gave cannot be used."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", case_sensitive=False, validate_assignment=True
+    )
+
+    # --- LLM ---------------------------------------------------------------------------------
+    LLM_BACKEND: Literal["local", "openai"] = Field(
+        "local", description="'local': transformers in-process; 'openai': any OpenAI-compatible server."
+    )
+    LLM_MODEL: str = Field(
+        "packaged",
+        description="local: 'packaged' (the Qwen2.5-0.5B GGUF from PyPI), an HF folder or a .gguf path; "
+        "openai: the served model name.",
+    )
+    OPENAI_BASE_URL: str | None = Field(None, description="Base URL of the OpenAI-compatible API (openai backend).")
+    OPENAI_API_KEY: SecretStr | None = Field(None, description="API key (openai backend); falls back to $OPENAI_API_KEY.")
+    MODEL_CACHE_DIR: Path = Field(
+        Path(user_cache_dir("agentic-rag")) / "models",
+        description="Where the packaged GGUF is converted once to a bf16 safetensors folder.",
+    )
+    MAX_OUTPUT_TOKENS: int = Field(160, ge=1, le=4096, description="Cap on generated tokens per LLM call (tokens).")
+    TEMPERATURE: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 = greedy (deterministic).")
+    TORCH_THREADS: int = Field(0, ge=0, description="Torch intra-op threads; 0 = number of CPU cores.")
+    LLM_TIMEOUT_S: float = Field(300.0, gt=0, description="Timeout of one remote LLM call (seconds).")
+
+    # --- Embeddings and ingestion ------------------------------------------------------------
+    EMBEDDING_MODEL: str = Field(
+        "packaged", description="'packaged' (all-MiniLM-L6-v2 from PyPI) or a local sentence-transformers folder."
+    )
+    EMBEDDING_BATCH_SIZE: int = Field(64, ge=1, description="Chunks embedded per forward pass (chunks).")
+    CHUNK_SIZE_CHARS: int = Field(800, ge=100, description="Target chunk length (characters).")
+    CHUNK_OVERLAP_CHARS: int = Field(120, ge=0, description="Overlap between consecutive chunks (characters).")
+    MIN_CHUNK_CHARS: int = Field(40, ge=1, description="Chunks shorter than this are dropped as noise (characters).")
+    MAX_PAGE_CHARS: int = Field(
+        200_000, ge=1000, description="Extracted text kept per page; the rest is cut and counted (characters)."
+    )
+
+    # --- Retrieval ---------------------------------------------------------------------------
+    RETRIEVAL_POOL_K: int = Field(24, ge=1, description="Candidates taken from each retriever before fusion (passages).")
+    RETRIEVAL_K: int = Field(8, ge=1, description="Passages returned after fusion and MMR (passages).")
+    MMR_LAMBDA: float = Field(
+        0.45, ge=0.0, le=1.0, description="MMR trade-off: 1 = pure relevance, 0 = pure diversity (unitless)."
+    )
+    RRF_K: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant k in 1/(k+rank) (ranks).")
+    HYBRID_VECTOR_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the vector ranking in RRF (unitless).")
+    HYBRID_BM25_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the BM25 ranking in RRF (unitless).")
+
+    # --- Context and budget ------------------------------------------------------------------
+    MAX_CONTEXT_TOKENS: int = Field(1000, ge=50, description="Evidence packed into a prompt, strictly below (tokens).")
+
+    # --- Data and runs -----------------------------------------------------------------------
+    BAD_RECORDS: Literal["skip", "fail"] = Field(
+        "skip", description="On a malformed input record: report it and skip, or stop with an error."
+    )
+    ARTIFACTS_DIR: Path = Field(Path("artifacts"), description="Indexes, caches, runs and telemetry.")
+
+    # -----------------------------------------------------------------------------------------
+    @classmethod
+    def keys(cls) -> list[str]:
+        return list(cls.model_fields)
+
+    @classmethod
+    def load(
+        cls,
+        preset: str | Path | None = None,
+        overrides: Mapping[str, Any] | Iterable[str] | None = None,
+    ) -> "Settings":
+        """Build settings from defaults < preset < environment < overrides."""
+        values: dict[str, Any] = {}
+        if preset:
+            values.update(_canonical(read_preset(preset), source=f"preset {preset}"))
+        values.update(_env_values())
+        if overrides:
+            if not isinstance(overrides, Mapping):
+                overrides = parse_overrides(overrides)
+            values.update(_canonical(overrides, source="override"))
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise SettingsError(_explain(exc)) from None
+
+    def replace(self, **changes: Any) -> "Settings":
+        """A copy with some fields changed (validated)."""
+        data = self.model_dump()
+        data.update(_canonical(changes, source="override"))
+        try:
+            return type(self).model_validate(data)
+        except ValidationError as exc:
+            raise SettingsError(_explain(exc)) from None
+
+    @classmethod
+    def from_runnable_config(cls, config: Mapping[str, Any] | None) -> "Settings":
+        """Settings for a graph run: a ``Settings`` object or plain keys under ``configurable``."""
+        configurable = dict((config or {}).get("configurable") or {})
+        given = configurable.get("settings")
+        if isinstance(given, Settings):
+            return given
+        known = {k: v for k, v in configurable.items() if k.upper() in cls.model_fields}
+        preset = configurable.get("preset")
+        if isinstance(given, Mapping):
+            known = {**given, **known}
+        return cls.load(preset=preset, overrides=known)
+
+    def public_dump(self) -> dict[str, Any]:
+        """Every setting as JSON-ready values, secrets masked (for run configs and telemetry)."""
+        data = self.model_dump(mode="json")
+        if data.get("OPENAI_API_KEY"):
+            data["OPENAI_API_KEY"] = "***"
+        return data
+
+    @property
+    def openai_api_key(self) -> str | None:
+        if self.OPENAI_API_KEY is not None:
+            return self.OPENAI_API_KEY.get_secret_value()
+        return os.environ.get("OPENAI_API_KEY")
+
+
+def read_preset(preset: str | Path) -> dict[str, Any]:
+    path = Path(preset)
+    if not path.suffix:
+        path = PRESETS_DIR / f"{preset}.json"
+    if not path.is_file():
+        names = sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
+        raise SettingsError(f"unknown preset {str(preset)!r}: not a file, and not one of {names}")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"preset {path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"preset {path} must hold a JSON object of settings")
+    return data
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` strings; values that read as JSON (numbers, booleans, lists) are decoded."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise SettingsError(f"override {item!r} is not of the form KEY=VALUE")
+        key, raw = item.split("=", 1)
+        key, raw = key.strip(), raw.strip()
+        if raw in {"True", "False"}:
+            value: Any = raw == "True"
+        else:
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError:
+                value = raw
+        out[key] = value
+    return out
+
+
+def _canonical(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    out = {}
+    for key, value in values.items():
+        name = key.upper()
+        if name not in Settings.model_fields:
+            close = difflib.get_close_matches(name, Settings.model_fields, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise SettingsError(f"unknown setting {key!r} in {source}{hint}")
+        out[name] = value
+    return out
+
+
+def _env_values() -> dict[str, Any]:
+    out = {}
+    for name in Settings.model_fields:
+        raw = os.environ.get(ENV_PREFIX + name)
+        if raw is not None:
+            out[name] = parse_overrides([f"{name}={raw}"])[name]
+    return out
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "settings"
+        lines.append(f"setting {key}: {err['msg']} (got {err.get('input')!r})")
+    return "; ".join(lines)

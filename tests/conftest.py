@@ -1,0 +1,23 @@
+"""Shared fixtures: settings that write into a temp artifacts folder, and the data folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentic_rag.configuration import Settings
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "artifacts")})
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data folder {SHARED_DATA} is absent")
+    return SHARED_DATA
