@@ -1,0 +1,265 @@
+"""Hybrid retrieval: FAISS (cosine) and BM25 rankings fused by reciprocal rank, then MMR.
+
+Why fuse ranks rather than scores: cosine and BM25 live on unrelated scales that change per query, and
+RRF needs no calibration. Every passage still carries its raw vector and BM25 scores, because the
+gates downstream (confidence gating, BAUG) read them. A per-passage ``bonus`` hook lets callers add a
+score after fusion (the anchor boost) without touching this module.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import bm25s
+import faiss
+import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
+
+from agentic_rag.ingest.pages import Chunk, Page, chunk_page
+from agentic_rag.retrieval.embeddings import Embedder
+
+INDEX_FORMAT = 1
+_WORD = re.compile(r"(?u)\b\w+\b")
+_STOP = frozenset(STOPWORDS_EN)
+
+BonusFn = Callable[[Chunk], float]
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens without English stop words (single digits kept: '3-point', 'Q1')."""
+    return [t for t in _WORD.findall(text.lower()) if t not in _STOP]
+
+
+@dataclass
+class Passage:
+    chunk: Chunk
+    vector_score: float
+    bm25_score: float
+    fused_score: float
+    bonus: float = 0.0
+    rank: int = 0
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def chunk_id(self) -> str:
+        return self.chunk.chunk_id
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "chunk_id": self.chunk.chunk_id,
+            "page_name": self.chunk.page_name,
+            "page_url": self.chunk.page_url,
+            "page_last_modified": self.chunk.page_last_modified,
+            "start": self.chunk.start,
+            "end": self.chunk.end,
+            "text": self.chunk.text,
+            "vector_score": round(self.vector_score, 6),
+            "bm25_score": round(self.bm25_score, 6),
+            "fused_score": round(self.fused_score, 6),
+            "bonus": round(self.bonus, 6),
+        }
+
+
+class HybridIndex:
+    """Chunks of a set of pages with their embeddings, a FAISS inner-product index and a BM25 index."""
+
+    def __init__(
+        self,
+        pages: list[Page],
+        chunks: list[Chunk],
+        embeddings: np.ndarray,
+        embedder: Embedder,
+        vector_index: faiss.Index | None = None,
+        bm25: bm25s.BM25 | None = None,
+    ):
+        self.pages = pages
+        self.chunks = chunks
+        self.embeddings = embeddings.astype(np.float32, copy=False)
+        self.embedder = embedder
+        self._pages_by_id = {p.page_id: p for p in pages}
+        self._row = {c.chunk_id: i for i, c in enumerate(chunks)}
+        if vector_index is None:
+            vector_index = faiss.IndexFlatIP(embedder.dim)
+            if len(chunks):
+                vector_index.add(self.embeddings)
+        self.faiss = vector_index
+        if bm25 is None:
+            bm25 = bm25s.BM25()
+            if chunks:
+                bm25.index([tokenize(c.text) or ["_empty_"] for c in chunks], show_progress=False)
+        self.bm25 = bm25
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        pages: list[Page],
+        embedder: Embedder,
+        chunk_size: int,
+        overlap: int,
+        min_chars: int,
+        show_progress: bool = False,
+    ) -> "HybridIndex":
+        chunks: list[Chunk] = []
+        for page in pages:
+            chunks.extend(chunk_page(page, chunk_size, overlap, min_chars))
+        embeddings = embedder.embed([c.text for c in chunks], show_progress=show_progress)
+        return cls(pages, chunks, embeddings, embedder)
+
+    def page(self, page_id: str) -> Page | None:
+        return self._pages_by_id.get(page_id)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    # -- search ---------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        k: int = 8,
+        pool_k: int = 24,
+        mmr_lambda: float = 0.45,
+        rrf_k: int = 60,
+        vector_weight: float = 1.0,
+        bm25_weight: float = 1.0,
+        bonus: BonusFn | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Passage]:
+        n = len(self.chunks)
+        if n == 0 or not query.strip():
+            return []
+        pool_k = min(max(pool_k, k), n)
+        qv = query_vector if query_vector is not None else self.embedder.embed([query])[0]
+        _, found = self.faiss.search(qv[None, :].astype(np.float32), pool_k)
+        vec_top = [int(i) for i in found[0] if i >= 0]
+        bm25_scores = self._bm25_scores(query)
+        bm25_top = [i for i in _top(bm25_scores, pool_k) if bm25_scores[i] > 0]
+        fused: dict[int, float] = {}
+        for weight, ranking in ((vector_weight, vec_top), (bm25_weight, bm25_top)):
+            for rank, idx in enumerate(ranking):
+                fused[idx] = fused.get(idx, 0.0) + weight / (rrf_k + rank + 1)
+
+        candidates = []
+        for idx, score in fused.items():
+            extra = float(bonus(self.chunks[idx])) if bonus else 0.0
+            candidates.append(
+                Passage(
+                    chunk=self.chunks[idx],
+                    vector_score=float(self.embeddings[idx] @ qv),
+                    bm25_score=float(bm25_scores[idx]),
+                    fused_score=score + extra,
+                    bonus=extra,
+                )
+            )
+        candidates.sort(key=lambda p: (-p.fused_score, p.chunk.chunk_id))
+        chosen = self._mmr(candidates, k, mmr_lambda)
+        for rank, passage in enumerate(chosen, start=1):
+            passage.rank = rank
+        return chosen
+
+    def _bm25_scores(self, query: str) -> np.ndarray:
+        tokens = [t for t in tokenize(query) if t in self.bm25.vocab_dict]
+        if not tokens:
+            return np.zeros(len(self.chunks), dtype=np.float32)
+        return np.asarray(self.bm25.get_scores(tokens), dtype=np.float32)
+
+    def _mmr(self, candidates: list[Passage], k: int, lam: float) -> list[Passage]:
+        """Greedy maximal marginal relevance over the fused pool (relevance scaled to [0, 1])."""
+        if len(candidates) <= 1 or lam >= 1.0:
+            return candidates[:k]
+        top = candidates[0].fused_score or 1.0
+        rel = np.array([c.fused_score / top for c in candidates], dtype=np.float32)
+        vecs = self.embeddings[[self._row[c.chunk.chunk_id] for c in candidates]]
+        sims = vecs @ vecs.T
+        chosen: list[int] = []
+        remaining = list(range(len(candidates)))
+        while remaining and len(chosen) < k:
+            if chosen:
+                redundancy = sims[np.ix_(remaining, chosen)].max(axis=1)
+            else:
+                redundancy = np.zeros(len(remaining), dtype=np.float32)
+            scores = lam * rel[remaining] - (1.0 - lam) * redundancy
+            best = remaining[int(np.argmax(scores))]
+            chosen.append(best)
+            remaining.remove(best)
+        return [candidates[i] for i in chosen]
+
+    # -- persistence ----------------------------------------------------------------------------
+    def save(self, out_dir: str | Path, manifest: dict[str, Any] | None = None) -> Path:
+        out = Path(out_dir)
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        _write_jsonl(tmp / "pages.jsonl", (p.to_dict() for p in self.pages))
+        _write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in self.chunks))
+        np.save(tmp / "embeddings.npy", self.embeddings)
+        faiss.write_index(self.faiss, str(tmp / "faiss.index"))
+        self.bm25.save(str(tmp / "bm25"), show_progress=False)
+        meta = {
+            "format": INDEX_FORMAT,
+            "embedding_model": self.embedder.identity,
+            "pages": len(self.pages),
+            "chunks": len(self.chunks),
+            **(manifest or {}),
+        }
+        (tmp / "manifest.json").write_text(json.dumps(meta, indent=2))
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+        return out
+
+    @classmethod
+    def load(cls, index_dir: str | Path, embedder: Embedder) -> "HybridIndex":
+        d = Path(index_dir)
+        manifest_path = d / "manifest.json"
+        if not manifest_path.is_file():
+            raise FileNotFoundError(f"{d} is not an index folder (no manifest.json); build one with `agentic-rag ingest`")
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("format") != INDEX_FORMAT:
+            raise ValueError(f"index {d} has format {manifest.get('format')}, expected {INDEX_FORMAT}: rebuild it")
+        if manifest.get("embedding_model") != embedder.identity:
+            raise ValueError(
+                f"index {d} was built with embeddings {manifest.get('embedding_model')!r}, "
+                f"not {embedder.identity!r}: rebuild it or set EMBEDDING_MODEL"
+            )
+        pages = [Page(**row) for row in _read_jsonl(d / "pages.jsonl")]
+        chunks = [Chunk(**row) for row in _read_jsonl(d / "chunks.jsonl")]
+        embeddings = np.load(d / "embeddings.npy")
+        vector_index = faiss.read_index(str(d / "faiss.index"))
+        bm25 = bm25s.BM25.load(str(d / "bm25"), show_progress=False) if chunks else None
+        return cls(pages, chunks, embeddings, embedder, vector_index=vector_index, bm25=bm25)
+
+
+def _top(scores: np.ndarray, k: int) -> list[int]:
+    if k >= len(scores):
+        order = np.argsort(-scores, kind="stable")
+    else:
+        part = np.argpartition(-scores, k - 1)[:k]
+        order = part[np.argsort(-scores[part], kind="stable")]
+    return [int(i) for i in order[:k]]
+
+
+def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def passages_as_dicts(passages: list[Passage]) -> list[dict[str, Any]]:
+    return [p.to_dict() for p in passages]
+
+

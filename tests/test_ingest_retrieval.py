@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+
+from agentic_rag.datasets.crag import iter_records
+from agentic_rag.ingest.ingest import build_corpus_index, index_for_record, pages_from_record
+from agentic_rag.ingest.pages import chunk_page, html_to_text, make_page
+from agentic_rag.retrieval.embeddings import get_embedder
+from agentic_rag.retrieval.hybrid import HybridIndex, tokenize
+from agentic_rag.retrievers.source import retrieve
+
+HTML = """<html><head><title>T</title><script>var tracking = 'SCRIPTJUNK';</script>
+<style>.x{color:red}</style></head><body><nav>Home | About | NAVJUNK</nav>
+<article><h1>Giraffes</h1><p>The giraffe is the tallest living terrestrial animal. Adult giraffes are
+4.3 to 5.7 metres tall. They live in African savannas and eat acacia leaves.</p>
+<p>Giraffes have long necks with seven vertebrae, the same number as humans.
+A giraffe's heart weighs about 11 kilograms.</p></article><footer>Copyright FOOTJUNK</footer></body></html>"""
+
+
+def test_html_main_text_drops_scripts_and_boilerplate():
+    text = html_to_text(HTML)
+    assert "tallest living terrestrial animal" in text
+    assert "SCRIPTJUNK" not in text and "color:red" not in text
+    assert html_to_text("plain   text\n\n\n\nkept") == "plain text\n\nkept"
+
+
+def test_chunks_keep_metadata_and_exact_offsets():
+    page = make_page(HTML * 1, page_name="Giraffe", page_url="https://x/g", page_last_modified="2024-01-01", page_index=3)
+    long_page = make_page(" ".join(f"Sentence number {i} about giraffes." for i in range(200)), page_url="u")
+    for pg in (page, long_page):
+        chunks = chunk_page(pg, chunk_size=200, overlap=40, min_chars=10)
+        assert chunks
+        for c in chunks:
+            assert pg.text[c.start : c.end] == c.text
+            assert c.page_url == pg.page_url and c.page_index == pg.page_index
+    chunks = chunk_page(long_page, chunk_size=200, overlap=40, min_chars=10)
+    assert len(chunks) > 10
+    assert all(b.start < a.end for a, b in zip(chunks, chunks[1:]))  # consecutive chunks overlap
+
+
+def _toy_index(settings):
+    docs = {
+        "cats": "Cats are small domesticated carnivores that purr and chase mice.",
+        "dogs": "Dogs are loyal domesticated animals that bark and fetch sticks.",
+        "tax": "The 2023 corporate tax rate in Ireland is 12.5 percent for trading income.",
+        "rain": "Rainfall in the Amazon basin exceeds 2000 millimetres per year.",
+        "cats2": "Cats purr when content and are small domesticated carnivores hunting mice.",
+    }
+    pages = [make_page(t, page_name=k, page_url=f"toy://{k}", page_index=i) for i, (k, t) in enumerate(docs.items())]
+    return HybridIndex.build(pages, get_embedder(settings), 500, 50, 10)
+
+
+def test_hybrid_search_returns_all_three_scores(settings):
+    index = _toy_index(settings)
+    hits = index.search("What is the corporate tax rate in Ireland?", k=3, pool_k=5, mmr_lambda=1.0)
+    assert hits[0].chunk.page_name == "tax"
+    assert hits[0].bm25_score > 0 and hits[0].vector_score > 0.3 and hits[0].fused_score > 0
+    assert [h.rank for h in hits] == [1, 2, 3]
+    # a BM25-only term: the exact number only matches lexically
+    assert index.search("12.5", k=1, pool_k=5)[0].chunk.page_name == "tax"
+
+
+def test_rrf_fusion_beats_each_single_ranking_for_mixed_queries(settings):
+    index = _toy_index(settings)
+    hits = index.search("purring pets that hunt mice", k=5, pool_k=5, mmr_lambda=1.0)
+    fused = [h.fused_score for h in hits]
+    assert fused == sorted(fused, reverse=True)
+    assert {hits[0].chunk.page_name, hits[1].chunk.page_name} == {"cats", "cats2"}
+
+
+def test_mmr_prefers_diversity(settings):
+    index = _toy_index(settings)
+    relevance_only = index.search("cats purr and chase mice", k=2, pool_k=5, mmr_lambda=1.0)
+    diverse = index.search("cats purr and chase mice", k=2, pool_k=5, mmr_lambda=0.1)
+    assert {h.chunk.page_name for h in relevance_only} == {"cats", "cats2"}
+    assert len({h.chunk.page_name for h in diverse} & {"cats", "cats2"}) == 1
+
+
+def test_bonus_hook_reorders(settings):
+    index = _toy_index(settings)
+    plain = index.search("domesticated animals", k=5, pool_k=5, mmr_lambda=1.0)
+    boosted = index.search(
+        "domesticated animals", k=5, pool_k=5, mmr_lambda=1.0,
+        bonus=lambda c: 0.5 if "Amazon" in c.text else 0.0,
+    )
+    assert plain[0].chunk.page_name != "rain"
+    assert boosted[0].chunk.page_name == "rain" and boosted[0].bonus == 0.5
+
+
+def test_save_load_roundtrip(settings, tmp_path):
+    index = _toy_index(settings)
+    index.save(tmp_path / "idx")
+    again = HybridIndex.load(tmp_path / "idx", get_embedder(settings))
+    a = index.search("tax in Ireland", k=3, pool_k=5)
+    b = again.search("tax in Ireland", k=3, pool_k=5)
+    assert [p.chunk_id for p in a] == [p.chunk_id for p in b]
+    assert np.allclose([p.fused_score for p in a], [p.fused_score for p in b])
+    with pytest.raises(FileNotFoundError, match="not an index folder"):
+        HybridIndex.load(tmp_path, get_embedder(settings))
+
+
+def test_per_question_index_is_cached_on_disk(settings):
+    record = list(iter_records("example"))[3]
+    pages = pages_from_record(record, settings)
+    assert len(pages) == 5 and all(p.text for p in pages)
+    index = index_for_record(record, settings)
+    cache = list((settings.ARTIFACTS_DIR / "cache" / "questions").iterdir())
+    assert len(cache) == 1 and (cache[0] / "manifest.json").is_file()
+    hits = retrieve(index, record.query, settings)
+    assert 0 < len(hits) <= settings.RETRIEVAL_K
+    for h in hits:
+        page = index.page(h.chunk.page_id)
+        assert page.text[h.chunk.start : h.chunk.end] == h.text
+
+
+def test_corpus_ingest_from_a_folder(settings, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "giraffe.html").write_text(HTML)
+    (folder / "notes.md").write_text("# Notes\n\nThe Eiffel Tower is 330 metres tall and stands in Paris.")
+    (folder / "ignored.bin").write_bytes(b"\x00\x01")
+    stats = build_corpus_index(folder, tmp_path / "idx", settings, progress=False)
+    assert stats["pages"] == 2 and stats["chunks"] >= 2
+    index = HybridIndex.load(tmp_path / "idx", get_embedder(settings))
+    assert retrieve(index, "How tall is the Eiffel Tower?", settings, k=1)[0].chunk.page_name == "notes"
+
+
+def test_tokenizer_drops_stop_words_keeps_numbers():
+    assert tokenize("The 50-40-90 club in Q1 2024") == ["50", "40", "90", "club", "q1", "2024"]
