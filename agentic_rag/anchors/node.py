@@ -1,0 +1,32 @@
+"""Graph node: propose and select the question's anchors (no LLM)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from agentic_rag.anchors.predictor import propose_anchors, question_kind, select_anchors
+from agentic_rag.configuration import Settings
+from agentic_rag.state import RAGState
+from agentic_rag.utils import timed
+
+
+@timed("anchors")
+def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
+    settings = Settings.from_runnable_config(config)
+    proposed = propose_anchors(state["question"], top_m=settings.ANCHOR_TOP_M)
+    selected = select_anchors(proposed, settings.ANCHOR_MIN_SCORE)[: settings.MAX_WORKERS]
+    return {
+        "started_at": time.time(),
+        "anchors_proposed": [a.to_dict() for a in proposed],
+        "anchors": [a.to_dict() for a in selected],
+        "kind": question_kind(state["question"], proposed),
+        "round": 1,
+        "held_ids": [],
+        "extra_terms": [],
+        "one_shot_done": False,
+        "reflected": False,
+        "no_new_hits": False,
+    }
