@@ -74,8 +74,73 @@ class Settings(BaseSettings):
     HYBRID_VECTOR_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the vector ranking in RRF (unitless).")
     HYBRID_BM25_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the BM25 ranking in RRF (unitless).")
 
+    USE_RERANKER: bool = Field(False, description="Rerank the pool with a configured reranker before gating.")
+    USE_HYDE: Literal[False] = Field(
+        False, description="HyDE query expansion is not implemented; accepted (False only) for runbook compatibility."
+    )
+
     # --- Context and budget ------------------------------------------------------------------
     MAX_CONTEXT_TOKENS: int = Field(1000, ge=50, description="Evidence packed into a prompt, strictly below (tokens).")
+    TOKEN_BUDGET: int = Field(
+        3000, ge=200, description="Hard cap on LLM tokens (prompt + completion) per question, all calls (tokens)."
+    )
+    MAX_LLM_CALLS: int = Field(3, ge=1, description="Hard cap on LLM calls per question (calls).")
+    WALL_TIME_S: float = Field(
+        600.0, gt=0, description="Per-question wall time after which no new LLM call or retrieval round starts (s)."
+    )
+
+    # --- Agent: anchors and retriever workers -------------------------------------------------
+    ANCHOR_TOP_M: int = Field(6, ge=1, description="Anchors proposed per question (anchors).")
+    ANCHOR_MIN_SCORE: float = Field(0.5, ge=0.0, le=1.0, description="Confidence an anchor needs to be selected (0-1).")
+    MAX_WORKERS: int = Field(4, ge=1, description="Retriever-Workers per round, one per selected anchor (workers).")
+    WORKER_K: int = Field(4, ge=1, description="Passages a worker keeps after pruning (passages).")
+    WORKER_HOPS: int = Field(1, ge=0, le=1, description="Hops beyond hop 0 (1 = follow sections/links once) (hops).")
+    ROUGH_MIN_OVERLAP: float = Field(
+        0.2, ge=0.0, le=1.0,
+        description="Rough prune: share of the question's content words a passage must hold when it lacks the anchor (0-1).",
+    )
+    FINE_MIN_SIM: float = Field(
+        0.2, ge=-1.0, le=1.0, description="Fine prune: cosine similarity of passage to question to keep it (cosine)."
+    )
+    PATH_MIN_SCORE: float = Field(
+        0.3, ge=0.0, le=1.0, description="A path whose best passage scores below this ends as 'low_score' (0-1)."
+    )
+    NEW_HITS_EPS: float = Field(
+        0.2, ge=0.0, le=1.0, description="New-hits ratio below which a path ends as 'no_novelty' (fraction)."
+    )
+    ANCHOR_BONUS: float = Field(
+        0.07, ge=0.0, le=1.0, description="Added to the [0,1] fused score, scaled by the passage's anchor coverage."
+    )
+
+    # --- BAUG: signals and policy ------------------------------------------------------------
+    OVERLAP_TAU: float = Field(
+        0.42, ge=0.0, le=1.0,
+        description="Cosine from which an answer sentence counts as supported by its cited chunk (cosine).",
+    )
+    OVERLAP_MIN: float = Field(0.5, ge=0.0, le=1.0, description="Support overlap needed to STOP (fraction of sentences).")
+    FAITH_MIN: float = Field(0.6, ge=0.0, le=1.0, description="Faithfulness needed to STOP (fraction of claims).")
+    COVERAGE_MIN: float = Field(
+        0.5, ge=0.0, le=1.0, description="Share of selected anchors the cited text must hold to STOP (fraction)."
+    )
+    REFLECT_MIN_OVERLAP: float = Field(
+        0.25, ge=0.0, le=1.0, description="Below this overlap a draft is not worth revising: abstain instead (fraction)."
+    )
+    MAX_ROUNDS: int = Field(2, ge=1, le=5, description="Retrieval rounds per question, the first included (rounds).")
+    FACTOID_ONE_SHOT_RETRIEVAL: bool = Field(
+        True, description="Before abstaining on missing anchors, retrieve once more with them appended to the query."
+    )
+    FACTOID_MIN_TOKENS_LEFT: int = Field(
+        300, ge=0, description="Token budget left that the one-shot anchor retrieval needs (tokens)."
+    )
+    REFLECT_ENABLED: bool = Field(True, description="Allow the one Self-RAG-style critique-and-revise per question.")
+    USE_FACTOID_FINALIZER: bool = Field(True, description="Extract a short answer span for EM/F1 scoring.")
+    JUDGE_POLICY: Literal["off", "gray_zone"] = Field(
+        "off", description="LLM grounding judge: off, or only for gray-zone signals (counted as stage 'judge')."
+    )
+    JUDGE_MAX_CALLS_PER_Q: int = Field(1, ge=0, description="LLM judge calls per question at most (calls).")
+    TELEMETRY_PATH: Path | None = Field(
+        None, description="JSONL file of per-round telemetry; default ARTIFACTS_DIR/telemetry/<system>.jsonl."
+    )
 
     # --- Data and runs -----------------------------------------------------------------------
     BAD_RECORDS: Literal["skip", "fail"] = Field(

@@ -80,10 +80,11 @@ def test_bonus_hook_reorders(settings):
     plain = index.search("domesticated animals", k=5, pool_k=5, mmr_lambda=1.0)
     boosted = index.search(
         "domesticated animals", k=5, pool_k=5, mmr_lambda=1.0,
-        bonus=lambda c: 0.5 if "Amazon" in c.text else 0.0,
+        bonus=lambda c: 1.0 if "Amazon" in c.text else 0.0,
     )
     assert plain[0].chunk.page_name != "rain"
-    assert boosted[0].chunk.page_name == "rain" and boosted[0].bonus == 0.5
+    assert boosted[0].chunk.page_name == "rain" and boosted[0].bonus == 1.0
+    assert all(0.0 <= h.fused_score <= 1.0 for h in plain)  # fused scores are scaled to [0, 1]
 
 
 def test_save_load_roundtrip(settings, tmp_path):

@@ -119,6 +119,42 @@ class HybridIndex:
     def page(self, page_id: str) -> Page | None:
         return self._pages_by_id.get(page_id)
 
+    def vector(self, chunk_id: str) -> np.ndarray:
+        return self.embeddings[self._row[chunk_id]]
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        row = self._row.get(chunk_id)
+        return None if row is None else self.chunks[row]
+
+    def neighbours(self, chunk_id: str) -> list[Chunk]:
+        """The chunks just before and after in the same page: the 'section' hop."""
+        page_id, _, pos = chunk_id.rpartition(":")
+        out = []
+        for step in (-1, 1):
+            near = self.chunk(f"{page_id}:{int(pos) + step}")
+            if near is not None:
+                out.append(near)
+        return out
+
+    def linked_chunks(self, page_id: str, per_page: int = 2) -> list[Chunk]:
+        """First chunks of pages in this index that the given page links to: the hyperlink hop."""
+        page = self.page(page_id)
+        if page is None or not page.links:
+            return []
+        by_url = {p.page_url: p.page_id for p in self.pages if p.page_url}
+        out = []
+        for url in page.links:
+            target = by_url.get(url)
+            if target and target != page_id:
+                out.extend(c for c in (self.chunk(f"{target}:{i}") for i in range(per_page)) if c is not None)
+        return out
+
+    def score_chunk(self, chunk: Chunk, query: str, query_vector: np.ndarray, fused: float = 0.0) -> Passage:
+        """A passage for a chunk reached by a hop rather than by search, with its raw scores."""
+        bm25 = self._bm25_scores(query)[self._row[chunk.chunk_id]]
+        return Passage(chunk=chunk, vector_score=float(self.vector(chunk.chunk_id) @ query_vector),
+                       bm25_score=float(bm25), fused_score=fused)
+
     def __len__(self) -> int:
         return len(self.chunks)
 
@@ -144,10 +180,13 @@ class HybridIndex:
         vec_top = [int(i) for i in found[0] if i >= 0]
         bm25_scores = self._bm25_scores(query)
         bm25_top = [i for i in _top(bm25_scores, pool_k) if bm25_scores[i] > 0]
+        # RRF, scaled so 1.0 means "ranked first by every weighted retriever": thresholds and
+        # bonuses on the fused score then mean the same thing whatever RRF_K and the weights are.
+        top_possible = (vector_weight + bm25_weight) / (rrf_k + 1) or 1.0
         fused: dict[int, float] = {}
         for weight, ranking in ((vector_weight, vec_top), (bm25_weight, bm25_top)):
             for rank, idx in enumerate(ranking):
-                fused[idx] = fused.get(idx, 0.0) + weight / (rrf_k + rank + 1)
+                fused[idx] = fused.get(idx, 0.0) + weight / (rrf_k + rank + 1) / top_possible
 
         candidates = []
         for idx, score in fused.items():

@@ -1,0 +1,316 @@
+"""The ``agentic-rag`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentic_rag.configuration import Settings, SettingsError
+from agentic_rag.datasets.crag import DataError, find_record
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
+prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
+app.add_typer(prepare_app, name="prepare")
+console = Console()
+err = Console(stderr=True)
+
+OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE setting (repeatable).")]
+PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
+DatasetOpt = Annotated[Optional[str], typer.Option("--dataset", help="CRAG .jsonl[.bz2] file, or 'example'.")]
+IdOpt = Annotated[Optional[str], typer.Option("--id", help="interaction_id (or 0-based index) in --dataset.")]
+IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index folder built by `ingest`.")]
+DEFAULT_SHARED = Path("../shared/data")
+
+
+def _settings(preset: str | None, overrides: list[str] | None) -> Settings:
+    try:
+        return Settings.load(preset=preset, overrides=overrides or [])
+    except SettingsError as exc:
+        err.print(f"[red]settings error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    err.print(f"[red]error:[/] {msg}")
+    raise typer.Exit(code)
+
+
+def _source(dataset: str | None, record_id: str | None, index: Path | None, settings: Settings):
+    """(record, index_dir) for a question: a dataset record's own pages, or a corpus index."""
+    if index is not None:
+        if not (index / "manifest.json").is_file():
+            _fail(f"{index} is not an index folder; build one with `agentic-rag ingest`")
+        return None, index
+    if dataset is None:
+        dataset = "example"
+    if record_id is None:
+        _fail("give --id with --dataset (or --index for a corpus index)")
+    try:
+        return find_record(dataset, record_id, on_bad=settings.BAD_RECORDS), None
+    except DataError as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def search(
+    query: str,
+    dataset: DatasetOpt = None,
+    record_id: IdOpt = None,
+    index: IndexOpt = None,
+    k: Annotated[Optional[int], typer.Option("--k", help="Passages to return.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Hybrid search (FAISS + BM25, RRF, MMR) with the raw vector, BM25 and fused scores."""
+    from agentic_rag.retrievers.source import resolve_index, retrieve
+    from agentic_rag.runner import graph_input
+
+    settings = _settings(preset, override)
+    record, index_dir = _source(dataset, record_id, index, settings)
+    idx = resolve_index(graph_input(query, record, index_dir), settings)
+    passages = retrieve(idx, query, settings, k=k)
+    if as_json:
+        print(json.dumps([p.to_dict() for p in passages], indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"{len(passages)} passages for: {query}", show_lines=True)
+    for col in ("#", "vector", "bm25", "fused", "page", "text"):
+        table.add_column(col, overflow="fold")
+    for p in passages:
+        d = p.to_dict()
+        table.add_row(
+            str(d["rank"]), f"{d['vector_score']:.3f}", f"{d['bm25_score']:.2f}", f"{d['fused_score']:.4f}",
+            d["page_name"][:40], d["text"][:300].replace("\n", " "),
+        )
+    console.print(table)
+
+
+@app.command()
+def ask(
+    question: Annotated[Optional[str], typer.Argument(help="The question (default: the record's own query).")] = None,
+    dataset: DatasetOpt = None,
+    record_id: IdOpt = None,
+    index: IndexOpt = None,
+    system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full answer record as JSON.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Print each node's output as the graph runs.")] = False,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Answer one question from a dataset record's pages or a corpus index."""
+    from agentic_rag.runner import answer
+
+    settings = _settings(preset, override)
+    record, index_dir = _source(dataset, record_id, index, settings)
+    if record is None and not question:
+        _fail("give a QUESTION with --index")
+    try:
+        result = answer(
+            system, settings, question=question, record=record, index_dir=index_dir,
+            on_update=_print_update if debug else None,
+        )
+    except ValueError as exc:
+        _fail(str(exc))
+    if as_json:
+        print(json.dumps(result.model_dump(), indent=2, ensure_ascii=False))
+        return
+    if debug:
+        err.print_json(data={"latency_by_node_ms": result.latency_by_node_ms, "tokens": result.tokens})
+        err.print(f"telemetry: {result.trace}")
+    console.print(f"[bold]{result.question}[/]")
+    console.print(f"status: {result.status}  reason: {result.reason}")
+    console.print(f"answer: {result.answer}")
+    for c in result.citations:
+        mark = "verified" if c.verified else "unverified"
+        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({mark}) {c.quote[:160]}")
+    console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")
+
+
+DEBUG_FIELDS = {
+    "anchors": ("anchors_proposed", "anchors", "kind"),
+    "worker": ("paths",),
+    "supervise": ("bundle", "no_new_hits"),
+    "retrieve": ("passages",),
+    "pack": ("bundle",),
+    "generate": ("draft",),
+    "reflect": ("draft",),
+    "baug": ("decision", "signals", "validation"),
+}
+
+
+def _print_update(node: str, update: dict) -> None:
+    """--debug: each node's decision and signals as the graph runs (long texts trimmed)."""
+    shown = {}
+    for key in DEBUG_FIELDS.get(node, ()):
+        if key not in update:
+            continue
+        value = update[key]
+        if key == "paths":
+            value = [{k: p[k] for k in ("anchor", "round", "path_score", "new_hits_ratio", "pruned_count", "terminated_by")} | {"passages": len(p["passages"])} for p in value]
+        elif key in ("bundle",):
+            value = {k: value.get(k) for k in ("context_tokens", "dropped", "path_count", "anchor_stats", "generation_cost")} | {"passages": [p["chunk_id"] for p in value.get("passages", [])]}
+        elif key == "passages":
+            value = [(p["chunk_id"], p["fused_score"]) for p in value]
+        elif key == "signals":
+            value = {k: v for k, v in value.items() if k not in ("sentences",)}
+        shown[key] = value
+    err.rule(f"[bold cyan]{node}")
+    err.print_json(data=json.loads(json.dumps(shown, default=str)))
+
+
+@app.command()
+def ingest(
+    source: Annotated[str, typer.Argument(help="CRAG dataset, prepared crag_corpus.jsonl, folder, or 'example'.")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Index folder (default artifacts/index/NAME).")] = None,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Build a persistent FAISS + BM25 corpus index."""
+    from agentic_rag.ingest.ingest import build_corpus_index
+
+    settings = _settings(preset, override)
+    out = out or Path(settings.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
+    try:
+        stats = build_corpus_index(source, out, settings)
+    except DataError as exc:
+        _fail(str(exc))
+    console.print_json(data=stats)
+
+
+@app.command("eval")
+def eval_cmd(
+    dataset: Annotated[str, typer.Option("--dataset", help="CRAG .jsonl[.bz2] or 'example'.")] = "example",
+    system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
+    n: Annotated[Optional[int], typer.Option("--n", help="First N questions.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Run folder.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Run a system over a dataset; print a per-question table and the summary."""
+    from agentic_rag.eval.runner import run_eval
+
+    settings = _settings(preset, override)
+    out = out or Path(settings.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        res = run_eval(dataset, system, settings, out, n=n, resume=resume)
+    except DataError as exc:
+        _fail(str(exc))
+    table = Table(title=f"{system} on {dataset}", show_lines=True)
+    for col in ("question", "gold", "answer", "status", "reason", "judge", "tokens", "ms"):
+        table.add_column(col, overflow="fold")
+    for r in res["rows"]:
+        colour = {"accurate": "green", "incorrect": "red", "missing": "yellow"}[r["judgement"]]
+        table.add_row(
+            r["query"][:70], str(r["gold"])[:50], r["prediction"][:110], r["status"], r["reason"],
+            f"[{colour}]{r['judgement']}[/]", str(r["tokens"].get("total", 0)), f"{r['latency_ms']:.0f}",
+        )
+    console.print(table)
+    summary = Table(title="summary")
+    summary.add_column("metric")
+    summary.add_column("value")
+    for key, value in res["summary"].items():
+        summary.add_row(key, str(value))
+    console.print(summary)
+    console.print(f"results in {res['out']}")
+
+
+@app.command("settings")
+def show_settings(preset: PresetOpt = None, override: OverrideOpt = None) -> None:
+    """Print every setting with its value and unit."""
+    settings = _settings(preset, override)
+    table = Table(title="settings")
+    for col in ("name", "value", "meaning"):
+        table.add_column(col, overflow="fold")
+    values = settings.public_dump()
+    for name, field in Settings.model_fields.items():
+        table.add_row(name, str(values[name]), field.description or "")
+    console.print(table)
+
+
+# -- prepare -------------------------------------------------------------------------------------
+def _default_input(rel: str) -> Path:
+    return DEFAULT_SHARED / rel
+
+
+@prepare_app.command("crag")
+def prepare_crag_cmd(
+    input: Annotated[Path, typer.Option("--input")] = _default_input("crag/crag_example_10.jsonl.bz2"),
+    out: Annotated[Path, typer.Option("--out")] = Path("data"),
+    split: Annotated[Optional[str], typer.Option("--split")] = None,
+    static_only: Annotated[bool, typer.Option("--static-only")] = False,
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """CRAG file -> question file (with pages) + deduplicated page corpus."""
+    from agentic_rag.datasets.prepare import prepare_crag
+
+    _run_prepare(lambda: prepare_crag(input, out, split=split, static_only=static_only, n=n, seed=seed))
+
+
+@prepare_app.command("squad2")
+def prepare_squad2_cmd(
+    input: Annotated[Path, typer.Option("--input")] = _default_input("squad2/squad2_dev_half.jsonl"),
+    out: Annotated[Path, typer.Option("--out")] = Path("data/squad2.jsonl"),
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """SQuAD 2.0 -> CRAG format (own paragraph + others of the article; unanswerable -> "i don't know")."""
+    from agentic_rag.datasets.prepare import prepare_squad2
+
+    _run_prepare(lambda: prepare_squad2(input, out, n=n, seed=seed))
+
+
+@prepare_app.command("rgb")
+def prepare_rgb_cmd(
+    input: Annotated[Path, typer.Option("--input")] = _default_input("rgb/rgb_en_fact_100.jsonl"),
+    out: Annotated[Path, typer.Option("--out")] = Path("data/rgb.jsonl"),
+    variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,negative,counterfactual.")] = "answerable,negative,counterfactual",
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """RGB -> CRAG format, three variants per question."""
+    from agentic_rag.datasets.prepare import prepare_rgb
+
+    names = tuple(v.strip() for v in variants.split(",") if v.strip())
+    _run_prepare(lambda: prepare_rgb(input, out, variants=names, n=n, seed=seed))
+
+
+@prepare_app.command("nq")
+def prepare_nq_cmd(
+    input: Annotated[Path, typer.Option("--input")] = _default_input("nq/nq_open_oracle.jsonl"),
+    out: Annotated[Path, typer.Option("--out")] = Path("data/nq.jsonl"),
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Natural Questions (open, oracle passage) -> CRAG format."""
+    from agentic_rag.datasets.prepare import prepare_nq
+
+    _run_prepare(lambda: prepare_nq(input, out, n=n, seed=seed))
+
+
+def _run_prepare(fn) -> None:
+    try:
+        result = fn()
+    except (DataError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    console.print_json(data=_jsonable(result))
+
+
+def _jsonable(obj):
+    return json.loads(json.dumps(obj, default=str))
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

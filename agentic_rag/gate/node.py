@@ -1,0 +1,118 @@
+"""Graph nodes: BAUG (signals, decision, telemetry) and the routing that follows it."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Send
+
+from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.budget import can_afford, llm_calls, time_left, tokens_used
+from agentic_rag.configuration import Settings
+from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Flags, decide
+from agentic_rag.gate.signals import collect_signals
+from agentic_rag.generator.generate import prompt_cost
+from agentic_rag.generator.node import reflect_request
+from agentic_rag.retrieval.embeddings import get_embedder
+from agentic_rag.retrievers.node import dispatch_workers
+from agentic_rag.state import RAGState
+from agentic_rag.supervisor.validators import PERIOD_TYPES, validate
+from agentic_rag.telemetry import telemetry_path, write_row
+from agentic_rag.utils import timed
+
+SYSTEM = "agent"
+FINALIZE, REFLECT_NODE = "finalize", "reflect"
+_PERIOD = re.compile(r"\b(?:q[1-4]\s+)?(?:1[89]|20)\d{2}\b", re.IGNORECASE)
+
+
+def _round_paths(state: RAGState) -> list[dict[str, Any]]:
+    return [p for p in state.get("paths", []) if p["round"] == state.get("round", 1)]
+
+
+@timed("baug")
+def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
+    settings = Settings.from_runnable_config(config)
+    anchors = [Anchor(**a) for a in state.get("anchors", [])]
+    bundle = state.get("bundle") or {}
+    draft = state.get("draft", "")
+    usage = state.get("usage", {})
+    round_no = state.get("round", 1)
+    paths = _round_paths(state)
+    new_hits = sum(p["new_hits_ratio"] for p in paths) / len(paths) if paths else 0.0
+    stagnation = round_no > 1 and new_hits < settings.NEW_HITS_EPS
+    signals = collect_signals(
+        state["question"], draft, bundle, anchors, usage, settings, get_embedder(settings) if draft else None,
+        new_hits_ratio=new_hits, rounds=round_no, stagnation=stagnation,
+    )
+    cited_text = signals.pop("_cited_text")
+    validation = validate(state.get("kind", "other"), anchors, cited_text)
+    found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]
+    next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)
+    flags = Flags(
+        has_evidence=bool(bundle.get("passages")),
+        has_draft=bool(draft),
+        kind=state.get("kind", "other"),
+        validators_ok=validation.ok,
+        one_shot_done=state.get("one_shot_done", False),
+        reflected=state.get("reflected", False),
+        no_new_hits=state.get("no_new_hits", False),
+        can_generate=can_afford(state, settings, next_call),
+        can_retrieve=round_no < settings.MAX_ROUNDS and time_left(state, settings),
+    )
+    decision = decide(signals, flags, settings)
+    write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, paths, validation))
+    update: dict[str, Any] = {
+        "signals": signals,
+        "validation": {
+            "name": validation.name,
+            "ok": validation.ok,
+            "missing": validation.missing,
+            "found_periods": found_periods if any(a.type in PERIOD_TYPES for a in anchors) else [],
+        },
+        "decision": {**decision.to_dict(), "flags": flags.__dict__},
+    }
+    if decision.action == RETRIEVE_MORE:
+        missing = list(dict.fromkeys(signals["missing_anchors"] + validation.missing))
+        update.update(round=round_no + 1, one_shot_done=True, extra_terms=missing)
+    return update
+
+
+def _telemetry(state, settings, signals, decision, paths, validation) -> dict[str, Any]:
+    usage = state.get("usage", {})
+    return {
+        "question_id": state.get("question_id", ""),
+        "round": state.get("round", 1),
+        "action": decision.action,
+        "reason": decision.reason,
+        "stop_reason": decision.reason if decision.action in (STOP, ABSTAIN) else "",
+        "anchors_proposed": [a["text"] for a in state.get("anchors_proposed", [])],
+        "anchors_selected": [a["text"] for a in state.get("anchors", [])],
+        "kind": state.get("kind", "other"),
+        "path_count": len(paths),
+        "pruned_count": sum(p.get("pruned_count", 0) for p in paths),
+        "terminated_by": [p.get("terminated_by") for p in paths],
+        "new_hits_ratio": signals["new_hits_ratio"],
+        "anchor_coverage": signals["anchor_coverage"],
+        "overlap_est": signals["overlap_est"],
+        "faith_est": signals["faith_est"],
+        "validator": validation.name,
+        "validator_ok": validation.ok,
+        "context_tokens": (state.get("bundle") or {}).get("context_tokens", 0),
+        "tokens_used": tokens_used(usage),
+        "tokens_left": settings.TOKEN_BUDGET - tokens_used(usage),
+        "tokens_by_stage": {k: v.get("total_tokens", 0) for k, v in usage.items()},
+        "llm_calls": llm_calls(usage),
+        "latency_ms": round((time.time() - state.get("started_at", time.time())) * 1000.0, 1),
+    }
+
+
+def route_after_baug(state: RAGState, config: RunnableConfig) -> str | list[Send]:
+    action = (state.get("decision") or {}).get("action", ABSTAIN)
+    if action == RETRIEVE_MORE:
+        return dispatch_workers(state, config)
+    if action == REFLECT:
+        return REFLECT_NODE
+    return FINALIZE

@@ -1,0 +1,106 @@
+"""BAUG's decision: STOP, RETRIEVE_MORE, REFLECT or ABSTAIN, each with a reason code.
+
+The policy is a pure function of the signals, the run's flags and the settings. Nothing the model
+writes can change it: the draft enters only through the signals computed from it. Rules, in order:
+
+1. no evidence at all                                  -> ABSTAIN_NO_EVIDENCE
+2. no draft and no budget for one                      -> ABSTAIN_LOW_BUDGET
+3. supported (overlap, faith) and sufficient (anchor coverage, type validator)
+                                                       -> STOP_OVERLAP_OK
+4. insufficient anchors, one-shot retrieval still available and affordable
+                                                       -> RETRIEVE_MORE / RETRIEVE_MISSING_ANCHORS
+5. the extra round brought nothing new: a supported draft of a non-factoid question stops
+   (STOP_NO_NEW_HITS); otherwise fall through to abstain
+6. weakly supported draft worth revising, reflect unused and affordable
+                                                       -> REFLECT / REFLECT_LOW_FAITH
+7. budget exhausted while supported (non-factoid)      -> STOP_LOW_BUDGET
+8. insufficient anchors                                -> ABSTAIN_MISSING_ANCHORS
+9. otherwise                                           -> ABSTAIN_LOW_SUPPORT
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+STOP, RETRIEVE_MORE, REFLECT, ABSTAIN = "STOP", "RETRIEVE_MORE", "REFLECT", "ABSTAIN"
+ACTIONS = (STOP, RETRIEVE_MORE, REFLECT, ABSTAIN)
+
+REASONS = {
+    "STOP_OVERLAP_OK": STOP,
+    "STOP_NO_NEW_HITS": STOP,
+    "STOP_LOW_BUDGET": STOP,
+    "RETRIEVE_MISSING_ANCHORS": RETRIEVE_MORE,
+    "REFLECT_LOW_FAITH": REFLECT,
+    "ABSTAIN_MISSING_ANCHORS": ABSTAIN,
+    "ABSTAIN_LOW_SUPPORT": ABSTAIN,
+    "ABSTAIN_NO_EVIDENCE": ABSTAIN,
+    "ABSTAIN_LOW_BUDGET": ABSTAIN,
+}
+
+FACTOID_KINDS = {"numeric", "date", "person", "award", "tournament", "time_window", "other"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Flags:
+    """What the graph has already done and can still afford (from state and caps, not from the model)."""
+
+    has_evidence: bool
+    has_draft: bool
+    kind: str = "other"
+    validators_ok: bool = True
+    one_shot_done: bool = False
+    reflected: bool = False
+    no_new_hits: bool = False
+    can_generate: bool = True  # budget, call cap and wall time allow one more LLM call
+    can_retrieve: bool = True  # rounds left and wall time allow one more retrieval round
+
+
+def _decide(reason: str) -> Decision:
+    return Decision(REASONS[reason], reason)
+
+
+def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
+    if not flags.has_evidence:
+        return _decide("ABSTAIN_NO_EVIDENCE")
+    if not flags.has_draft:
+        return _decide("ABSTAIN_LOW_BUDGET")
+    supported = signals["overlap_est"] >= settings.OVERLAP_MIN and signals["faith_est"] >= settings.FAITH_MIN
+    sufficient = signals["anchor_coverage"] >= settings.COVERAGE_MIN and flags.validators_ok
+    factoid = flags.kind in FACTOID_KINDS
+    if supported and sufficient:
+        return _decide("STOP_OVERLAP_OK")
+    if (
+        not sufficient
+        and settings.FACTOID_ONE_SHOT_RETRIEVAL
+        and not flags.one_shot_done
+        and flags.can_retrieve
+        and flags.can_generate
+        and signals["tokens_left"] >= settings.FACTOID_MIN_TOKENS_LEFT
+        and not signals.get("stagnation", False)
+    ):
+        return _decide("RETRIEVE_MISSING_ANCHORS")
+    if flags.no_new_hits and supported and not factoid:
+        return _decide("STOP_NO_NEW_HITS")
+    if (
+        not supported
+        and settings.REFLECT_ENABLED
+        and not flags.reflected
+        and flags.can_generate
+        and signals["overlap_est"] >= settings.REFLECT_MIN_OVERLAP
+    ):
+        return _decide("REFLECT_LOW_FAITH")
+    if supported and not factoid and not flags.can_generate:
+        return _decide("STOP_LOW_BUDGET")
+    if not sufficient:
+        return _decide("ABSTAIN_MISSING_ANCHORS")
+    return _decide("ABSTAIN_LOW_SUPPORT")

@@ -1,0 +1,177 @@
+"""BAUG signals: how well the draft answer is supported by the evidence it cites.
+
+All signals are computed by code from the answer text, the bundle and the usage ledger; the model's
+own words about its confidence are never read.
+
+- ``overlap_est``: share of answer sentences backed by a source sentence: a quote the model gave that
+  occurs verbatim in a source it cites, or a source sentence found by code attribution that holds
+  the sentence's claims and is semantically close to it (cosine >= ``OVERLAP_TAU``). A citation to a
+  source that was never given supports nothing.
+- ``faith_est``: share of the answer's checkable claims (numbers, years, names, quoted titles) that
+  occur in the cited text. With no checkable claim it falls back to ``overlap_est``.
+- ``anchor_coverage``: share of the selected anchors present in the cited text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
+
+from agentic_rag.anchors.predictor import Anchor, anchor_coverage
+from agentic_rag.generator.citations import cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup
+from agentic_rag.retrieval.hybrid import tokenize
+
+_STOP = frozenset(STOPWORDS_EN)
+_NUM = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|and|&)\s+)?[A-Z][\w'&-]*)*)")
+_FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also"}
+
+
+def claims_of(answer: str) -> list[str]:
+    """Checkable claims: numbers and capitalised names that are not sentence-initial filler."""
+    text = strip_markup(answer)
+    out: list[str] = []
+    for m in _NUM.finditer(text):
+        out.append(m.group(0).rstrip(".,"))
+    for m in _NAME.finditer(text):
+        name = m.group(1).strip(" .")
+        words = name.split()
+        if words and words[0].lower() in _STOP | _FILLER:
+            words = words[1:]  # "The Beatles" keeps "Beatles"; a sentence-initial "It" is dropped
+        name = " ".join(words)
+        if name and name.lower() not in _STOP | _FILLER:
+            out.append(name)
+    seen: dict[str, None] = {}
+    for c in out:
+        seen.setdefault(c, None)
+    return list(seen)
+
+
+def claim_in(claim: str, text: str) -> bool:
+    if _NUM.fullmatch(claim):
+        digits = claim.replace(",", "")
+        return bool(re.search(rf"(?<![\d.]){re.escape(digits)}(?![\d])", text.replace(",", "")))
+    return fold(claim) in fold(text)
+
+
+def _chunk_sentences(text: str) -> list[str]:
+    parts = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 3]
+    return parts or [text.strip()]
+
+
+def key_tokens(plain: str, question: str) -> list[str]:
+    """What an answer adds to the question: its content words that the question does not contain."""
+    asked = set(tokenize(question))
+    return [t for t in dict.fromkeys(tokenize(plain)) if t not in asked]
+
+
+def sentence_support(
+    answer: str, bundle: dict[str, Any], embedder, tau: float, question: str = ""
+) -> tuple[list[dict[str, Any]], str]:
+    """Per answer sentence: its supporting source sentence, and the text of every chunk it relies on.
+
+    A sentence is supported when (a) a quote it gives occurs verbatim in a source it cites, or (b)
+    code attribution finds a source sentence that holds all of its claims (numbers and names; for
+    plain words, the words it adds to the question) and is semantically close to it (cosine >=
+    ``tau``; short answers are compared together with the question they answer). Attribution looks in
+    the sources the model cited, or in the whole bundle when it cited none. Either way the quote shown
+    to the user is exact source text, so a citation can always be checked.
+    """
+    passages = bundle.get("passages", [])
+    by_n = {p["n"]: p for p in passages}
+    all_cited = [n for n in cited_numbers(answer) if n in by_n]
+    source_sents = [(p["n"], sent) for p in passages for sent in _chunk_sentences(p["text"])]
+    vec_cache: dict[str, np.ndarray] = {}
+
+    def vectors(texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in vec_cache]
+        if todo and embedder is not None:
+            for t, v in zip(todo, embedder.embed(todo)):
+                vec_cache[t] = v
+        return np.stack([vec_cache[t] for t in texts]) if texts and embedder is not None else np.zeros((len(texts), 1))
+
+    rows = []
+    relied: list[int] = []
+    for sent in split_sentences(answer):
+        plain = strip_markup(sent)
+        if not plain or not re.search(r"\w", plain):
+            continue
+        own = [n for n in cited_numbers(sent) if n in by_n]
+        nums = own or all_cited  # the small model often cites once, at the end
+        needed = claims_of(plain) or key_tokens(plain, question)
+        row: dict[str, Any] = {"sentence": plain, "model_cites": nums, "n": None, "quote": "", "mode": "none",
+                               "similarity": 0.0, "claims_found": 0.0, "supported": False}
+        for q in quotes(sent):
+            hit = next((n for n in nums if quote_in(q, by_n[n]["text"])), None)
+            if hit is not None and all(claim_in(c, q) for c in needed):
+                row.update(n=hit, quote=q, mode="model_quote", claims_found=1.0, similarity=1.0, supported=True)
+                break
+        if not row["supported"]:
+            pool = [(n, t) for n, t in source_sents if n in nums] if nums else source_sents
+            if pool:
+                probe = plain if len(plain.split()) >= 6 else f"{question} {plain}".strip()
+                vecs = vectors([probe] + [t for _, t in pool])
+                sims = vecs[1:] @ vecs[0] if embedder is not None else np.zeros(len(pool))
+                best_i, best_key = 0, (-1.0, -1.0)
+                for i, (n, text) in enumerate(pool):
+                    found = sum(claim_in(c, text) for c in needed) / len(needed) if needed else 1.0
+                    key = (found, float(sims[i]))
+                    if key > best_key:
+                        best_i, best_key = i, key
+                n, text = pool[best_i]
+                found, sim = best_key
+                row.update(n=n, quote=text, mode="attributed", claims_found=round(found, 4), similarity=round(sim, 4),
+                           supported=found >= 1.0 and sim >= tau)
+        rows.append(row)
+        relied.extend(nums)
+        if row["n"] is not None and (row["supported"] or not nums):
+            relied.append(row["n"])
+    cited = [by_n[n] for n in dict.fromkeys(relied)]
+    return rows, "\n".join(f"{p.get('page_name', '')}\n{p['text']}" for p in cited)
+
+
+def collect_signals(
+    question: str,
+    answer: str,
+    bundle: dict[str, Any],
+    anchors: list[Anchor],
+    usage: dict[str, Any],
+    settings,
+    embedder,
+    new_hits_ratio: float = 1.0,
+    rounds: int = 1,
+    stagnation: bool = False,
+) -> dict[str, Any]:
+    rows, cited_text = sentence_support(answer, bundle, embedder, settings.OVERLAP_TAU, question)
+    overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
+    claims = claims_of(answer)
+    if claims and cited_text:
+        found = [c for c in claims if claim_in(c, cited_text)]
+        faith = len(found) / len(claims)
+        unsupported_claims = [c for c in claims if c not in found]
+    else:
+        faith = overlap if not claims else 0.0
+        unsupported_claims = claims
+    coverage, missing = anchor_coverage(anchors, cited_text) if anchors else (1.0, [])
+    used = sum(int(v.get("total_tokens", 0)) for v in usage.values())
+    calls = sum(int(v.get("calls", 0)) for v in usage.values())
+    return {
+        "overlap_est": round(overlap, 4),
+        "faith_est": round(faith, 4),
+        "anchor_coverage": round(coverage, 4) if cited_text else 0.0,
+        "missing_anchors": [a.text for a in missing] if cited_text else [a.text for a in anchors],
+        "new_hits_ratio": round(new_hits_ratio, 4),
+        "tokens_used": used,
+        "tokens_left": settings.TOKEN_BUDGET - used,
+        "llm_calls": calls,
+        "rounds": rounds,
+        "stagnation": stagnation,
+        "sentences": rows,
+        "claims": claims,
+        "unsupported_claims": unsupported_claims,
+        "cited_text_chars": len(cited_text),
+        "_cited_text": cited_text,
+    }

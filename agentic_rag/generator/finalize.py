@@ -1,0 +1,159 @@
+"""Finalize: the displayed answer with its citations, or an abstention that says why and what is missing.
+
+The short answer is extracted for EM/F1 scoring only; it never replaces the cited answer a person
+reads. An abstention carries no citations (the "IDK with citations" count must be 0).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentic_rag.generator.citations import extract_citations, split_sentences, strip_markup
+from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
+from agentic_rag.state import AnswerRecord
+
+_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
+_DATE = re.compile(
+    r"\b(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}|\d{1,2}\s+"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{4}|\d{4}-\d{2}-\d{2}|(?:1[89]|20)\d{2})\b",
+    re.IGNORECASE,
+)
+_FALSE_PREMISE = re.compile(r"\b(invalid question|false premise|never (won|been|had|did|was)|did not|has not|have not)\b", re.IGNORECASE)
+_LEADS = re.compile(r"^(the answer is|according to (the )?sources?( \d+)?,?|based on (the )?sources?,?)\s*", re.IGNORECASE)
+
+
+def short_answer(question: str, answer: str, kind: str = "other") -> str:
+    """The minimal span to score: yes/no, a date, a number with its unit, or the first sentence."""
+    text = strip_markup(answer)
+    if not text:
+        return ""
+    if kind == "yes_no":
+        m = _YES_NO.match(text)
+        if m:
+            return m.group(1).lower()
+    if kind in {"date", "time_window"}:
+        m = _DATE.search(text)
+        if m:
+            return m.group(0)
+    if kind == "numeric":
+        m = _NUMBER_UNIT.search(text)
+        if m:
+            return m.group(0).strip()
+    if _FALSE_PREMISE.search(text) and kind not in {"yes_no"}:
+        if re.search(r"\binvalid question|false premise\b", text, re.IGNORECASE):
+            return INVALID_QUESTION
+    first = split_sentences(text)[0] if split_sentences(text) else text
+    return _LEADS.sub("", first).rstrip(" .")
+
+
+def _list(items: list[str]) -> str:
+    items = [f'"{i}"' for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def explain_refusal(reason: str, signals: dict[str, Any], validation: dict[str, Any], settings) -> tuple[str, list[str]]:
+    """A sentence with the figures, and the information that would be needed."""
+    missing_anchors = list(dict.fromkeys((signals.get("missing_anchors") or []) + (validation.get("missing") or [])))
+    if reason == "ABSTAIN_NO_EVIDENCE":
+        return (
+            "No passage in the sources survived retrieval and pruning for this question; "
+            "a source that discusses it is needed.",
+            missing_anchors,
+        )
+    if reason == "ABSTAIN_LOW_BUDGET":
+        return (
+            f"The per-question budget ({settings.TOKEN_BUDGET} tokens, {settings.MAX_LLM_CALLS} LLM calls, "
+            f"{settings.WALL_TIME_S:.0f} s) ran out before an answer could be checked.",
+            missing_anchors,
+        )
+    if reason == "ABSTAIN_MISSING_ANCHORS":
+        found_periods = validation.get("found_periods") or []
+        text = "The cited sources do not mention " + (_list(missing_anchors) if missing_anchors else "what the question asks about")
+        if found_periods:
+            text += f"; they give {', '.join(found_periods[:4])} instead"
+        coverage = signals.get("anchor_coverage", 0.0)
+        text += f" (anchor coverage {coverage:.0%}, needed {settings.COVERAGE_MIN:.0%})."
+        return text, missing_anchors
+    unsupported = signals.get("unsupported_claims") or []
+    text = (
+        f"The draft answer was not supported by the sources: {signals.get('overlap_est', 0.0):.0%} of its sentences "
+        f"matched a cited source (needed {settings.OVERLAP_MIN:.0%}) and {signals.get('faith_est', 0.0):.0%} of its "
+        f"names and numbers occur in them (needed {settings.FAITH_MIN:.0%})."
+    )
+    if unsupported:
+        text += f" Not found in the sources: {_list(unsupported[:5])}."
+    return text, missing_anchors or unsupported[:5]
+
+
+def citations_from_support(rows: list[dict[str, Any]], bundle: dict[str, Any]) -> list[dict[str, Any]]:
+    """One citation per source sentence that backs the answer (exact source text, so verifiable)."""
+    by_n = {p["n"]: p for p in bundle.get("passages", [])}
+    out: dict[tuple[int, str], dict[str, Any]] = {}
+    for row in rows:
+        n = row.get("n")
+        if n is None or n not in by_n:
+            continue
+        p = by_n[n]
+        out.setdefault((n, row["quote"]), {
+            "n": n, "chunk_id": p["chunk_id"], "page_name": p.get("page_name", ""), "page_url": p.get("page_url", ""),
+            "quote": row["quote"], "verified": bool(row.get("supported")),
+        })
+    return list(out.values())
+
+
+def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], llm_calls: int) -> AnswerRecord:
+    decision = state.get("decision") or {"action": "STOP", "reason": "STOP_SINGLE_PASS"}
+    signals = {k: v for k, v in (state.get("signals") or {}).items() if not k.startswith("_")}
+    common = dict(
+        question_id=state.get("question_id", ""),
+        question=state["question"],
+        system=system,
+        reason=decision["reason"],
+        tokens=tokens,
+        llm_calls=llm_calls,
+        signals=signals,
+        draft=state.get("draft", ""),
+    )
+    if decision["action"] == "ABSTAIN":
+        explanation, missing = explain_refusal(decision["reason"], signals, state.get("validation") or {}, settings)
+        return AnswerRecord(
+            **common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
+            explanation=explanation, missing=missing, citations=[],
+        )
+    draft = state.get("draft", "")
+    answer = strip_markup(draft) or draft
+    kind = state.get("kind", "other")
+    rows = (state.get("signals") or {}).get("sentences")
+    citations = citations_from_support(rows, state.get("bundle") or {}) if rows else extract_citations(draft, state.get("bundle") or {})
+    return AnswerRecord(
+        **common,
+        status="ok",
+        answer=answer,
+        short_answer=short_answer(state["question"], answer, kind) if settings.USE_FACTOID_FINALIZER else answer,
+        citations=citations,
+        explanation=decision.get("explanation", ""),
+    )
+
+
+def make_finalize_node(system: str):
+    """The last node of a graph: the state becomes an ``AnswerRecord`` (same shape for every system)."""
+    from langchain_core.runnables import RunnableConfig
+
+    from agentic_rag.budget import llm_calls, tokens_summary
+    from agentic_rag.configuration import Settings
+    from agentic_rag.utils import timed
+
+    @timed("finalize")
+    def finalize_node(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        settings = Settings.from_runnable_config(config)
+        if "kind" not in state:
+            from agentic_rag.anchors.predictor import propose_anchors, question_kind
+
+            state = {**state, "kind": question_kind(state["question"], propose_anchors(state["question"]))}
+        usage = state.get("usage", {})
+        record = build_record(state, system, settings, tokens_summary(usage), llm_calls(usage))
+        return {"result": record.model_dump()}
+
+    return finalize_node

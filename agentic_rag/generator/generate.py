@@ -1,0 +1,73 @@
+"""Generator calls: the answer over the packed evidence, and the one-shot critique-and-revise.
+
+Both are deterministic (temperature 0) and capped at ``MAX_OUTPUT_TOKENS``. ``prompt_cost`` lets the
+graph check a call against the per-question token budget *before* making it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from agentic_rag.configuration import Settings
+from agentic_rag.llm.factory import count_tokens, get_chat_model
+from agentic_rag.llm.usage import UsageLedger, invoke_llm
+from agentic_rag.prompts import load_prompt, render
+from agentic_rag.supervisor.packing import render_sources
+
+CHAT_TEMPLATE_MARGIN = 24  # tokens the chat template adds around two messages (role markers), upper bound
+
+
+def messages_for(template: str, **values: str) -> list:
+    """``template`` names a prompt pair: ``<template>_system.txt`` and ``<template>_user.txt``."""
+    return [
+        SystemMessage(content=load_prompt(f"{template}_system").strip()),
+        HumanMessage(content=render(f"{template}_user", **values).strip()),
+    ]
+
+
+def answer_messages(question: str, bundle: dict[str, Any], query_time: str = "") -> list:
+    return messages_for(
+        "answer",
+        sources=render_sources(bundle) or "(no sources)",
+        question=question,
+        query_time=query_time or "unknown",
+    )
+
+
+def reflect_messages(question: str, bundle: dict[str, Any], draft: str, problems: str, query_time: str = "") -> list:
+    return messages_for(
+        "reflect",
+        sources=render_sources(bundle) or "(no sources)",
+        question=question,
+        query_time=query_time or "unknown",
+        draft=draft,
+        problems=problems or "none found",
+    )
+
+
+def prompt_cost(messages: list, settings: Settings) -> int:
+    """Upper bound of one call's tokens: the prompt as the tokenizer counts it, plus the output cap."""
+    prompt = sum(count_tokens(str(m.content), settings) for m in messages) + CHAT_TEMPLATE_MARGIN
+    return prompt + settings.MAX_OUTPUT_TOKENS
+
+
+def model_from(config: Any, settings: Settings):
+    """The chat model for a run: ``configurable.llm`` when a caller injects one (tests, notebooks), else settings."""
+    injected = ((config or {}).get("configurable") or {}).get("llm")
+    return injected if injected is not None else get_chat_model(settings)
+
+
+def call_generator(messages: list, settings: Settings, stage: str, llm=None) -> tuple[str, dict[str, Any]]:
+    """Return the text and this call's usage by stage."""
+    ledger = UsageLedger()
+    model = llm if llm is not None else get_chat_model(settings)
+    message = invoke_llm(model, messages, stage, ledger, max_tokens=settings.MAX_OUTPUT_TOKENS)
+    return str(message.content).strip(), ledger.by_stage
+
+
+def generate_answer(
+    question: str, bundle: dict[str, Any], settings: Settings, query_time: str = "", stage: str = "generation"
+) -> tuple[str, dict[str, Any]]:
+    return call_generator(answer_messages(question, bundle, query_time), settings, stage)

@@ -1,0 +1,125 @@
+"""One Retriever-Worker: explore the corpus for a single anchor and report a scored path.
+
+Hop 0 is a hybrid search whose query repeats the anchor so both BM25 and the embedding lean on it.
+Pruning is two-stage: *rough* (lexical: the passage holds the anchor, or enough of the question's
+content words) then *fine* (semantic: cosine of passage to question >= ``FINE_MIN_SIM``). Hop 1
+follows the kept passages' neighbouring sections and in-corpus hyperlinks and prunes again. The path
+reports how much of it is new against evidence already held, and why it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from agentic_rag.anchors.predictor import Anchor, anchor_in_text
+from agentic_rag.configuration import Settings
+from agentic_rag.retrieval.hybrid import HybridIndex, Passage, tokenize
+from agentic_rag.retrievers.source import retrieve
+
+HOP_DECAY = 0.5  # a hop-1 passage inherits this share of its parent's fused score (fraction)
+
+
+def content_overlap(question_tokens: set[str], text: str) -> float:
+    if not question_tokens:
+        return 0.0
+    return len(question_tokens & set(tokenize(text))) / len(question_tokens)
+
+
+def worker_query(question: str, anchor: Anchor | None) -> str:
+    if anchor is None or anchor.text.lower() in {"", question.lower()}:
+        return question
+    return f"{question} {anchor.text}"
+
+
+def explore(
+    anchor: Anchor | None,
+    question: str,
+    index: HybridIndex,
+    settings: Settings,
+    held_ids: set[str] | frozenset[str] = frozenset(),
+    deadline: float | None = None,
+    round_no: int = 1,
+    extra_terms: list[str] | None = None,
+) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    query = worker_query(question, anchor)
+    if extra_terms:
+        query = f"{query} {' '.join(extra_terms)}"
+    qv = index.embedder.embed([question])[0]
+    q_tokens = set(tokenize(question))
+    candidates = retrieve(index, query, settings, k=max(settings.WORKER_K * 3, settings.RETRIEVAL_K))
+    kept, pruned = _prune(candidates, anchor, q_tokens, qv, index, settings, hop=0)
+    terminated_by = "complete"
+    if settings.WORKER_HOPS >= 1 and kept and (deadline is None or time.time() < deadline):
+        seen = {p["chunk_id"] for p in kept} | {c.chunk_id for c in candidates}
+        hop_passages = []
+        for parent in kept[: settings.WORKER_K]:
+            for chunk in index.neighbours(parent["chunk_id"]) + index.linked_chunks(parent["page_id"]):
+                if chunk.chunk_id in seen:
+                    continue
+                seen.add(chunk.chunk_id)
+                hop_passages.append(index.score_chunk(chunk, query, qv, fused=parent["fused_score"] * HOP_DECAY))
+        hop_kept, hop_pruned = _prune(hop_passages, anchor, q_tokens, qv, index, settings, hop=1)
+        kept.extend(hop_kept)
+        pruned += hop_pruned
+    elif deadline is not None and time.time() >= deadline:
+        terminated_by = "time"
+    kept.sort(key=lambda p: (-p["path_score"], p["chunk_id"]))
+    kept = kept[: settings.WORKER_K]
+    path_score = max((p["path_score"] for p in kept), default=0.0)
+    new = [p for p in kept if p["chunk_id"] not in held_ids]
+    new_hits_ratio = len(new) / len(kept) if kept else 0.0
+    if not kept or path_score < settings.PATH_MIN_SCORE:
+        terminated_by = "low_score"
+    elif held_ids and new_hits_ratio < settings.NEW_HITS_EPS:
+        terminated_by = "no_novelty"
+    return {
+        "anchor": anchor.to_dict() if anchor else None,
+        "round": round_no,
+        "query": query,
+        "passages": kept if terminated_by != "low_score" else [],
+        "candidates": len(candidates),
+        "pruned_count": pruned,
+        "path_score": round(float(path_score), 4),
+        "new_hits_ratio": round(new_hits_ratio, 4),
+        "terminated_by": terminated_by,
+        "latency_ms": round((time.perf_counter() - t0) * 1000.0, 2),
+    }
+
+
+def _prune(
+    passages: list[Passage],
+    anchor: Anchor | None,
+    q_tokens: set[str],
+    qv: np.ndarray,
+    index: HybridIndex,
+    settings: Settings,
+    hop: int,
+) -> tuple[list[dict[str, Any]], int]:
+    kept: list[dict[str, Any]] = []
+    pruned = 0
+    for passage in passages:
+        has_anchor = anchor is not None and anchor_in_text(anchor, passage.text)
+        overlap = content_overlap(q_tokens, passage.text)
+        if not has_anchor and overlap < settings.ROUGH_MIN_OVERLAP:
+            pruned += 1  # rough prune: neither the anchor nor enough of the question's words
+            continue
+        sim = float(index.vector(passage.chunk_id) @ qv)
+        if sim < settings.FINE_MIN_SIM:
+            pruned += 1  # fine prune: semantically off the question
+            continue
+        row = passage.to_dict()
+        row.update(
+            page_id=passage.chunk.page_id,
+            hop=hop,
+            anchor_hit=has_anchor,
+            question_overlap=round(overlap, 4),
+            fine_sim=round(sim, 4),
+            # path score blends semantic fit with the lexical evidence of the anchor (both 0-1)
+            path_score=round(0.7 * max(sim, 0.0) + 0.3 * (1.0 if has_anchor else overlap), 4),
+        )
+        kept.append(row)
+    return kept, pruned

@@ -1,0 +1,67 @@
+"""Answer one question with a chosen system: the single entry point of CLI, eval and API use."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from agentic_rag.configuration import Settings
+from agentic_rag.datasets.crag import CragRecord
+from agentic_rag.state import AnswerRecord
+
+
+def graph_input(
+    question: str | None = None,
+    record: CragRecord | None = None,
+    index_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    if record is None and not question:
+        raise ValueError("give a question, or a record that carries one")
+    state: dict[str, Any] = {"question": question or record.query}
+    if record is not None:
+        state.update(
+            question_id=record.interaction_id,
+            query_time=record.query_time,
+            record=record.model_dump(mode="json"),
+        )
+    if index_dir is not None:
+        state["index_dir"] = str(index_dir)
+    return state
+
+
+def answer(
+    system: str,
+    settings: Settings,
+    question: str | None = None,
+    record: CragRecord | None = None,
+    index_dir: str | Path | None = None,
+    extra_config: dict[str, Any] | None = None,
+    on_update: Callable[[str, dict[str, Any]], None] | None = None,
+) -> AnswerRecord:
+    """Run one question through a graph; ``on_update(node, update)`` sees each node's output as it runs."""
+    from graphs import get_graph
+
+    graph = get_graph(system)
+    state = graph_input(question, record, index_dir)
+    config = {"configurable": {"settings": settings, **(extra_config or {})}}
+    t0 = time.perf_counter()
+    if on_update is None:
+        final = graph.invoke(state, config=config)
+    else:
+        final = {}
+        for mode, chunk in graph.stream(state, config=config, stream_mode=["updates", "values"]):
+            if mode == "values":
+                final = chunk
+            else:
+                for node, update in chunk.items():
+                    on_update(node, update or {})
+    elapsed = (time.perf_counter() - t0) * 1000.0
+    result = AnswerRecord.model_validate(final["result"])
+    result.latency_ms = round(elapsed, 1)
+    result.latency_by_node_ms = final.get("latency_ms", {})
+    if final.get("decision", {}).get("flags") is not None:  # BAUG ran, so it wrote telemetry
+        from agentic_rag.telemetry import telemetry_path
+
+        result.trace = str(telemetry_path(settings, system))
+    return result

@@ -1,0 +1,112 @@
+"""Typed graph state and the one output record every system produces.
+
+Both graphs (``baseline`` and ``agent``) fill the same ``AnswerRecord`` so runs compare like for like.
+State values are plain JSON-ready data (dicts, lists, strings) so the graphs also run under
+``langgraph dev`` and their traces can be stored and replayed.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, Field
+
+Status = Literal["ok", "refuse", "ambiguous"]
+
+
+def merge_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer adding per-stage token counts and call counts from parallel or successive nodes."""
+    out: dict[str, Any] = {k: dict(v) for k, v in (left or {}).items()}
+    for stage, counts in (right or {}).items():
+        cur = out.setdefault(stage, {})
+        for key, value in counts.items():
+            cur[key] = cur.get(key, 0) + value
+    return out
+
+
+def merge_latency(left: dict[str, float] | None, right: dict[str, float] | None) -> dict[str, float]:
+    out = dict(left or {})
+    for node, ms in (right or {}).items():
+        out[node] = round(out.get(node, 0.0) + ms, 3)
+    return out
+
+
+class Citation(BaseModel):
+    n: int
+    chunk_id: str
+    page_name: str
+    page_url: str
+    quote: str = ""
+    verified: bool = False
+
+
+class AnswerRecord(BaseModel):
+    """What a user (CLI ``--json``, API, eval) gets back for one question."""
+
+    question_id: str = ""
+    question: str
+    system: str
+    status: Status = "ok"
+    answer: str = ""
+    short_answer: str = ""
+    draft: str = ""  # the model's last raw output, markup included (for inspection; empty if never called)
+    citations: list[Citation] = Field(default_factory=list)
+    reason: str = ""
+    explanation: str = ""
+    missing: list[str] = Field(default_factory=list)
+    options: list[dict[str, Any]] = Field(default_factory=list)
+    tokens: dict[str, Any] = Field(default_factory=dict)
+    llm_calls: int = 0
+    latency_ms: float = 0.0
+    latency_by_node_ms: dict[str, float] = Field(default_factory=dict)
+    trace: str = ""
+    signals: dict[str, Any] = Field(default_factory=dict)
+
+
+class RAGState(TypedDict, total=False):
+    # input
+    question: str
+    question_id: str
+    query_time: str
+    record: dict[str, Any]  # a CRAG record: its own pages form the corpus (per-question mode)
+    index_dir: str  # or a persistent corpus index
+    # working data
+    passages: list[dict[str, Any]]
+    bundle: dict[str, Any]
+    draft: str
+    # accounting (reducers make parallel branches add up)
+    usage: Annotated[dict[str, Any], merge_usage]
+    latency_ms: Annotated[dict[str, float], merge_latency]
+    events: Annotated[list[dict[str, Any]], operator.add]
+    # agent: anchors, workers, rounds and BAUG
+    started_at: float  # time.time() at the first node, for the wall-time cap
+    anchors_proposed: list[dict[str, Any]]
+    anchors: list[dict[str, Any]]  # the selected ones
+    kind: str  # question kind for the type validators
+    paths: Annotated[list[dict[str, Any]], operator.add]  # every worker's path, all rounds
+    held_ids: list[str]  # chunk ids of evidence already held
+    round: int
+    extra_terms: list[str]  # anchors appended to worker queries in the one-shot retrieval
+    one_shot_done: bool
+    reflected: bool
+    no_new_hits: bool
+    citations: list[dict[str, Any]]
+    signals: dict[str, Any]
+    validation: dict[str, Any]
+    decision: dict[str, Any]
+    # output
+    result: dict[str, Any]
+
+
+class WorkerState(TypedDict, total=False):
+    """What one Retriever-Worker receives through ``Send``."""
+
+    question: str
+    anchor: dict[str, Any] | None
+    round: int
+    held_ids: list[str]
+    extra_terms: list[str]
+    record: dict[str, Any]
+    index_dir: str
+    deadline_at: float

@@ -1,0 +1,52 @@
+"""Graph node: the Supervisor merges all paths so far into the evidence bundle, then routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.budget import can_afford
+from agentic_rag.configuration import Settings
+from agentic_rag.generator.generate import answer_messages, prompt_cost
+from agentic_rag.llm.factory import count_tokens
+from agentic_rag.state import RAGState
+from agentic_rag.supervisor.orchestrator import compose
+from agentic_rag.utils import timed
+
+GENERATE, GATE = "generate", "baug"
+
+
+@timed("supervise")
+def supervise_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
+    settings = Settings.from_runnable_config(config)
+    anchors = [Anchor(**a) for a in state.get("anchors", [])]
+    paths = state.get("paths", [])
+    bundle = compose(
+        paths, anchors, settings.MAX_CONTEXT_TOKENS, settings.ANCHOR_BONUS, lambda t: count_tokens(t, settings)
+    )
+    held = set(state.get("held_ids", []))
+    round_no = state.get("round", 1)
+    round_ids = {p["chunk_id"] for path in paths if path["round"] == round_no for p in path["passages"]}
+    new_ids = round_ids - held
+    if bundle["passages"]:
+        bundle["generation_cost"] = prompt_cost(
+            answer_messages(state["question"], bundle, state.get("query_time", "")), settings
+        )
+    return {
+        "bundle": bundle,
+        "held_ids": sorted(held | round_ids),
+        "no_new_hits": round_no > 1 and not new_ids,
+    }
+
+
+def route_after_supervise(state: RAGState, config: RunnableConfig) -> str:
+    """Generate only with evidence, with something new to say, and within every cap; else BAUG decides."""
+    settings = Settings.from_runnable_config(config)
+    bundle = state.get("bundle") or {}
+    if not bundle.get("passages") or state.get("no_new_hits"):
+        return GATE
+    if not can_afford(state, settings, bundle.get("generation_cost", 0)):
+        return GATE
+    return GENERATE

@@ -1,0 +1,41 @@
+"""Type validators: cheap checks that the cited text is sufficient for this kind of question.
+
+An answer about an award must cite text naming the award or category *and* the ceremony year the
+question asks about; a tournament answer, the tournament and year; a numeric or time-window answer,
+its unit and period anchors. Without them the model may be faithful to the wrong ceremony, season
+or quarter, which is the error these checks exist to catch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentic_rag.anchors.predictor import Anchor, anchor_in_text
+
+PERIOD_TYPES = {"year", "quarter", "month", "date"}
+REQUIRED_TYPES = {
+    "award": ({"award", "category", "event"}, PERIOD_TYPES),
+    "tournament": ({"tournament", "event"}, PERIOD_TYPES),
+    "numeric": ({"unit"}, PERIOD_TYPES),
+    "time_window": ({"unit"}, PERIOD_TYPES),
+}
+
+
+@dataclass
+class ValidationResult:
+    name: str
+    ok: bool
+    missing: list[str] = field(default_factory=list)
+
+
+def validate(kind: str, anchors: list[Anchor], cited_text: str) -> ValidationResult:
+    """Every anchor of the kind's required types that the question has must be in the cited text."""
+    if kind not in REQUIRED_TYPES:
+        return ValidationResult(name="none", ok=True)
+    groups = REQUIRED_TYPES[kind]
+    missing = [
+        a.text
+        for a in anchors
+        if any(a.type in group for group in groups) and not anchor_in_text(a, cited_text)
+    ]
+    return ValidationResult(name=kind, ok=not missing, missing=missing)

@@ -1,0 +1,69 @@
+"""A scripted chat model for routing tests.
+
+Each scripted reply may cite sources by content: ``{cite:PHRASE}`` becomes ``[n]`` for the numbered
+source in the prompt whose text contains PHRASE, so a test does not depend on ranking order. Usage
+is counted with the packaged model's real tokenizer, so budget accounting is the same as in a real
+run. Every call is recorded for assertions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+_SOURCE = re.compile(r"^\[(\d+)\] [^\n]*\n(.*?)(?=^\[\d+\] |\Z)", re.MULTILINE | re.DOTALL)
+
+
+def sources_in(prompt: str) -> dict[int, str]:
+    return {int(n): text for n, text in _SOURCE.findall(prompt)}
+
+
+class ScriptedChat(BaseChatModel):
+    replies: list[str] = Field(default_factory=list)
+    repeat_last: bool = True
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+    count_tokens: Any = None  # callable(text) -> int; the real tokenizer in tests
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-fake"
+
+    def _render(self, template: str, prompt: str) -> str:
+        sources = sources_in(prompt)
+
+        def cite(m: re.Match) -> str:
+            phrase = m.group(1).lower()
+            for n, text in sources.items():
+                if phrase in text.lower():
+                    return f"[{n}]"
+            return "[99]"  # cites a source that was never given
+
+        return re.sub(r"\{cite:([^}]+)\}", cite, template)
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        prompt = "\n".join(str(m.content) for m in messages)
+        index = len(self.calls)
+        if index < len(self.replies):
+            template = self.replies[index]
+        elif self.repeat_last and self.replies:
+            template = self.replies[-1]
+        else:
+            raise AssertionError(f"unscripted call #{index + 1}")
+        text = self._render(template, prompt)
+        cap = kwargs.get("max_tokens")
+        counter = self.count_tokens or (lambda t: len(t.split()))
+        out_tokens = counter(text)
+        if cap is not None and out_tokens > cap:
+            raise AssertionError(f"scripted reply of {out_tokens} tokens exceeds the cap {cap}")
+        in_tokens = counter(prompt) + 20
+        self.calls.append({"prompt": prompt, "reply": text, "max_tokens": cap})
+        message = AIMessage(
+            content=text,
+            usage_metadata={"input_tokens": in_tokens, "output_tokens": out_tokens, "total_tokens": in_tokens + out_tokens},
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])

@@ -1,0 +1,204 @@
+"""Routing of the agent graph with a scripted fake model: every route, the fan-out and the caps."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.configuration import Settings
+from agentic_rag.datasets.crag import CragRecord
+from agentic_rag.llm.factory import count_tokens
+from agentic_rag.runner import answer
+from agentic_rag.telemetry import read_rows
+from tests.fakes import ScriptedChat
+
+PAGES = {
+    "Oscars 2004": (
+        "At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best Animated Feature. "
+        "The ceremony took place at the Kodak Theatre in Hollywood. Pixar produced the film."
+    ),
+    "Oscars 2005": (
+        "At the 77th Academy Awards in 2005, The Incredibles won the Oscar for Best Animated Feature. "
+        "Brad Bird directed The Incredibles for Pixar."
+    ),
+    "Pixar history": (
+        "Pixar Animation Studios is an American animation studio based in Emeryville, California. "
+        "It was founded in 1986 and was bought by Disney in 2006."
+    ),
+    "Gardening": "Tomatoes grow best in warm soil with six hours of sun a day and regular watering.",
+}
+QUESTION = "which movie won best animated feature at the 2004 oscars?"
+QUOTE_2004 = "At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best Animated Feature"
+QUOTE_2005 = "At the 77th Academy Awards in 2005, The Incredibles won the Oscar for Best Animated Feature"
+
+
+def record(question: str = QUESTION, pages: dict[str, str] = PAGES) -> CragRecord:
+    return CragRecord(
+        interaction_id="toy-1",
+        query=question,
+        answer="finding nemo",
+        search_results=[
+            {"page_name": name, "page_url": f"toy://{i}", "page_result": text} for i, (name, text) in enumerate(pages.items())
+        ],
+    )
+
+
+@pytest.fixture
+def agent_settings(settings: Settings) -> Settings:
+    return settings.replace(TELEMETRY_PATH=str(settings.ARTIFACTS_DIR / "telemetry.jsonl"))
+
+
+def run(settings: Settings, replies: list[str], rec: CragRecord | None = None, **overrides):
+    s = settings.replace(**overrides) if overrides else settings
+    fake = ScriptedChat(replies=replies, count_tokens=lambda t: count_tokens(t, s))
+    result = answer("agent", s, record=rec or record(), extra_config={"llm": fake})
+    rows = [r for r in read_rows(s.TELEMETRY_PATH)]
+    return result, fake, rows
+
+
+def test_supported_answer_stops_with_verified_citation(agent_settings):
+    result, fake, rows = run(agent_settings, [f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'])
+    assert result.status == "ok" and result.reason == "STOP_OVERLAP_OK"
+    assert len(fake.calls) == 1 and result.llm_calls == 1
+    assert result.citations and result.citations[0].verified and result.citations[0].page_name == "Oscars 2004"
+    assert "Finding Nemo" in result.answer and "[" not in result.answer
+    assert [r["reason"] for r in rows] == ["STOP_OVERLAP_OK"]
+    for field in ("anchors_proposed", "anchors_selected", "path_count", "pruned_count", "new_hits_ratio",
+                  "anchor_coverage", "overlap_est", "faith_est", "tokens_left", "tokens_used", "stop_reason", "latency_ms"):
+        assert field in rows[0]
+
+
+def test_no_evidence_abstains_without_calling_the_model(agent_settings):
+    rec = record("who designed the first jet engine for the luftwaffe?", {"Gardening": PAGES["Gardening"]})
+    result, fake, rows = run(agent_settings, ["should never be used"], rec)
+    assert result.status == "refuse" and result.reason == "ABSTAIN_NO_EVIDENCE"
+    assert fake.calls == [] and result.llm_calls == 0 and result.tokens["total"] == 0
+    assert result.citations == [] and "source" in result.explanation
+
+
+def test_wrong_year_triggers_one_anchor_retrieval_then_abstains(agent_settings):
+    # the draft is faithful, but to the 2005 ceremony: the year anchor is missing from the cited text
+    wrong = f'The Incredibles won. {{cite:77th academy}} "{QUOTE_2005}"'
+    result, fake, rows = run(agent_settings, [wrong])
+    reasons = [r["reason"] for r in rows]
+    assert reasons[0] == "RETRIEVE_MISSING_ANCHORS"
+    assert rows[1]["round"] == 2
+    assert result.status == "refuse" and result.reason in {"ABSTAIN_MISSING_ANCHORS", "ABSTAIN_LOW_SUPPORT"}
+    assert "2004" in " ".join(result.missing) and "2004" in result.explanation
+    assert result.citations == []  # an abstention never carries citations
+    assert len(fake.calls) <= 2
+
+
+def test_no_regeneration_when_the_extra_round_brings_nothing_new(agent_settings):
+    # the toy corpus is small: round 1 already holds every passage, so round 2 finds no new hits
+    wrong = f'The Incredibles won. {{cite:77th academy}} "{QUOTE_2005}"'
+    result, fake, rows = run(agent_settings, [wrong, "a second draft must not be requested"])
+    assert [r["reason"] for r in rows][0] == "RETRIEVE_MISSING_ANCHORS"
+    assert len(fake.calls) == 1 and result.tokens["detail"]["generation"]["calls"] == 1
+
+
+def test_supervisor_regenerates_only_on_new_hits(agent_settings):
+    from agentic_rag.supervisor.node import GATE, GENERATE, route_after_supervise, supervise_node
+
+    s = agent_settings
+    config = {"configurable": {"settings": s}}
+    passage = {"chunk_id": "p:0", "text": QUOTE_2004, "fused_score": 0.9, "path_score": 0.9, "page_name": "A"}
+    fresh = {"chunk_id": "p:1", "text": QUOTE_2005, "fused_score": 0.8, "path_score": 0.8, "page_name": "B"}
+    base = {"question": QUESTION, "anchors": [], "usage": {}, "held_ids": ["p:0"], "round": 2}
+    path1 = {"round": 1, "anchor": None, "passages": [passage]}
+    stale = {**base, "paths": [path1, {"round": 2, "anchor": None, "passages": [passage]}]}
+    update = supervise_node(stale, config)
+    assert update["no_new_hits"] is True
+    assert route_after_supervise({**stale, **update}, config) == GATE
+    new = {**base, "paths": [path1, {"round": 2, "anchor": None, "passages": [passage, fresh]}]}
+    update = supervise_node(new, config)
+    assert update["no_new_hits"] is False and update["held_ids"] == ["p:0", "p:1"]
+    assert route_after_supervise({**new, **update}, config) == GENERATE
+
+
+def test_unsupported_draft_is_reflected_once_then_stops(agent_settings):
+    unsupported = f"It was Shrek, made by DreamWorks in 2004 {{cite:76th academy}}."
+    revised = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    result, fake, rows = run(agent_settings, [unsupported, revised], OVERLAP_TAU=0.99, REFLECT_MIN_OVERLAP=0.0)
+    reasons = [r["reason"] for r in rows]
+    assert reasons == ["REFLECT_LOW_FAITH", "STOP_OVERLAP_OK"]
+    assert result.tokens["detail"]["reflect"]["calls"] == 1
+    assert "Problems found" in fake.calls[1]["prompt"] and "Shrek" in fake.calls[1]["prompt"]
+
+
+def test_reflect_happens_at_most_once_then_abstains(agent_settings):
+    unsupported = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."
+    result, fake, rows = run(agent_settings, [unsupported], OVERLAP_TAU=0.99, REFLECT_MIN_OVERLAP=0.0)
+    reasons = [r["reason"] for r in rows]
+    assert reasons.count("REFLECT_LOW_FAITH") == 1
+    assert result.status == "refuse" and result.reason == "ABSTAIN_LOW_SUPPORT"
+    assert "Shrek" in result.explanation or "DreamWorks" in result.explanation
+
+
+def test_citation_to_a_missing_source_is_never_shown(agent_settings):
+    # a true claim with a bogus citation: the bogus [7] is dropped, code attribution finds the real source
+    result, fake, rows = run(agent_settings, ['Finding Nemo won [7] "made up quote".'], REFLECT_ENABLED=False)
+    assert result.status == "ok"
+    assert [c.page_name for c in result.citations] == ["Oscars 2004"] and result.citations[0].verified
+    assert "made up quote" not in result.citations[0].quote
+    # an unsupported claim with a bogus citation supports nothing
+    result, fake, rows = run(agent_settings, ['Shrek won the 2004 award [7] "made up quote".'], REFLECT_ENABLED=False)
+    assert result.status == "refuse" and rows[-1]["overlap_est"] == 0.0
+
+
+def test_one_worker_per_anchor_in_parallel(agent_settings):
+    s = agent_settings
+    fake = ScriptedChat(replies=[f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'], count_tokens=lambda t: count_tokens(t, s))
+    from graphs import get_graph
+    from agentic_rag.runner import graph_input
+
+    final = get_graph("agent").invoke(graph_input(record=record()), config={"configurable": {"settings": s, "llm": fake}})
+    selected = [a["text"] for a in final["anchors"]]
+    assert len(selected) >= 2
+    round1 = [p for p in final["paths"] if p["round"] == 1]
+    assert sorted(p["anchor"]["text"] for p in round1) == sorted(selected)
+    for path in round1:
+        assert {"passages", "path_score", "new_hits_ratio", "terminated_by", "pruned_count"} <= set(path)
+
+
+@pytest.mark.parametrize("budget", [400, 1300, 2500])
+def test_token_budget_is_never_exceeded_by_an_adversarial_model(agent_settings, budget):
+    # always unsupported: the policy keeps asking for more (retrieve, reflect) until a cap says no
+    adversarial = "It was Shrek {cite:77th academy}, says the 2009 review by DreamWorks and Universal."
+    result, fake, rows = run(agent_settings, [adversarial], TOKEN_BUDGET=budget, REFLECT_MIN_OVERLAP=0.0, OVERLAP_TAU=0.99,
+                             MAX_CONTEXT_TOKENS=300)
+    assert result.tokens["total"] <= budget
+    assert result.llm_calls <= agent_settings.MAX_LLM_CALLS
+    assert max(r["round"] for r in rows) <= agent_settings.MAX_ROUNDS
+    assert result.status == "refuse"
+
+
+def test_call_cap_holds(agent_settings):
+    adversarial = "It was Shrek {cite:77th academy}."
+    result, fake, rows = run(agent_settings, [adversarial], MAX_LLM_CALLS=1, REFLECT_MIN_OVERLAP=0.0, OVERLAP_TAU=0.99)
+    assert len(fake.calls) == 1 and result.llm_calls == 1
+    assert result.status == "refuse"
+
+
+def test_no_budget_for_any_call_abstains_low_budget(agent_settings):
+    result, fake, rows = run(agent_settings, ["unused"], TOKEN_BUDGET=200)
+    assert fake.calls == [] and result.reason == "ABSTAIN_LOW_BUDGET"
+
+
+def test_baseline_and_agent_share_the_output_record(agent_settings):
+    s = agent_settings
+    reply = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    a = answer("agent", s, record=record(), extra_config={"llm": ScriptedChat(replies=[reply])})
+    b = answer("baseline", s, record=record(), extra_config={"llm": ScriptedChat(replies=[reply])})
+    assert set(a.model_dump()) == set(b.model_dump())
+    assert b.reason == "STOP_SINGLE_PASS" and b.status == "ok" and b.llm_calls == 1
+
+
+def test_graph_shape():
+    from graphs import get_graph
+
+    g = get_graph("agent").get_graph()
+    nodes = set(g.nodes)
+    assert {"anchors", "worker", "supervise", "generate", "baug", "reflect", "finalize"} <= nodes
+    edges = {(e.source, e.target) for e in g.edges}
+    assert ("generate", "baug") in edges and ("reflect", "baug") in edges and ("finalize", "__end__") in edges
+    assert ("baug", "worker") in edges and ("baug", "finalize") in edges and ("supervise", "generate") in edges

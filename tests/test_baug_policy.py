@@ -1,0 +1,57 @@
+"""BAUG's decision table: every action and reason code is reachable, and only through the signals."""
+
+import pytest
+
+from agentic_rag.configuration import Settings
+from agentic_rag.gate.policy import ACTIONS, REASONS, Flags, decide
+
+S = Settings.load()
+GOOD = {"overlap_est": 1.0, "faith_est": 1.0, "anchor_coverage": 1.0, "tokens_left": 2000, "stagnation": False}
+WEAK = {**GOOD, "overlap_est": 0.4, "faith_est": 0.2}
+UNCOVERED = {**GOOD, "anchor_coverage": 0.0}
+
+
+def flags(**kw):
+    return Flags(**{"has_evidence": True, "has_draft": True, "kind": "other", **kw})
+
+
+CASES = [
+    ("ABSTAIN_NO_EVIDENCE", GOOD, flags(has_evidence=False)),
+    ("ABSTAIN_LOW_BUDGET", GOOD, flags(has_draft=False)),
+    ("STOP_OVERLAP_OK", GOOD, flags()),
+    ("RETRIEVE_MISSING_ANCHORS", UNCOVERED, flags()),
+    ("RETRIEVE_MISSING_ANCHORS", GOOD, flags(validators_ok=False)),
+    ("STOP_NO_NEW_HITS", UNCOVERED, flags(kind="set", one_shot_done=True, no_new_hits=True)),
+    ("ABSTAIN_MISSING_ANCHORS", UNCOVERED, flags(kind="numeric", one_shot_done=True, no_new_hits=True)),
+    ("REFLECT_LOW_FAITH", WEAK, flags()),
+    ("ABSTAIN_LOW_SUPPORT", WEAK, flags(reflected=True)),
+    ("STOP_LOW_BUDGET", UNCOVERED, flags(kind="set", can_generate=False)),
+    ("ABSTAIN_MISSING_ANCHORS", UNCOVERED, flags(kind="award", can_generate=False)),
+    ("ABSTAIN_MISSING_ANCHORS", {**UNCOVERED, "tokens_left": 100}, flags()),
+    ("ABSTAIN_LOW_SUPPORT", {**WEAK, "overlap_est": 0.1}, flags()),
+]
+
+
+@pytest.mark.parametrize("reason,signals,f", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_decision_table(reason, signals, f):
+    d = decide(signals, f, S)
+    assert d.reason == reason and d.action == REASONS[reason]
+
+
+def test_every_reason_and_action_is_reachable():
+    seen = {decide(sig, f, S).reason for _, sig, f in CASES}
+    assert seen == set(REASONS)
+    assert {REASONS[r] for r in seen} == set(ACTIONS)
+
+
+def test_one_shot_retrieval_needs_its_budget_and_the_setting():
+    assert decide(UNCOVERED, flags(), S.replace(FACTOID_ONE_SHOT_RETRIEVAL=False)).action == "ABSTAIN"
+    assert decide({**UNCOVERED, "tokens_left": 299}, flags(), S).action == "ABSTAIN"
+    assert decide(UNCOVERED, flags(can_retrieve=False), S).action == "ABSTAIN"
+    assert decide({**UNCOVERED, "stagnation": True}, flags(), S).action == "ABSTAIN"
+
+
+def test_thresholds_are_settings():
+    borderline = {**GOOD, "overlap_est": 0.55}
+    assert decide(borderline, flags(), S).reason == "STOP_OVERLAP_OK"
+    assert decide(borderline, flags(reflected=True), S.replace(OVERLAP_MIN=0.6)).reason == "ABSTAIN_LOW_SUPPORT"
