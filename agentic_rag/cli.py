@@ -18,7 +18,7 @@ from agentic_rag.datasets.crag import DataError, find_record
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
 app.add_typer(prepare_app, name="prepare")
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 
 OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE setting (repeatable).")]
@@ -220,6 +220,39 @@ def eval_cmd(
         summary.add_row(key, str(value))
     console.print(summary)
     console.print(f"results in {res['out']}")
+
+
+@app.command("compare")
+def compare_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders; the first is the reference.")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the markdown report here.")] = None,
+    title: Annotated[str, typer.Option("--title")] = "Comparison",
+) -> None:
+    """Side-by-side summary, per-question differences and a paired bootstrap CI on the score."""
+    from agentic_rag.eval.compare import compare, to_markdown
+
+    if len(runs) < 2:
+        _fail("give at least two run folders")
+    try:
+        result = compare(runs)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+    text = to_markdown(result, title)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        console.print(f"written {out}")
+    table = Table(title=title)
+    table.add_column("metric")
+    for r in result["runs"]:
+        table.add_column(r["name"])
+    from agentic_rag.eval.compare import SUMMARY_KEYS
+
+    for key in SUMMARY_KEYS:
+        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]])
+    console.print(table)
+    for p in result["paired"]:
+        console.print(f"{p['run']} vs {p['vs']}: score difference {p['score_difference']}, changes {p['changes']}")
 
 
 @app.command("settings")

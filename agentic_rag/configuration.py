@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     )
     MAX_OUTPUT_TOKENS: int = Field(160, ge=1, le=4096, description="Cap on generated tokens per LLM call (tokens).")
     TEMPERATURE: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 = greedy (deterministic).")
+    REPETITION_PENALTY: float = Field(
+        1.1, ge=1.0, le=2.0,
+        description="Local backend: penalty on repeated tokens (1 = off); stops greedy loops of small models.",
+    )
     TORCH_THREADS: int = Field(0, ge=0, description="Torch intra-op threads; 0 = number of CPU cores.")
     LLM_TIMEOUT_S: float = Field(300.0, gt=0, description="Timeout of one remote LLM call (seconds).")
 
@@ -74,7 +78,9 @@ class Settings(BaseSettings):
     HYBRID_VECTOR_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the vector ranking in RRF (unitless).")
     HYBRID_BM25_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the BM25 ranking in RRF (unitless).")
 
-    USE_RERANKER: bool = Field(False, description="Rerank the pool with a configured reranker before gating.")
+    USE_RERANKER: Literal[False] = Field(
+        False, description="No reranker is wired in yet (the confidence gate's tier 1); only False is accepted."
+    )
     USE_HYDE: Literal[False] = Field(
         False, description="HyDE query expansion is not implemented; accepted (False only) for runbook compatibility."
     )
@@ -119,6 +125,9 @@ class Settings(BaseSettings):
     )
     OVERLAP_MIN: float = Field(0.5, ge=0.0, le=1.0, description="Support overlap needed to STOP (fraction of sentences).")
     FAITH_MIN: float = Field(0.6, ge=0.0, le=1.0, description="Faithfulness needed to STOP (fraction of claims).")
+    ANSWER_RELEVANCE_MIN: float = Field(
+        0.45, ge=-1.0, le=1.0, description="Cosine of answer to question needed to STOP (cosine)."
+    )
     COVERAGE_MIN: float = Field(
         0.5, ge=0.0, le=1.0, description="Share of selected anchors the cited text must hold to STOP (fraction)."
     )

@@ -202,3 +202,21 @@ def test_graph_shape():
     edges = {(e.source, e.target) for e in g.edges}
     assert ("generate", "baug") in edges and ("reflect", "baug") in edges and ("finalize", "__end__") in edges
     assert ("baug", "worker") in edges and ("baug", "finalize") in edges and ("supervise", "generate") in edges
+
+
+def test_gray_zone_judge_is_called_once_and_booked_as_judge(agent_settings):
+    # a partly supported draft sits in the gray zone: one judge call, whose "no" pulls faith down
+    draft = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}". DreamWorks made it in Ohio.'
+    result, fake, rows = run(agent_settings, [draft, "no", "It was Finding Nemo {cite:76th academy}.", "no"],
+                             JUDGE_POLICY="gray_zone", REFLECT_ENABLED=True)
+    judge_calls = [c for c in fake.calls if c["max_tokens"] == 4]
+    assert len(judge_calls) == 1 and "Does the source support the answer?" in judge_calls[0]["prompt"]
+    assert result.tokens["detail"]["judge"]["calls"] == 1
+    assert result.tokens["total"] <= agent_settings.TOKEN_BUDGET
+    assert rows[0]["faith_est"] < 0.5  # the judge's "no" was averaged in
+
+
+def test_judge_is_off_by_default(agent_settings):
+    draft = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}". DreamWorks made it in Ohio.'
+    result, fake, rows = run(agent_settings, [draft])
+    assert "judge" not in result.tokens["detail"]

@@ -55,3 +55,9 @@ def test_thresholds_are_settings():
     borderline = {**GOOD, "overlap_est": 0.55}
     assert decide(borderline, flags(), S).reason == "STOP_OVERLAP_OK"
     assert decide(borderline, flags(reflected=True), S.replace(OVERLAP_MIN=0.6)).reason == "ABSTAIN_LOW_SUPPORT"
+
+
+def test_an_off_topic_answer_is_not_supported():
+    off_topic = {**GOOD, "answer_relevance": 0.2}
+    assert decide(off_topic, flags(), S).reason == "REFLECT_LOW_FAITH"
+    assert decide(off_topic, flags(reflected=True), S).reason == "ABSTAIN_LOW_SUPPORT"

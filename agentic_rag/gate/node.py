@@ -13,12 +13,14 @@ from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.budget import can_afford, llm_calls, time_left, tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Flags, decide
+from agentic_rag.gate.judge import in_gray_zone, judge_cost, judge_messages, run_judge
 from agentic_rag.gate.signals import collect_signals
+from agentic_rag.generator.generate import model_from
 from agentic_rag.generator.generate import prompt_cost
 from agentic_rag.generator.node import reflect_request
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrievers.node import dispatch_workers
-from agentic_rag.state import RAGState
+from agentic_rag.state import RAGState, merge_usage
 from agentic_rag.supervisor.validators import PERIOD_TYPES, validate
 from agentic_rag.telemetry import telemetry_path, write_row
 from agentic_rag.utils import timed
@@ -45,9 +47,20 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     stagnation = round_no > 1 and new_hits < settings.NEW_HITS_EPS
     signals = collect_signals(
         state["question"], draft, bundle, anchors, usage, settings, get_embedder(settings) if draft else None,
-        new_hits_ratio=new_hits, rounds=round_no, stagnation=stagnation,
+        new_hits_ratio=new_hits, rounds=round_no, stagnation=stagnation, kind=state.get("kind", "other"),
     )
     cited_text = signals.pop("_cited_text")
+    judge_usage: dict[str, Any] = {}
+    if draft and settings.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
+        judged = int(usage.get("judge", {}).get("calls", 0))
+        request = judge_messages(state["question"], draft, cited_text)
+        if judged < settings.JUDGE_MAX_CALLS_PER_Q and can_afford(state, settings, judge_cost(request, settings)):
+            score, judge_usage = run_judge(request, settings, model_from(config, settings))
+            signals["judge_score"] = score
+            signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
+            used = tokens_used(usage) + tokens_used(judge_usage)
+            signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
+            state = {**state, "usage": merge_usage(usage, judge_usage)}
     validation = validate(state.get("kind", "other"), anchors, cited_text)
     found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]
     next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)
@@ -65,6 +78,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     decision = decide(signals, flags, settings)
     write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, paths, validation))
     update: dict[str, Any] = {
+        "usage": judge_usage,
         "signals": signals,
         "validation": {
             "name": validation.name,

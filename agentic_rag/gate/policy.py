@@ -5,7 +5,7 @@ writes can change it: the draft enters only through the signals computed from it
 
 1. no evidence at all                                  -> ABSTAIN_NO_EVIDENCE
 2. no draft and no budget for one                      -> ABSTAIN_LOW_BUDGET
-3. supported (overlap, faith) and sufficient (anchor coverage, type validator)
+3. supported (overlap, faith, relevance to the question) and sufficient (anchor coverage, type validator)
                                                        -> STOP_OVERLAP_OK
 4. insufficient anchors, one-shot retrieval still available and affordable
                                                        -> RETRIEVE_MORE / RETRIEVE_MISSING_ANCHORS
@@ -74,7 +74,11 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide("ABSTAIN_NO_EVIDENCE")
     if not flags.has_draft:
         return _decide("ABSTAIN_LOW_BUDGET")
-    supported = signals["overlap_est"] >= settings.OVERLAP_MIN and signals["faith_est"] >= settings.FAITH_MIN
+    supported = (
+        signals["overlap_est"] >= settings.OVERLAP_MIN
+        and signals["faith_est"] >= settings.FAITH_MIN
+        and signals.get("answer_relevance", 1.0) >= settings.ANSWER_RELEVANCE_MIN
+    )
     sufficient = signals["anchor_coverage"] >= settings.COVERAGE_MIN and flags.validators_ok
     factoid = flags.kind in FACTOID_KINDS
     if supported and sufficient:

@@ -10,6 +10,8 @@ own words about its confidence are never read.
 - ``faith_est``: share of the answer's checkable claims (numbers, years, names, quoted titles) that
   occur in the cited text. With no checkable claim it falls back to ``overlap_est``.
 - ``anchor_coverage``: share of the selected anchors present in the cited text.
+- ``answer_relevance``: cosine of answer to question; a faithful copy of an off-topic source sentence
+  is supported but answers nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from agentic_rag.generator.citations import cited_numbers, fold, quote_in, quote
 from agentic_rag.retrieval.hybrid import tokenize
 
 _STOP = frozenset(STOPWORDS_EN)
+_YES_NO = {"yes", "no"}
 _NUM = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|and|&)\s+)?[A-Z][\w'&-]*)*)")
+_NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|&)\s+)?[A-Z][\w'&-]*)*)")
 _FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also"}
 
 
@@ -62,6 +65,15 @@ def _chunk_sentences(text: str) -> list[str]:
     return parts or [text.strip()]
 
 
+def new_claims(plain: str, question: str, kind: str = "other") -> list[str]:
+    """Claims the answer adds. Names and numbers echoed from the question are its premise, not the
+    answer's claim, except in a comparison, where naming one of the asked-about options *is* the answer."""
+    claims = claims_of(plain)
+    if kind == "comparison":
+        return claims
+    return [c for c in claims if not claim_in(c, question)]
+
+
 def key_tokens(plain: str, question: str) -> list[str]:
     """What an answer adds to the question: its content words that the question does not contain."""
     asked = set(tokenize(question))
@@ -69,21 +81,24 @@ def key_tokens(plain: str, question: str) -> list[str]:
 
 
 def sentence_support(
-    answer: str, bundle: dict[str, Any], embedder, tau: float, question: str = ""
+    answer: str, bundle: dict[str, Any], embedder, tau: float, question: str = "", kind: str = "other"
 ) -> tuple[list[dict[str, Any]], str]:
     """Per answer sentence: its supporting source sentence, and the text of every chunk it relies on.
 
     A sentence is supported when (a) a quote it gives occurs verbatim in a source it cites, or (b)
-    code attribution finds a source sentence that holds all of its claims (numbers and names; for
-    plain words, the words it adds to the question) and is semantically close to it (cosine >=
-    ``tau``; short answers are compared together with the question they answer). Attribution looks in
-    the sources the model cited, or in the whole bundle when it cited none. Either way the quote shown
-    to the user is exact source text, so a citation can always be checked.
+    code attribution finds a source sentence (or, for a list spread over several sentences, a source
+    passage) that holds all of its new claims (numbers and names it adds to the question; for plain
+    words, the words it adds) and is semantically close to it (cosine >= ``tau``; short answers are
+    compared together with the question they answer). Attribution looks in the sources the model
+    cited, or in the whole bundle when it cited none. Either way the quote shown to the user is exact
+    source text, so a citation can always be checked.
     """
     passages = bundle.get("passages", [])
     by_n = {p["n"]: p for p in passages}
     all_cited = [n for n in cited_numbers(answer) if n in by_n]
+    # candidate supports: every source sentence, and every whole passage (for multi-sentence lists)
     source_sents = [(p["n"], sent) for p in passages for sent in _chunk_sentences(p["text"])]
+    source_sents += [(p["n"], p["text"]) for p in passages if len(_chunk_sentences(p["text"])) > 1]
     vec_cache: dict[str, np.ndarray] = {}
 
     def vectors(texts: list[str]) -> np.ndarray:
@@ -101,7 +116,7 @@ def sentence_support(
             continue
         own = [n for n in cited_numbers(sent) if n in by_n]
         nums = own or all_cited  # the small model often cites once, at the end
-        needed = claims_of(plain) or key_tokens(plain, question)
+        needed = new_claims(plain, question, kind) or [t for t in key_tokens(plain, question) if t not in _YES_NO]
         row: dict[str, Any] = {"sentence": plain, "model_cites": nums, "n": None, "quote": "", "mode": "none",
                                "similarity": 0.0, "claims_found": 0.0, "supported": False}
         for q in quotes(sent):
@@ -123,6 +138,8 @@ def sentence_support(
                         best_i, best_key = i, key
                 n, text = pool[best_i]
                 found, sim = best_key
+                if len(_chunk_sentences(text)) > 1:  # a passage won: quote its sentence holding most claims
+                    text = max(_chunk_sentences(text), key=lambda t: sum(claim_in(c, t) for c in needed))
                 row.update(n=n, quote=text, mode="attributed", claims_found=round(found, 4), similarity=round(sim, 4),
                            supported=found >= 1.0 and sim >= tau)
         rows.append(row)
@@ -144,10 +161,11 @@ def collect_signals(
     new_hits_ratio: float = 1.0,
     rounds: int = 1,
     stagnation: bool = False,
+    kind: str = "other",
 ) -> dict[str, Any]:
-    rows, cited_text = sentence_support(answer, bundle, embedder, settings.OVERLAP_TAU, question)
+    rows, cited_text = sentence_support(answer, bundle, embedder, settings.OVERLAP_TAU, question, kind)
     overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
-    claims = claims_of(answer)
+    claims = new_claims(strip_markup(answer), question, kind)
     if claims and cited_text:
         found = [c for c in claims if claim_in(c, cited_text)]
         faith = len(found) / len(claims)
@@ -156,12 +174,21 @@ def collect_signals(
         faith = overlap if not claims else 0.0
         unsupported_claims = claims
     coverage, missing = anchor_coverage(anchors, cited_text) if anchors else (1.0, [])
+    plain = strip_markup(answer)
+    relevance = 0.0
+    if plain and embedder is not None:
+        # a terse answer ("Finding Nemo.") is judged together with the source sentence behind it
+        quotes_used = " ".join(r["quote"] for r in rows if r["supported"])
+        probe = plain if len(plain.split()) >= 6 or not quotes_used else f"{plain} {quotes_used}"
+        qa = embedder.embed([question, probe])
+        relevance = float(qa[0] @ qa[1])
     used = sum(int(v.get("total_tokens", 0)) for v in usage.values())
     calls = sum(int(v.get("calls", 0)) for v in usage.values())
     return {
         "overlap_est": round(overlap, 4),
         "faith_est": round(faith, 4),
         "anchor_coverage": round(coverage, 4) if cited_text else 0.0,
+        "answer_relevance": round(relevance, 4),
         "missing_anchors": [a.text for a in missing] if cited_text else [a.text for a in anchors],
         "new_hits_ratio": round(new_hits_ratio, 4),
         "tokens_used": used,

@@ -23,7 +23,7 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
     cap = int(max_tokens or settings.MAX_OUTPUT_TOKENS)
     if settings.LLM_BACKEND == "local":
         path = resolve_local_model(settings)
-        return _local_model(str(path), cap, settings.TEMPERATURE, settings.TORCH_THREADS)
+        return _local_model(str(path), cap, settings.TEMPERATURE, settings.TORCH_THREADS, settings.REPETITION_PENALTY)
     if settings.LLM_BACKEND == "openai":
         if not settings.OPENAI_BASE_URL and not settings.openai_api_key:
             raise ValueError("LLM_BACKEND='openai' needs OPENAI_BASE_URL (a local server) or an OpenAI API key")
@@ -39,8 +39,11 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
 
 
 @lru_cache(maxsize=16)
-def _local_model(path: str, cap: int, temperature: float, threads: int) -> ChatLocalTransformers:
-    return ChatLocalTransformers(model_path=path, max_new_tokens=cap, temperature=temperature, threads=threads)
+def _local_model(path: str, cap: int, temperature: float, threads: int, repetition_penalty: float = 1.0) -> ChatLocalTransformers:
+    return ChatLocalTransformers(
+        model_path=path, max_new_tokens=cap, temperature=temperature, threads=threads,
+        repetition_penalty=repetition_penalty,
+    )
 
 
 @lru_cache(maxsize=16)

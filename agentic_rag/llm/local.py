@@ -93,6 +93,7 @@ class ChatLocalTransformers(BaseChatModel):
     max_new_tokens: int = Field(160, ge=1)
     temperature: float = Field(0.0, ge=0.0)
     threads: int = Field(0, ge=0, description="torch intra-op threads; 0 = all cores")
+    repetition_penalty: float = Field(1.0, ge=1.0, description="HF repetition penalty; 1.0 = off")
     stop: list[str] | None = None
 
     @model_validator(mode="after")
@@ -122,6 +123,7 @@ class ChatLocalTransformers(BaseChatModel):
             "dtype": self.dtype,
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,
+            "repetition_penalty": self.repetition_penalty,
         }
 
     def get_num_tokens(self, text: str) -> int:
@@ -150,6 +152,8 @@ class ChatLocalTransformers(BaseChatModel):
             _to_chat(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
         gen_kwargs: dict[str, Any] = {"max_new_tokens": int(cap), "do_sample": temperature > 0}
+        if self.repetition_penalty != 1.0:  # deterministic still: it reshapes logits, greedy picks the max
+            gen_kwargs["repetition_penalty"] = self.repetition_penalty
         if temperature > 0:
             gen_kwargs["temperature"] = temperature
         if stop:

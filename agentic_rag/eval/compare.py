@@ -1,0 +1,103 @@
+"""Side-by-side comparison of runs over the same questions.
+
+For two or more run folders (each with ``results.jsonl`` and ``summary.json``) it builds the summary
+table, the per-question table (answer, action and reason code, judgement, tokens, latency) and a
+paired bootstrap confidence interval on the CRAG score difference of each run against the first.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+SUMMARY_KEYS = (
+    "n", "accuracy", "hallucination", "missing", "score", "em_short", "f1_short",
+    "tokens_per_q", "llm_calls_per_q", "latency_p50_ms", "latency_p95_ms",
+)
+BOOTSTRAP_SAMPLES = 2000
+
+
+def load_run(run_dir: str | Path) -> dict[str, Any]:
+    d = Path(run_dir)
+    results = d / "results.jsonl"
+    if not results.is_file():
+        raise FileNotFoundError(f"{d} has no results.jsonl: not a run folder")
+    rows = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
+    summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").is_file() else {}
+    return {"dir": str(d), "name": summary.get("system", d.name), "rows": rows, "summary": summary}
+
+
+def paired_bootstrap(a: list[int], b: list[int], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> dict[str, float]:
+    """95% CI of mean(b) - mean(a) over questions resampled with replacement (same resample for both)."""
+    rng = random.Random(seed)
+    n = len(a)
+    diffs = []
+    for _ in range(samples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        diffs.append(sum(b[i] - a[i] for i in idx) / n)
+    diffs.sort()
+    return {
+        "diff": round(sum(y - x for x, y in zip(a, b)) / n, 4),
+        "ci95_low": round(diffs[int(0.025 * samples)], 4),
+        "ci95_high": round(diffs[int(0.975 * samples) - 1], 4),
+    }
+
+
+def _cell(text: Any, width: int = 90) -> str:
+    s = str(text).replace("|", "\\|").replace("\n", " ")
+    return s if len(s) <= width else s[: width - 1] + "\u2026"
+
+
+def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
+    runs = [load_run(d) for d in run_dirs]
+    base = runs[0]
+    ids = [r["id"] for r in base["rows"]]
+    by_run = [{r["id"]: r for r in run["rows"]} for run in runs]
+    common = [i for i in ids if all(i in m for m in by_run)]
+    stats = []
+    for run, rows in zip(runs[1:], by_run[1:]):
+        a = [by_run[0][i]["score"] for i in common]
+        b = [rows[i]["score"] for i in common]
+        flips = {
+            "answered_to_abstained": sum(by_run[0][i]["status"] == "ok" and rows[i]["status"] != "ok" for i in common),
+            "abstained_to_answered": sum(by_run[0][i]["status"] != "ok" and rows[i]["status"] == "ok" for i in common),
+            "wrong_to_right": sum(by_run[0][i]["judgement"] == "incorrect" and rows[i]["judgement"] == "accurate" for i in common),
+            "right_to_wrong": sum(by_run[0][i]["judgement"] == "accurate" and rows[i]["judgement"] == "incorrect" for i in common),
+            "wrong_to_missing": sum(by_run[0][i]["judgement"] == "incorrect" and rows[i]["judgement"] == "missing" for i in common),
+            "right_to_missing": sum(by_run[0][i]["judgement"] == "accurate" and rows[i]["judgement"] == "missing" for i in common),
+        }
+        stats.append({"run": run["name"], "vs": base["name"], "questions": len(common),
+                      "score_difference": paired_bootstrap(a, b) if common else {}, "changes": flips})
+    return {"runs": runs, "common_ids": common, "paired": stats}
+
+
+def to_markdown(result: dict[str, Any], title: str = "Comparison") -> str:
+    runs = result["runs"]
+    lines = [f"# {title}", ""]
+    lines.append("| metric | " + " | ".join(r["name"] for r in runs) + " |")
+    lines.append("|---|" + "---|" * len(runs))
+    for key in SUMMARY_KEYS:
+        lines.append(f"| {key} | " + " | ".join(str(r["summary"].get(key, "")) for r in runs) + " |")
+    for p in result["paired"]:
+        sd = p["score_difference"]
+        lines += ["", f"**{p['run']} vs {p['vs']}** on {p['questions']} questions: CRAG score difference "
+                  f"{sd.get('diff')} (paired bootstrap 95% CI {sd.get('ci95_low')} to {sd.get('ci95_high')}); "
+                  + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in p["changes"].items()) + "."]
+    lines += ["", "## Per question", ""]
+    header = "| question | gold |"
+    for r in runs:
+        header += f" {r['name']}: answer | {r['name']}: reason | {r['name']}: judge | {r['name']}: tokens | {r['name']}: ms |"
+    lines.append(header)
+    lines.append("|---|---|" + "---|---|---|---|---|" * len(runs))
+    maps = [{row["id"]: row for row in r["rows"]} for r in runs]
+    for qid in result["common_ids"]:
+        first = maps[0][qid]
+        line = f"| {_cell(first['query'], 70)} | {_cell(first['gold'], 40)} |"
+        for m in maps:
+            row = m[qid]
+            line += (f" {_cell(row['prediction'])} | {row.get('reason', '')} | {row['judgement']} |"
+                     f" {row['tokens'].get('total', 0)} | {row['latency_ms']:.0f} |")
+        lines.append(line)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,34 @@
+"""The command line, driven as a user would (typer's runner, real retrieval)."""
+
+import json
+
+from typer.testing import CliRunner
+
+from agentic_rag.cli import app
+
+runner = CliRunner()
+
+
+def test_search_json_lists_passages_with_three_scores(tmp_path):
+    res = runner.invoke(app, ["search", "office 2019 languages", "--dataset", "example", "--id", "0", "--k", "3",
+                              "--json", "-o", f"ARTIFACTS_DIR={tmp_path}"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert len(rows) == 3
+    for row in rows:
+        assert {"chunk_id", "page_name", "page_url", "text", "vector_score", "bm25_score", "fused_score"} <= set(row)
+
+
+def test_bad_override_is_a_clear_error():
+    res = runner.invoke(app, ["settings", "-o", "RETRIEVAL_KK=3"])
+    assert res.exit_code == 2 and "RETRIEVAL_K" in res.output
+
+
+def test_unknown_record_id_is_a_clear_error(tmp_path):
+    res = runner.invoke(app, ["search", "x", "--dataset", "example", "--id", "nope", "-o", f"ARTIFACTS_DIR={tmp_path}"])
+    assert res.exit_code == 2 and "no record" in res.output
+
+
+def test_settings_table_lists_units():
+    res = runner.invoke(app, ["settings", "--preset", "lean"])
+    assert res.exit_code == 0 and "MAX_CONTEXT_TOKENS" in res.stdout and "tokens" in res.stdout

@@ -1,0 +1,111 @@
+"""BAUG signals (claims, attribution, overlap, faithfulness) and the finalizer, on hand-made bundles."""
+
+import pytest
+
+from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.configuration import Settings
+from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens
+from agentic_rag.generator.finalize import build_record, short_answer
+from agentic_rag.retrieval.embeddings import get_embedder
+
+S = Settings.load()
+BUNDLE = {
+    "passages": [
+        {"n": 1, "chunk_id": "a:0", "page_name": "Nemo", "page_url": "u1",
+         "text": "Finding Nemo won the Academy Award for Best Animated Feature in 2004. It was made by Pixar."},
+        {"n": 2, "chunk_id": "b:0", "page_name": "Road", "page_url": "u2",
+         "text": "Interstate 878 in New York is only 3,696 feet long, the shortest signed interstate."},
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return get_embedder(S)
+
+
+def signals(question, answer, embedder, anchors=()):
+    return collect_signals(question, answer, BUNDLE, list(anchors), {}, S, embedder)
+
+
+def test_claims_are_numbers_and_names():
+    claims = claims_of("The Incredibles won in 2005, said Brad Bird [1].")
+    assert "2005" in claims and "Incredibles" in claims and "Brad Bird" in claims
+    assert claim_in("3696", "only 3,696 feet") and claim_in("3,696", "3696 ft")
+    assert not claim_in("369", "3,696 feet")
+    assert key_tokens("It is 3,696 feet long", "how long is the shortest highway in feet?") == ["3", "696"]
+
+
+def test_model_quote_verified_in_its_source(embedder):
+    sig = signals("which film won?", 'Finding Nemo won [1] "Finding Nemo won the Academy Award".', embedder)
+    row = sig["sentences"][0]
+    assert row["mode"] == "model_quote" and row["supported"] and row["n"] == 1
+    assert sig["overlap_est"] == 1.0 and sig["faith_est"] == 1.0
+
+
+def test_code_attribution_finds_the_supporting_sentence(embedder):
+    sig = signals("how long is the shortest highway in the us in feet?", "It is 3,696 feet long.", embedder)
+    row = sig["sentences"][0]
+    assert row["mode"] == "attributed" and row["n"] == 2 and "3,696 feet" in row["quote"]
+    assert row["supported"] and sig["overlap_est"] == 1.0
+
+
+def test_unsupported_number_and_name_lower_both_signals(embedder):
+    sig = signals("how long is the shortest highway in feet?", "Route 66 in Ohio is 120 feet long.", embedder)
+    assert sig["overlap_est"] == 0.0
+    assert sig["faith_est"] < 0.5 and "120" in sig["unsupported_claims"]
+
+
+def test_anchor_coverage_is_measured_on_cited_text(embedder):
+    anchors = [Anchor("2004", "year", 0.9), Anchor("oscars", "award", 0.9)]
+    sig = signals("which movie won the 2004 oscars?", "Finding Nemo won in 2004 [1].", embedder, anchors)
+    assert sig["anchor_coverage"] == 1.0 and sig["missing_anchors"] == []
+    anchors.append(Anchor("golden globe", "award", 0.9))
+    sig = signals("which movie won the 2004 oscars and a golden globe?", "Finding Nemo won in 2004 [1].", embedder, anchors)
+    assert sig["missing_anchors"] == ["golden globe"]
+
+
+@pytest.mark.parametrize(
+    "kind,answer,expected",
+    [
+        ("yes_no", "Yes, Office 2019 supports more languages [1].", "yes"),
+        ("numeric", "The highway is 3,696 feet long.", "3,696 feet"),
+        ("date", "It opened on March 3, 1999 in Paris.", "March 3, 1999"),
+        ("other", "According to the sources, Universal Pictures owns it. It was bought later.", "Universal Pictures owns it"),
+    ],
+)
+def test_short_answer(kind, answer, expected):
+    assert short_answer("q", answer, kind) == expected
+
+
+def test_abstention_has_no_citations_and_says_what_is_missing():
+    state = {
+        "question": "how many points per game did x score in 2021?",
+        "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_MISSING_ANCHORS"},
+        "signals": {"missing_anchors": ["2021"], "anchor_coverage": 0.5, "sentences": [{"n": 1, "quote": "q", "supported": True}]},
+        "validation": {"missing": ["per game"], "found_periods": ["2019"]},
+        "draft": "He scored 20 [1].",
+        "bundle": BUNDLE,
+    }
+    rec = build_record(state, "agent", S, {"total": 0}, 1)
+    assert rec.status == "refuse" and rec.citations == []
+    assert rec.missing == ["2021", "per game"]
+    assert '"2021"' in rec.explanation and "2019" in rec.explanation
+    assert rec.answer.startswith("I don't know.")
+
+
+def test_names_echoed_from_the_question_need_no_support_except_in_comparisons(embedder):
+    from agentic_rag.gate.signals import new_claims
+
+    q = "is dreamworks animation owned by time warner or universal pictures?"
+    assert new_claims("DreamWorks Animation is owned by Time Warner.", q, "other") == []
+    assert "Time Warner" in new_claims("DreamWorks Animation is owned by Time Warner.", q, "comparison")
+    assert set(new_claims("Pixar made it in 2004.", "who made finding nemo?")) == {"Pixar", "2004"}
+
+
+def test_a_list_spread_over_a_passage_is_attributed_to_the_passage(embedder):
+    bundle = {"passages": [{"n": 1, "chunk_id": "c:0", "page_name": "P", "page_url": "u", "text":
+              "Altria pays a high dividend. Verizon also pays one. AT&T rounds out the list of high yields."}]}
+    sig = collect_signals("which companies pay high dividends?", "Altria, Verizon and AT&T pay high dividends.",
+                          bundle, [], {}, S, embedder)
+    assert sig["sentences"][0]["claims_found"] == 1.0 and sig["faith_est"] == 1.0
