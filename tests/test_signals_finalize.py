@@ -109,3 +109,23 @@ def test_a_list_spread_over_a_passage_is_attributed_to_the_passage(embedder):
     sig = collect_signals("which companies pay high dividends?", "Altria, Verizon and AT&T pay high dividends.",
                           bundle, [], {}, S, embedder)
     assert sig["sentences"][0]["claims_found"] == 1.0 and sig["faith_est"] == 1.0
+
+
+def test_period_validator_applies_to_every_kind():
+    from agentic_rag.supervisor.validators import validate
+
+    anchors = [Anchor("2018", "year", 0.9), Anchor("wimbledon", "tournament", 0.9)]
+    bad = validate("person", anchors, "Elena Rybakina won Wimbledon in 2022.")
+    assert not bad.ok and bad.missing == ["2018"] and bad.name == "period"
+    assert validate("person", anchors, "Angelique Kerber won Wimbledon in 2018.").ok
+    assert not validate("tournament", anchors, "Kerber won in 2018.").ok  # the tournament is required too
+
+
+def test_coverage_reads_only_the_supporting_chunk(embedder):
+    bundle = {"passages": [
+        {"n": 1, "chunk_id": "a:0", "page_name": "A", "page_url": "u", "text": "Elena Rybakina won the Wimbledon title in 2022."},
+        {"n": 2, "chunk_id": "b:0", "page_name": "B", "page_url": "u", "text": "The 2018 season had rain delays at many events."},
+    ]}
+    anchors = [Anchor("2018", "year", 0.9), Anchor("wimbledon", "tournament", 0.9)]
+    sig = collect_signals("who won wimbledon in 2018?", "Elena Rybakina won Wimbledon [1][2].", bundle, anchors, {}, S, embedder)
+    assert sig["missing_anchors"] == ["2018"]

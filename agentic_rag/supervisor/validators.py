@@ -29,13 +29,16 @@ class ValidationResult:
 
 
 def validate(kind: str, anchors: list[Anchor], cited_text: str) -> ValidationResult:
-    """Every anchor of the kind's required types that the question has must be in the cited text."""
-    if kind not in REQUIRED_TYPES:
-        return ValidationResult(name="none", ok=True)
-    groups = REQUIRED_TYPES[kind]
+    """Every anchor of the kind's required types that the question has must be in the cited text.
+
+    Whatever the kind, a period the question names (year, quarter, month, date) must be in the
+    supporting text: an answer about another season or quarter is the commonest faithful-but-wrong one.
+    """
+    groups = REQUIRED_TYPES.get(kind, (PERIOD_TYPES,))
     missing = [
         a.text
         for a in anchors
         if any(a.type in group for group in groups) and not anchor_in_text(a, cited_text)
     ]
-    return ValidationResult(name=kind, ok=not missing, missing=missing)
+    name = kind if kind in REQUIRED_TYPES else "period"
+    return ValidationResult(name=name, ok=not missing, missing=missing)

@@ -1,0 +1,82 @@
+"""Agent vs baseline, same packaged model and settings, on the bundled CRAG examples and 40 RGB questions.
+
+Writes, per dataset, under ``benchmarks/agent_vs_baseline/<dataset>/``: each system's ``summary.json``
+and ``config.json``, and ``comparison.md`` (summary side by side, paired bootstrap CI on the CRAG score
+difference, and per question the two answers, reason codes, judgements, tokens and latency). The full
+``results.jsonl`` and telemetry stay in the run folders under ``artifacts/runs/``.
+
+Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40] [--out benchmarks/agent_vs_baseline]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from agentic_rag.configuration import Settings
+from agentic_rag.datasets.prepare import prepare_rgb
+from agentic_rag.eval.compare import compare, to_markdown
+from agentic_rag.eval.runner import run_eval
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def dataset_path(name: str, work: Path) -> str:
+    if name == "crag_example":
+        return "example"
+    if name == "rgb40":  # 20 questions, each answerable (positives + noise) and negative-rejection (noise only)
+        out = work / "rgb40.jsonl"
+        prepare_rgb(SHARED / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("answerable", "negative"), n=20, seed=0)
+        return str(out)
+    raise SystemExit(f"unknown dataset {name!r}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="+", default=["crag_example", "rgb40"])
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "agent_vs_baseline")
+    ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
+    args = ap.parse_args()
+    settings = Settings.load(overrides=args.override)
+    runs_root = Path(settings.ARTIFACTS_DIR) / "runs" / "agent_vs_baseline"
+    overview = {}
+    for name in args.datasets:
+        data = dataset_path(name, runs_root)
+        run_dirs = []
+        for system in ("baseline", "agent"):
+            run_dir = runs_root / name / system
+            res = run_eval(data, system, settings, run_dir)
+            print(json.dumps(res["summary"]), file=sys.stderr)
+            run_dirs.append(run_dir)
+        result = compare(run_dirs)
+        dest = args.out / name
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "comparison.md").write_text(to_markdown(result, f"Agent vs baseline on {name}"))
+        for system, run_dir in zip(("baseline", "agent"), run_dirs):
+            for f in ("summary.json", "config.json"):
+                shutil.copy(run_dir / f, dest / f"{system}_{f}")
+        b, a = (json.loads((d / "summary.json").read_text()) for d in run_dirs)
+        overview[name] = {
+            "questions": a["n"],
+            "hallucination_baseline": b["hallucination"],
+            "hallucination_agent": a["hallucination"],
+            "hallucinated_questions_baseline": round(b["hallucination"] * b["n"]),
+            "hallucinated_questions_agent": round(a["hallucination"] * a["n"]),
+            "tokens_per_q_baseline": b["tokens_per_q"],
+            "tokens_per_q_agent": a["tokens_per_q"],
+            "token_ratio": round(a["tokens_per_q"] / b["tokens_per_q"], 3) if b["tokens_per_q"] else None,
+            "score_baseline": b["score"],
+            "score_agent": a["score"],
+            "paired": result["paired"][0]["score_difference"],
+        }
+    (args.out / "overview.json").write_text(json.dumps(overview, indent=2) + "\n")
+    print(json.dumps(overview, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
