@@ -32,7 +32,14 @@ def can_afford(state: dict[str, Any], settings, cost_tokens: int) -> bool:
     )
 
 
+STAGES = ("predictor", "retrieval", "generation", "reflect", "judge")
+
+
 def tokens_summary(usage: dict[str, Any] | None) -> dict[str, Any]:
-    """Tokens by stage and in total, with the per-stage prompt/completion/call detail."""
-    by_stage = {stage: int(v.get("total_tokens", 0)) for stage, v in (usage or {}).items()}
+    """Tokens by stage (every stage listed, 0 where no LLM ran) and in total, with the call detail.
+
+    The predictor and retrieval stages use no LLM in this system, so they show 0; they are listed so a
+    variant that adds an LLM there (query rewriting, an LLM reranker) is accounted the same way."""
+    by_stage = {stage: 0 for stage in STAGES}
+    by_stage.update({stage: int(v.get("total_tokens", 0)) for stage, v in (usage or {}).items()})
     return {"by_stage": by_stage, "total": sum(by_stage.values()), "detail": usage or {}}

@@ -255,6 +255,26 @@ def compare_cmd(
         console.print(f"{p['run']} vs {p['vs']}: score difference {p['score_difference']}, changes {p['changes']}")
 
 
+@app.command("graph")
+def graph_cmd(
+    system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
+    fmt: Annotated[str, typer.Option("--format", help="mermaid or ascii.")] = "mermaid",
+) -> None:
+    """Print a graph's shape (Mermaid text, drawn offline; paste it into any Mermaid renderer)."""
+    from graphs import get_graph
+
+    try:
+        g = get_graph(system).get_graph()
+    except ValueError as exc:
+        _fail(str(exc))
+    if fmt == "mermaid":
+        print(g.draw_mermaid())
+    elif fmt == "ascii":
+        print(g.draw_ascii())
+    else:
+        _fail(f"unknown format {fmt!r}; choose mermaid or ascii")
+
+
 @app.command("settings")
 def show_settings(preset: PresetOpt = None, override: OverrideOpt = None) -> None:
     """Print every setting with its value and unit."""

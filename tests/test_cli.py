@@ -32,3 +32,11 @@ def test_unknown_record_id_is_a_clear_error(tmp_path):
 def test_settings_table_lists_units():
     res = runner.invoke(app, ["settings", "--preset", "lean"])
     assert res.exit_code == 0 and "MAX_CONTEXT_TOKENS" in res.stdout and "tokens" in res.stdout
+
+
+def test_graph_prints_the_agent_shape_offline():
+    res = runner.invoke(app, ["graph", "--system", "agent"])
+    assert res.exit_code == 0
+    for edge in ("baug -.-> reflect", "baug -.-> worker", "reflect --> baug", "anchors -.-> worker"):
+        assert edge in res.stdout
+    assert runner.invoke(app, ["graph", "--system", "nope"]).exit_code == 2
