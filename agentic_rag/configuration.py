@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
 from platformdirs import user_cache_dir
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PRESETS_DIR = Path(__file__).parent / "presets"
@@ -54,6 +54,9 @@ class Settings(BaseSettings):
         description="Local backend: penalty on repeated tokens (1 = off); stops greedy loops of small models.",
     )
     TORCH_THREADS: int = Field(0, ge=0, description="Torch intra-op threads; 0 = number of CPU cores.")
+    LLM_CACHE_PATH: Path | None = Field(
+        None, description="SQLite file replaying identical LLM calls (used only at TEMPERATURE 0); None = off."
+    )
     LLM_TIMEOUT_S: float = Field(300.0, gt=0, description="Timeout of one remote LLM call (seconds).")
 
     # --- Embeddings and ingestion ------------------------------------------------------------
@@ -78,8 +81,11 @@ class Settings(BaseSettings):
     HYBRID_VECTOR_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the vector ranking in RRF (unitless).")
     HYBRID_BM25_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the BM25 ranking in RRF (unitless).")
 
-    USE_RERANKER: Literal[False] = Field(
-        False, description="No reranker is wired in yet (the confidence gate's tier 1); only False is accepted."
+    USE_RERANKER: bool = Field(
+        False, description="Gate tier 1: score the packed passages with the cross-encoder at RERANKER_MODEL."
+    )
+    RERANKER_MODEL: str | None = Field(
+        None, description="Local folder of a relevance cross-encoder (e.g. a saved ms-marco-MiniLM-L-6-v2)."
     )
     USE_HYDE: Literal[False] = Field(
         False, description="HyDE query expansion is not implemented; accepted (False only) for runbook compatibility."
@@ -94,6 +100,27 @@ class Settings(BaseSettings):
     WALL_TIME_S: float = Field(
         600.0, gt=0, description="Per-question wall time after which no new LLM call or retrieval round starts (s)."
     )
+
+    # --- Abstention: confidence gate (before the LLM) and answer layers ----------------------
+    GATE_ENABLED: bool = Field(True, description="Layer 1: refuse before generation when retrieval confidence is low.")
+    GATE_SCORE_SOURCE: Literal["vector", "bm25", "fused"] = Field(
+        "vector", description="Tier-2 score the gate reads, normalised to [0,1] (see gate/confidence.py)."
+    )
+    BM25_HALF_SCORE: float = Field(5.0, gt=0, description="Raw BM25 score that normalises to 0.5 (BM25 units).")
+    RETRIEVAL_MIN_SCORE: float = Field(
+        0.3, ge=0.0, le=1.0, description="Tier 2: normalised score the top passage needs (0-1)."
+    )
+    RETRIEVAL_MIN_RATIO: float = Field(
+        1.0, ge=1.0, description="Tier 2: top-1 / top-2 score ratio needed (1 = rule off) (ratio)."
+    )
+    RELEVANCE_THRESHOLD: float = Field(2.0, ge=0.0, le=3.0, description="Tier 1: relevance the top passage needs (0-3).")
+    MIN_CHUNKS_REQUIRED: int = Field(1, ge=1, description="Tier 1: passages at or above RELEVANCE_THRESHOLD (passages).")
+    GROUNDING_ENABLED: bool = Field(
+        True, description="Layer 2: an answer must be supported by its sources (overlap, faith, NLI) to STOP."
+    )
+    NLI_MODEL: str | None = Field(None, description="Local folder of an NLI cross-encoder for layer 2 (optional).")
+    NLI_MIN: float = Field(0.5, ge=0.0, le=1.0, description="P(entailment) an answer needs when NLI_MODEL is set (0-1).")
+    HEDGING_ENABLED: bool = Field(True, description="Layer 3: hedging or filler in the answer becomes an abstention.")
 
     # --- Agent: anchors and retriever workers -------------------------------------------------
     ANCHOR_TOP_M: int = Field(6, ge=1, description="Anchors proposed per question (anchors).")
@@ -156,6 +183,12 @@ class Settings(BaseSettings):
         "skip", description="On a malformed input record: report it and skip, or stop with an error."
     )
     ARTIFACTS_DIR: Path = Field(Path("artifacts"), description="Indexes, caches, runs and telemetry.")
+
+    @model_validator(mode="after")
+    def _reranker_needs_a_model(self) -> "Settings":
+        if self.USE_RERANKER and not self.RERANKER_MODEL:
+            raise ValueError("USE_RERANKER=True needs RERANKER_MODEL (a local cross-encoder folder)")
+        return self
 
     # -----------------------------------------------------------------------------------------
     @classmethod
@@ -277,6 +310,9 @@ def _env_values() -> dict[str, Any]:
 def _explain(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
-        key = ".".join(str(p) for p in err["loc"]) or "settings"
-        lines.append(f"setting {key}: {err['msg']} (got {err.get('input')!r})")
+        key = ".".join(str(p) for p in err["loc"])
+        if key:
+            lines.append(f"setting {key}: {err['msg']} (got {err.get('input')!r})")
+        else:
+            lines.append(str(err["msg"]).removeprefix("Value error, "))
     return "; ".join(lines)

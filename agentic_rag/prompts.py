@@ -6,11 +6,32 @@ them as ``agentic_rag/_prompts``.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
 IDK_ANSWER = "I don't know."
+
+# Layer 3 of abstention: an answer that hedges or says it cannot answer is turned into an explicit,
+# explained abstention instead of being shown as an answer.
+HEDGING_PATTERNS = (
+    r"\bI(?:'m| am) not (?:sure|certain)\b",
+    r"\bI (?:think|believe|guess)\b",
+    r"\b(?:maybe|perhaps|possibly|probably)\b",
+    r"\bI (?:don't|do not) know\b",
+    r"\b(?:cannot|can't|unable to) (?:find|determine|answer|tell)\b",
+    r"\bno (?:information|data|evidence|mention)\b",
+    r"\bnot (?:mentioned|specified|stated|provided|given|available)\b",
+    r"\b(?:the )?(?:sources?|context|documents?) (?:do(?:es)? not|don't|doesn't) (?:say|mention|contain|provide|specify)\b",
+)
 INVALID_QUESTION = "invalid question"
+
+_HEDGING = re.compile("|".join(HEDGING_PATTERNS), re.IGNORECASE)
+
+
+def is_hedging(text: str) -> bool:
+    return bool(_HEDGING.search(text))
+
 
 _CANDIDATES = (
     Path(__file__).resolve().parent.parent / "prompts",  # source checkout / editable install

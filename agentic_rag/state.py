@@ -53,11 +53,13 @@ class AnswerRecord(BaseModel):
     draft: str = ""  # the model's last raw output, markup included (for inspection; empty if never called)
     citations: list[Citation] = Field(default_factory=list)
     reason: str = ""
+    abstention_layer: str = ""  # low_retrieval_score | no_score_gap | not_grounded | hedging_detected | budget
     explanation: str = ""
     missing: list[str] = Field(default_factory=list)
     options: list[dict[str, Any]] = Field(default_factory=list)
     tokens: dict[str, Any] = Field(default_factory=dict)
     llm_calls: int = 0
+    tokens_saved: int = 0  # prompt + output cap of the generation the confidence gate skipped
     latency_ms: float = 0.0
     latency_by_node_ms: dict[str, float] = Field(default_factory=dict)
     trace: str = ""
@@ -91,6 +93,7 @@ class RAGState(TypedDict, total=False):
     one_shot_done: bool
     reflected: bool
     no_new_hits: bool
+    confidence: dict[str, Any]  # the confidence gate's result for the current bundle
     citations: list[dict[str, Any]]
     signals: dict[str, Any]
     validation: dict[str, Any]

@@ -97,7 +97,8 @@ def test_no_regeneration_when_the_extra_round_brings_nothing_new(agent_settings)
 
 
 def test_supervisor_regenerates_only_on_new_hits(agent_settings):
-    from agentic_rag.supervisor.node import GATE, GENERATE, route_after_supervise, supervise_node
+    from agentic_rag.gate.confidence_node import route_after_gate
+    from agentic_rag.supervisor.node import CONFIDENCE, GATE, GENERATE, route_after_supervise, supervise_node
 
     s = agent_settings
     config = {"configurable": {"settings": s}}
@@ -108,11 +109,13 @@ def test_supervisor_regenerates_only_on_new_hits(agent_settings):
     stale = {**base, "paths": [path1, {"round": 2, "anchor": None, "passages": [passage]}]}
     update = supervise_node(stale, config)
     assert update["no_new_hits"] is True
-    assert route_after_supervise({**stale, **update}, config) == GATE
+    assert route_after_supervise({**stale, **update}, config) == CONFIDENCE
+    assert route_after_gate({**stale, **update, "confidence": {"passed": True}}, config) == GATE
     new = {**base, "paths": [path1, {"round": 2, "anchor": None, "passages": [passage, fresh]}]}
     update = supervise_node(new, config)
     assert update["no_new_hits"] is False and update["held_ids"] == ["p:0", "p:1"]
-    assert route_after_supervise({**new, **update}, config) == GENERATE
+    assert route_after_gate({**new, **update, "confidence": {"passed": True}}, config) == GENERATE
+    assert route_after_gate({**new, **update, "confidence": {"passed": False}}, config) == GATE
 
 
 def test_unsupported_draft_is_reflected_once_then_stops(agent_settings):
@@ -198,10 +201,11 @@ def test_graph_shape():
 
     g = get_graph("agent").get_graph()
     nodes = set(g.nodes)
-    assert {"anchors", "worker", "supervise", "generate", "baug", "reflect", "finalize"} <= nodes
+    assert {"anchors", "worker", "supervise", "confidence_gate", "generate", "baug", "reflect", "finalize"} <= nodes
     edges = {(e.source, e.target) for e in g.edges}
     assert ("generate", "baug") in edges and ("reflect", "baug") in edges and ("finalize", "__end__") in edges
-    assert ("baug", "worker") in edges and ("baug", "finalize") in edges and ("supervise", "generate") in edges
+    assert ("baug", "worker") in edges and ("baug", "finalize") in edges and ("confidence_gate", "generate") in edges
+    assert ("supervise", "confidence_gate") in edges and ("supervise", "baug") in edges
 
 
 def test_gray_zone_judge_is_called_once_and_booked_as_judge(agent_settings):
@@ -220,3 +224,22 @@ def test_judge_is_off_by_default(agent_settings):
     draft = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}". DreamWorks made it in Ohio.'
     result, fake, rows = run(agent_settings, [draft])
     assert "judge" not in result.tokens["detail"]
+
+
+def test_confidence_gate_refuses_before_the_generator(agent_settings):
+    result, fake, rows = run(agent_settings, ["never used"], RETRIEVAL_MIN_SCORE=0.99)
+    assert fake.calls == [] and result.llm_calls == 0
+    assert result.reason == "ABSTAIN_LOW_RETRIEVAL_SCORE" and result.abstention_layer == "low_retrieval_score"
+    assert result.tokens_saved > 0 and "below 0.99" in result.explanation
+    assert rows[-1]["confidence_gate"]["tier"] == "retrieval" and rows[-1]["confidence_gate"]["passed"] is False
+
+
+def test_no_clear_winner_refusal(agent_settings):
+    result, fake, rows = run(agent_settings, ["never used"], RETRIEVAL_MIN_RATIO=50.0)
+    assert fake.calls == [] and result.reason == "ABSTAIN_NO_SCORE_GAP" and "ratio" in result.explanation
+
+
+def test_hedging_draft_becomes_an_explained_abstention(agent_settings):
+    result, fake, rows = run(agent_settings, ["I think it may be Finding Nemo {cite:76th academy}, but it is not mentioned."])
+    assert result.reason == "ABSTAIN_HEDGING" and result.abstention_layer == "hedging_detected"
+    assert result.citations == [] and len(fake.calls) == 1

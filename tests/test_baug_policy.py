@@ -29,6 +29,11 @@ CASES = [
     ("ABSTAIN_MISSING_ANCHORS", UNCOVERED, flags(kind="award", can_generate=False)),
     ("ABSTAIN_MISSING_ANCHORS", {**UNCOVERED, "tokens_left": 100}, flags()),
     ("ABSTAIN_LOW_SUPPORT", {**WEAK, "overlap_est": 0.1}, flags()),
+    ("ABSTAIN_LOW_RETRIEVAL_SCORE", GOOD, flags(has_draft=False, gate_reason="scores_too_low")),
+    ("ABSTAIN_NO_SCORE_GAP", GOOD, flags(has_draft=False, gate_reason="no_clear_winner")),
+    ("ABSTAIN_NO_EVIDENCE", GOOD, flags(has_draft=False, gate_reason="no_relevant_information")),
+    ("ABSTAIN_HEDGING", GOOD, flags(hedging=True)),
+    ("ABSTAIN_LOW_SUPPORT", {**GOOD, "nli_entailment": 0.2}, flags(reflected=True)),
 ]
 
 
@@ -61,3 +66,8 @@ def test_an_off_topic_answer_is_not_supported():
     off_topic = {**GOOD, "answer_relevance": 0.2}
     assert decide(off_topic, flags(), S).reason == "REFLECT_LOW_FAITH"
     assert decide(off_topic, flags(reflected=True), S).reason == "ABSTAIN_LOW_SUPPORT"
+
+
+def test_layers_can_be_switched_off():
+    assert decide(GOOD, flags(hedging=True), S.replace(HEDGING_ENABLED=False)).reason == "STOP_OVERLAP_OK"
+    assert decide({**WEAK, "overlap_est": 0.0}, flags(reflected=True), S.replace(GROUNDING_ENABLED=False)).reason == "STOP_OVERLAP_OK"

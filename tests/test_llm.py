@@ -242,3 +242,24 @@ def test_openai_backend_against_real_server(settings, model_dir, openai_server, 
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@pytest.mark.model
+def test_llm_cache_replays_identical_calls_with_usage(tmp_path):
+    from langchain_core.messages import HumanMessage
+
+    from agentic_rag.configuration import Settings
+    from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.llm.usage import UsageLedger, invoke_llm
+
+    s = Settings.load(overrides={"LLM_CACHE_PATH": str(tmp_path / "llm.sqlite")})
+    model = get_chat_model(s)
+    assert model.cache is not None and get_chat_model(s) is model
+    ledger = UsageLedger()
+    msgs = [HumanMessage(content="Name the capital of Italy in one word.")]
+    first = invoke_llm(model, msgs, "generation", ledger, max_tokens=6)
+    second = invoke_llm(model, msgs, "generation", ledger, max_tokens=6)
+    assert first.content == second.content
+    assert ledger.by_stage["generation"]["calls"] == 2
+    assert ledger.by_stage["generation"]["total_tokens"] == 2 * first.usage_metadata["total_tokens"]
+    assert (tmp_path / "llm.sqlite").stat().st_size > 0

@@ -38,6 +38,8 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
         "short_answer": result.short_answer,
         "status": result.status,
         "reason": result.reason,
+        "abstention_layer": result.abstention_layer,
+        "tokens_saved": result.tokens_saved,
         "explanation": result.explanation,
         "citations": [c.model_dump() for c in result.citations],
         "judgement": judgement.label,

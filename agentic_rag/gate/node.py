@@ -13,9 +13,12 @@ from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.budget import can_afford, llm_calls, time_left, tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Flags, decide
+from agentic_rag.gate.crossencoder import entailment_probability
 from agentic_rag.gate.judge import in_gray_zone, judge_cost, judge_messages, run_judge
 from agentic_rag.gate.signals import collect_signals
+from agentic_rag.generator.citations import strip_markup
 from agentic_rag.generator.generate import model_from
+from agentic_rag.prompts import is_hedging
 from agentic_rag.generator.generate import prompt_cost
 from agentic_rag.generator.node import reflect_request
 from agentic_rag.retrieval.embeddings import get_embedder
@@ -62,6 +65,8 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
             state = {**state, "usage": merge_usage(usage, judge_usage)}
     validation = validate(state.get("kind", "other"), anchors, cited_text)
+    if draft and settings.NLI_MODEL and cited_text:
+        signals["nli_entailment"] = entailment_probability(settings.NLI_MODEL, cited_text[:4000], strip_markup(draft))
     found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]
     next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)
     flags = Flags(
@@ -74,6 +79,8 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         no_new_hits=state.get("no_new_hits", False),
         can_generate=can_afford(state, settings, next_call),
         can_retrieve=round_no < settings.MAX_ROUNDS and time_left(state, settings),
+        gate_reason="" if (state.get("confidence") or {}).get("passed", True) else state["confidence"]["reason"],
+        hedging=bool(draft) and is_hedging(draft),
     )
     decision = decide(signals, flags, settings)
     write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, paths, validation))
@@ -112,6 +119,7 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "anchor_coverage": signals["anchor_coverage"],
         "overlap_est": signals["overlap_est"],
         "faith_est": signals["faith_est"],
+        "confidence_gate": state.get("confidence"),
         "validator": validation.name,
         "validator_ok": validation.ok,
         "context_tokens": (state.get("bundle") or {}).get("context_tokens", 0),

@@ -4,7 +4,9 @@ The policy is a pure function of the signals, the run's flags and the settings. 
 writes can change it: the draft enters only through the signals computed from it. Rules, in order:
 
 1. no evidence at all                                  -> ABSTAIN_NO_EVIDENCE
+   the confidence gate refused before generation       -> ABSTAIN_LOW_RETRIEVAL_SCORE / ABSTAIN_NO_SCORE_GAP
 2. no draft and no budget for one                      -> ABSTAIN_LOW_BUDGET
+   the draft hedges ("I think", "not mentioned")      -> ABSTAIN_HEDGING
 3. supported (overlap, faith, relevance to the question) and sufficient (anchor coverage, type validator)
                                                        -> STOP_OVERLAP_OK
 4. insufficient anchors, one-shot retrieval still available and affordable
@@ -36,6 +38,26 @@ REASONS = {
     "ABSTAIN_LOW_SUPPORT": ABSTAIN,
     "ABSTAIN_NO_EVIDENCE": ABSTAIN,
     "ABSTAIN_LOW_BUDGET": ABSTAIN,
+    "ABSTAIN_LOW_RETRIEVAL_SCORE": ABSTAIN,
+    "ABSTAIN_NO_SCORE_GAP": ABSTAIN,
+    "ABSTAIN_HEDGING": ABSTAIN,
+}
+
+# The abstention layer each refusal belongs to (layer 1 retrieval confidence, 2 grounding, 3 hedging).
+LAYER_CODES = {
+    "ABSTAIN_NO_EVIDENCE": "low_retrieval_score",
+    "ABSTAIN_LOW_RETRIEVAL_SCORE": "low_retrieval_score",
+    "ABSTAIN_NO_SCORE_GAP": "no_score_gap",
+    "ABSTAIN_LOW_SUPPORT": "not_grounded",
+    "ABSTAIN_MISSING_ANCHORS": "not_grounded",
+    "ABSTAIN_HEDGING": "hedging_detected",
+    "ABSTAIN_LOW_BUDGET": "budget",
+}
+GATE_REASONS = {
+    "no_relevant_information": "ABSTAIN_NO_EVIDENCE",
+    "scores_too_low": "ABSTAIN_LOW_RETRIEVAL_SCORE",
+    "insufficient_chunks": "ABSTAIN_LOW_RETRIEVAL_SCORE",
+    "no_clear_winner": "ABSTAIN_NO_SCORE_GAP",
 }
 
 FACTOID_KINDS = {"numeric", "date", "person", "award", "tournament", "time_window", "other"}
@@ -63,6 +85,8 @@ class Flags:
     no_new_hits: bool = False
     can_generate: bool = True  # budget, call cap and wall time allow one more LLM call
     can_retrieve: bool = True  # rounds left and wall time allow one more retrieval round
+    gate_reason: str = ""  # the confidence gate's refusal reason, "" when it passed or did not run
+    hedging: bool = False  # layer 3 found hedging or filler in the draft
 
 
 def _decide(reason: str) -> Decision:
@@ -72,12 +96,18 @@ def _decide(reason: str) -> Decision:
 def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     if not flags.has_evidence:
         return _decide("ABSTAIN_NO_EVIDENCE")
+    if flags.gate_reason and not flags.has_draft:
+        return _decide(GATE_REASONS[flags.gate_reason])
     if not flags.has_draft:
         return _decide("ABSTAIN_LOW_BUDGET")
-    supported = (
+    if flags.hedging and settings.HEDGING_ENABLED:
+        return _decide("ABSTAIN_HEDGING")
+    nli = signals.get("nli_entailment")
+    supported = not settings.GROUNDING_ENABLED or (
         signals["overlap_est"] >= settings.OVERLAP_MIN
         and signals["faith_est"] >= settings.FAITH_MIN
         and signals.get("answer_relevance", 1.0) >= settings.ANSWER_RELEVANCE_MIN
+        and (nli is None or nli >= settings.NLI_MIN)
     )
     sufficient = signals["anchor_coverage"] >= settings.COVERAGE_MIN and flags.validators_ok
     factoid = flags.kind in FACTOID_KINDS

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentic_rag.gate.policy import LAYER_CODES
 from agentic_rag.generator.citations import extract_citations, split_sentences, strip_markup
 from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
 from agentic_rag.state import AnswerRecord
@@ -53,9 +54,21 @@ def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def explain_refusal(reason: str, signals: dict[str, Any], validation: dict[str, Any], settings) -> tuple[str, list[str]]:
+def explain_refusal(
+    reason: str, signals: dict[str, Any], validation: dict[str, Any], settings, confidence: dict[str, Any] | None = None
+) -> tuple[str, list[str]]:
     """A sentence with the figures, and the information that would be needed."""
     missing_anchors = list(dict.fromkeys((signals.get("missing_anchors") or []) + (validation.get("missing") or [])))
+    if reason in ("ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NO_SCORE_GAP"):
+        return (
+            f"{(confidence or {}).get('message', '')} A source that addresses the question directly is needed.".strip(),
+            missing_anchors,
+        )
+    if reason == "ABSTAIN_HEDGING":
+        return (
+            "The draft answer hedged or said the sources do not give it, so it is not presented as an answer.",
+            missing_anchors,
+        )
     if reason == "ABSTAIN_NO_EVIDENCE":
         return (
             "No passage in the sources survived retrieval and pruning for this question; "
@@ -117,10 +130,16 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         draft=state.get("draft", ""),
     )
     if decision["action"] == "ABSTAIN":
-        explanation, missing = explain_refusal(decision["reason"], signals, state.get("validation") or {}, settings)
+        confidence = state.get("confidence") or {}
+        explanation, missing = explain_refusal(
+            decision["reason"], signals, state.get("validation") or {}, settings, confidence
+        )
+        skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(
             **common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
             explanation=explanation, missing=missing, citations=[],
+            abstention_layer=LAYER_CODES.get(decision["reason"], ""),
+            tokens_saved=int((state.get("bundle") or {}).get("generation_cost", 0)) if skipped else 0,
         )
     draft = state.get("draft", "")
     answer = strip_markup(draft) or draft

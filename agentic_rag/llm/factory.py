@@ -23,11 +23,12 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
     cap = int(max_tokens or settings.MAX_OUTPUT_TOKENS)
     if settings.LLM_BACKEND == "local":
         path = resolve_local_model(settings)
-        return _local_model(str(path), cap, settings.TEMPERATURE, settings.TORCH_THREADS, settings.REPETITION_PENALTY)
+        model = _local_model(str(path), cap, settings.TEMPERATURE, settings.TORCH_THREADS, settings.REPETITION_PENALTY)
+        return _with_cache(model, settings)
     if settings.LLM_BACKEND == "openai":
         if not settings.OPENAI_BASE_URL and not settings.openai_api_key:
             raise ValueError("LLM_BACKEND='openai' needs OPENAI_BASE_URL (a local server) or an OpenAI API key")
-        return _openai_model(
+        model = _openai_model(
             settings.LLM_MODEL,
             settings.OPENAI_BASE_URL,
             settings.openai_api_key or "not-needed",
@@ -35,7 +36,31 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
             cap,
             settings.LLM_TIMEOUT_S,
         )
+        return _with_cache(model, settings)
     raise ValueError(f"unknown LLM_BACKEND {settings.LLM_BACKEND!r}; expected 'local' or 'openai'")
+
+
+def _with_cache(model: BaseChatModel, settings) -> BaseChatModel:
+    """Replay identical calls from ``LLM_CACHE_PATH`` (greedy decoding only: then a replay is exact).
+
+    Threshold sweeps and resumed runs re-ask the same prompts; the cache stores the whole message,
+    usage included, so token accounting is the same whether a call was computed or replayed."""
+    if settings.LLM_CACHE_PATH is None or settings.TEMPERATURE > 0:
+        return model
+    key = (id(model), str(settings.LLM_CACHE_PATH))
+    if key not in _CACHED:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from langchain_community.cache import SQLiteCache
+
+        Path(key[1]).parent.mkdir(parents=True, exist_ok=True)
+        _CACHED[key] = model.model_copy(update={"cache": SQLiteCache(database_path=key[1])})
+    return _CACHED[key]
+
+
+_CACHED: dict[tuple[int, str], BaseChatModel] = {}
 
 
 @lru_cache(maxsize=16)

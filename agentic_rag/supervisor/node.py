@@ -7,7 +7,6 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.predictor import Anchor
-from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
 from agentic_rag.generator.generate import answer_messages, prompt_cost
 from agentic_rag.llm.factory import count_tokens
@@ -15,7 +14,7 @@ from agentic_rag.state import RAGState
 from agentic_rag.supervisor.orchestrator import compose
 from agentic_rag.utils import timed
 
-GENERATE, GATE = "generate", "baug"
+GENERATE, GATE, CONFIDENCE = "generate", "baug", "confidence_gate"
 
 
 @timed("supervise")
@@ -42,11 +41,5 @@ def supervise_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 
 
 def route_after_supervise(state: RAGState, config: RunnableConfig) -> str:
-    """Generate only with evidence, with something new to say, and within every cap; else BAUG decides."""
-    settings = Settings.from_runnable_config(config)
-    bundle = state.get("bundle") or {}
-    if not bundle.get("passages") or state.get("no_new_hits"):
-        return GATE
-    if not can_afford(state, settings, bundle.get("generation_cost", 0)):
-        return GATE
-    return GENERATE
+    """With evidence, the confidence gate looks at it; without any, BAUG abstains straight away."""
+    return CONFIDENCE if (state.get("bundle") or {}).get("passages") else GATE

@@ -1,0 +1,77 @@
+"""Confidence gate: refuse before any LLM call when the packed evidence is weak.
+
+Tier 1 (a reranker is configured): relevance on a 0-3 scale; the top passage needs
+``RELEVANCE_THRESHOLD`` and at least ``MIN_CHUNKS_REQUIRED`` passages must reach it.
+Tier 2 (otherwise): retrieval scores normalised to [0, 1] so one threshold means the same thing for
+every score source (``GATE_SCORE_SOURCE``):
+
+- ``vector``: cosine of passage and question, clipped at 0 (unit vectors, so 1 = same meaning);
+- ``bm25``:   s / (s + ``BM25_HALF_SCORE``), which is 0.5 when the raw BM25 score equals that constant;
+- ``fused``:  the reciprocal-rank fusion score, already scaled so 1 = first in every ranking.
+
+The top passage needs ``RETRIEVAL_MIN_SCORE``, and top-1 / top-2 must reach ``RETRIEVAL_MIN_RATIO``
+(1.0 switches the clear-winner rule off). A refusal carries a reason code and a sentence with the figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+REASONS = {
+    "no_relevant_information": "No relevant information was found in the documents.",
+    "scores_too_low": "The retrieved information is not sufficiently relevant.",
+    "no_clear_winner": "No clear best match among the retrieved results.",
+    "insufficient_chunks": "Too few passages are relevant enough to answer from.",
+}
+
+
+@dataclass
+class GateResult:
+    passed: bool
+    tier: str  # "reranker" | "retrieval" | "off"
+    reason: str = ""
+    message: str = ""
+    scores: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def normalised_score(passage: dict[str, Any], source: str, bm25_half: float) -> float:
+    if source == "vector":
+        return max(0.0, float(passage.get("fine_sim", passage.get("vector_score", 0.0))))
+    if source == "bm25":
+        s = max(0.0, float(passage.get("bm25_score", 0.0)))
+        return s / (s + bm25_half)
+    return max(0.0, min(1.0, float(passage.get("fused_score", 0.0))))
+
+
+def _refuse(reason: str, tier: str, detail: str, scores: list[float]) -> GateResult:
+    return GateResult(False, tier, reason, f"{REASONS[reason]} {detail}".strip(), scores)
+
+
+def confidence_gate(passages: list[dict[str, Any]], settings, rerank: list[float] | None = None) -> GateResult:
+    if not settings.GATE_ENABLED:
+        return GateResult(True, "off")
+    if not passages:
+        return _refuse("no_relevant_information", "retrieval", "No passage was retrieved.", [])
+    if rerank is not None:
+        scores = sorted(rerank, reverse=True)
+        above = sum(s >= settings.RELEVANCE_THRESHOLD for s in scores)
+        if scores[0] < settings.RELEVANCE_THRESHOLD:
+            return _refuse("scores_too_low", "reranker",
+                           f"Top relevance {scores[0]:.2f} is below {settings.RELEVANCE_THRESHOLD} (0-3 scale).", scores)
+        if above < settings.MIN_CHUNKS_REQUIRED:
+            return _refuse("insufficient_chunks", "reranker",
+                           f"{above} passage(s) reach relevance {settings.RELEVANCE_THRESHOLD}; "
+                           f"{settings.MIN_CHUNKS_REQUIRED} needed.", scores)
+        return GateResult(True, "reranker", scores=scores)
+    scores = sorted((normalised_score(p, settings.GATE_SCORE_SOURCE, settings.BM25_HALF_SCORE) for p in passages), reverse=True)
+    if scores[0] < settings.RETRIEVAL_MIN_SCORE:
+        return _refuse("scores_too_low", "retrieval",
+                       f"Top {settings.GATE_SCORE_SOURCE} score {scores[0]:.3f} is below {settings.RETRIEVAL_MIN_SCORE}.", scores)
+    if len(scores) >= 2 and scores[1] > 0 and scores[0] / scores[1] < settings.RETRIEVAL_MIN_RATIO:
+        return _refuse("no_clear_winner", "retrieval",
+                       f"Top-1/top-2 ratio {scores[0] / scores[1]:.2f} is below {settings.RETRIEVAL_MIN_RATIO}.", scores)
+    return GateResult(True, "retrieval", scores=scores)
