@@ -255,6 +255,31 @@ def compare_cmd(
         console.print(f"{p['run']} vs {p['vs']}: score difference {p['score_difference']}, changes {p['changes']}")
 
 
+@app.command("calibrate")
+def calibrate_cmd(
+    dataset: Annotated[str, typer.Option("--dataset", help="A development split (never the test split).")],
+    param: Annotated[str, typer.Option("--param", help="Setting to sweep, e.g. RETRIEVAL_MIN_SCORE.")],
+    values: Annotated[str, typer.Option("--values", help="Comma-separated values, e.g. 0.2,0.3,0.4.")],
+    system: Annotated[str, typer.Option("--system")] = "agent",
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out")] = None,
+    max_false_refusal: Annotated[float, typer.Option("--max-false-refusal")] = 0.15,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Sweep a threshold; report accuracy, refusal and false-refusal rates and the CRAG score per value."""
+    from agentic_rag.eval.calibrate import calibrate, parse_values, to_markdown
+
+    settings = _settings(preset, override)
+    out = out or Path(settings.ARTIFACTS_DIR) / "calibration" / param.upper()
+    try:
+        report = calibrate(dataset, param, parse_values(param.upper(), values), settings, out, system, n, max_false_refusal)
+    except (ValueError, SettingsError, DataError) as exc:
+        _fail(str(exc))
+    console.print(to_markdown(report))
+    console.print(f"sweep written to {out}")
+
+
 @app.command("graph")
 def graph_cmd(
     system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 from tqdm import tqdm
 
 from agentic_rag.configuration import Settings
-from agentic_rag.datasets.crag import CragRecord, ReadReport, iter_records, resolve_dataset
+from agentic_rag.datasets.crag import IDK, INVALID_QUESTION, CragRecord, ReadReport, iter_records, resolve_dataset
 from agentic_rag.eval.judge import judge
 from agentic_rag.runner import answer
 
@@ -54,7 +54,12 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
     }
 
 
+def _rate(num: int, den: int) -> float | None:
+    return round(num / den, 4) if den else None
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """CRAG scores plus the abstention metrics (definitions in the README's evaluation section)."""
     n = len(rows)
     if n == 0:
         return {"n": 0}
@@ -62,6 +67,12 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     latencies = sorted(r["latency_ms"] for r in rows)
     tokens = [r["tokens"].get("total", 0) for r in rows]
     acc, hal, miss = count("accurate") / n, count("incorrect") / n, count("missing") / n
+    gold = [str(r["gold"]).strip().lower() for r in rows]
+    unans = [r for r, g in zip(rows, gold) if g == IDK]
+    answerable = [r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)]
+    refused = lambda r: r["status"] != "ok" or r["judge_rule"] == "abstained"  # noqa: E731
+    signals = [r.get("signals") or {} for r in rows]
+    answered_signals = [s for r, s in zip(rows, signals) if not refused(r) and "overlap_est" in s]
     return {
         "n": n,
         "accuracy": round(acc, 4),
@@ -70,6 +81,23 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "score": round(acc - hal, 4),
         "em_short": round(statistics.fmean(r["em"] for r in rows), 4),
         "f1_short": round(statistics.fmean(r["f1"] for r in rows), 4),
+        "answerable": len(answerable),
+        "unanswerable": len(unans),
+        "accuracy_answerable": _rate(sum(r["judgement"] == "accurate" for r in answerable), len(answerable)),
+        "refusal_rate_unanswerable": _rate(sum(refused(r) for r in unans), len(unans)),
+        "false_refusal_rate": _rate(sum(refused(r) for r in answerable), len(answerable)),
+        "false_acceptance_rate": _rate(sum(not refused(r) for r in unans), len(unans)),
+        "wrong_on_answerable": _rate(
+            sum(not refused(r) and r["f1"] == 0 and r["judgement"] != "accurate" for r in answerable), len(answerable)
+        ),
+        "idk_with_citations": sum(refused(r) and bool(r.get("citations")) for r in rows),
+        "refused_before_generation": sum(r.get("tokens_saved", 0) > 0 for r in rows),
+        "refused_before_generation_with_llm_call": sum(
+            r.get("tokens_saved", 0) > 0 and r["llm_calls"] > 0 for r in rows
+        ),
+        "tokens_saved_per_q": round(statistics.fmean(r.get("tokens_saved", 0) for r in rows), 1),
+        "overlap_mean": round(statistics.fmean(s["overlap_est"] for s in answered_signals), 4) if answered_signals else None,
+        "faith_mean": round(statistics.fmean(s["faith_est"] for s in answered_signals), 4) if answered_signals else None,
         "tokens_per_q": round(statistics.fmean(tokens), 1),
         "llm_calls_per_q": round(statistics.fmean(r["llm_calls"] for r in rows), 3),
         "latency_p50_ms": round(latencies[len(latencies) // 2], 1),

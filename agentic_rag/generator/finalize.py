@@ -171,6 +171,17 @@ def make_finalize_node(system: str):
             from agentic_rag.anchors.predictor import propose_anchors, question_kind
 
             state = {**state, "kind": question_kind(state["question"], propose_anchors(state["question"]))}
+        if "signals" not in state and state.get("draft"):
+            # measured, never acted on: the baseline gets the same evidence-consistency figures as the agent
+            from agentic_rag.gate.signals import collect_signals
+            from agentic_rag.retrieval.embeddings import get_embedder
+
+            signals = collect_signals(
+                state["question"], state["draft"], state.get("bundle") or {}, [], state.get("usage", {}),
+                settings, get_embedder(settings), kind=state["kind"],
+            )
+            signals.pop("_cited_text", None)
+            state = {**state, "signals": signals}
         usage = state.get("usage", {})
         record = build_record(state, system, settings, tokens_summary(usage), llm_calls(usage))
         return {"result": record.model_dump()}

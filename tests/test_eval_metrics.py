@@ -1,0 +1,48 @@
+"""Run summaries, the calibration choice rule and the rule judge, on hand-made rows."""
+
+from agentic_rag.eval.calibrate import choose, parse_values
+from agentic_rag.eval.judge import judge
+from agentic_rag.eval.runner import summarize
+
+
+def row(gold, status, judgement, f1=0.0, citations=(), tokens_saved=0, calls=1):
+    return {"gold": gold, "status": status, "judgement": judgement, "judge_rule": "abstained" if status != "ok" else "exact",
+            "em": 0.0, "f1": f1, "tokens": {"total": 100}, "llm_calls": calls, "latency_ms": 10.0,
+            "citations": list(citations), "tokens_saved": tokens_saved, "signals": {}}
+
+
+def test_abstention_metrics():
+    rows = [
+        row("paris", "ok", "accurate", f1=1.0),
+        row("paris", "refuse", "missing"),
+        row("i don't know", "refuse", "missing", tokens_saved=500, calls=0),
+        row("i don't know", "ok", "incorrect"),
+        row("i don't know", "refuse", "missing", citations=[{"n": 1}]),
+    ]
+    s = summarize(rows)
+    assert (s["answerable"], s["unanswerable"]) == (2, 3)
+    assert s["refusal_rate_unanswerable"] == round(2 / 3, 4) and s["false_acceptance_rate"] == round(1 / 3, 4)
+    assert s["false_refusal_rate"] == 0.5 and s["accuracy_answerable"] == 0.5
+    assert s["hallucination"] == 0.2 and s["score"] == 0.0
+    assert s["idk_with_citations"] == 1
+    assert s["refused_before_generation"] == 1 and s["refused_before_generation_with_llm_call"] == 0
+
+
+def test_calibration_rule_respects_the_false_refusal_cap():
+    rows = [
+        {"value": 0.2, "score": 0.1, "refusal_rate_unanswerable": 0.5, "false_refusal_rate": 0.05},
+        {"value": 0.4, "score": 0.3, "refusal_rate_unanswerable": 0.8, "false_refusal_rate": 0.10},
+        {"value": 0.6, "score": 0.4, "refusal_rate_unanswerable": 0.95, "false_refusal_rate": 0.40},
+    ]
+    assert choose(rows, 0.3, 0.15)["value"] == 0.4
+    assert choose(rows, 0.3, 0.5)["value"] == 0.6
+    assert parse_values("RETRIEVAL_MIN_SCORE", "0.1, 0.2") == [0.1, 0.2]
+
+
+def test_judge_rules():
+    assert judge("Paris is the capital.", "Paris", "paris", [], False).label == "accurate"
+    assert judge("I don't know.", "", "paris", [], True).rule == "abstained"
+    assert judge("It is Lyon.", "Lyon", "i don't know", [], False).label == "incorrect"
+    assert judge("The premise is false: he never won.", "", "invalid question", [], False).label == "accurate"
+    assert judge("about 3,696 feet", "3,696 feet", "3696", [], False).rule in {"numeric", "contains"}
+    assert judge("Berlin", "Berlin", "paris", ["Berlin"], False).rule == "alias"
