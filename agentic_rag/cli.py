@@ -101,6 +101,7 @@ def ask(
     system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
     as_json: Annotated[bool, typer.Option("--json", help="Print the full answer record as JSON.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Print each node's output as the graph runs.")] = False,
+    select: Annotated[Optional[str], typer.Option("--select", help="Answer from this option of an 'ambiguous' reply.")] = None,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
@@ -114,7 +115,7 @@ def ask(
     try:
         result = answer(
             system, settings, question=question, record=record, index_dir=index_dir,
-            on_update=_print_update if debug else None,
+            on_update=_print_update if debug else None, selected_option=select,
         )
     except ValueError as exc:
         _fail(str(exc))
@@ -130,6 +131,8 @@ def ask(
     for c in result.citations:
         mark = "verified" if c.verified else "unverified"
         console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({mark}) {c.quote[:160]}")
+    for o in result.options:
+        console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {o['anchor_passage']['text'][:120]}")
     console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")
 
 
@@ -142,6 +145,8 @@ DEBUG_FIELDS = {
     "generate": ("draft",),
     "reflect": ("draft",),
     "baug": ("decision", "signals", "validation"),
+    "disambiguate": ("ambiguity",),
+    "confidence_gate": ("confidence",),
 }
 
 

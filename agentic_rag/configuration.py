@@ -123,6 +123,22 @@ class Settings(BaseSettings):
     NLI_MIN: float = Field(0.5, ge=0.0, le=1.0, description="P(entailment) an answer needs when NLI_MODEL is set (0-1).")
     HEDGING_ENABLED: bool = Field(True, description="Layer 3: hedging or filler in the answer becomes an abstention.")
 
+    # --- Ambiguity policy ---------------------------------------------------------------------
+    OOD_ALLOW_PATTERNS: list[str] = Field(
+        default_factory=list, description="Regexes; when any are set a question must match one (else out of domain)."
+    )
+    OOD_DENY_PATTERNS: list[str] = Field(default_factory=list, description="Regexes that put a question out of domain.")
+    AMBIGUITY_ENABLED: bool = Field(
+        False,
+        description="Group evidence into topic clusters and return 'ambiguous' with options when none wins "
+        "(off by default: not yet calibrated on data with real ambiguity).",
+    )
+    AMBIGUITY_MERGE_SIM: float = Field(
+        0.5, ge=-1.0, le=1.0, description="Centroid cosine above which two source groups are one topic (cosine)."
+    )
+    MIN_GROUP_GAP: float = Field(0.1, ge=0.0, description="Score or similarity gap that lets the best cluster win (0-1).")
+    MAX_OPTIONS: int = Field(3, ge=2, description="Options returned with an 'ambiguous' status (options).")
+
     # --- Agent: anchors and retriever workers -------------------------------------------------
     ANCHOR_TOP_M: int = Field(6, ge=1, description="Anchors proposed per question (anchors).")
     ANCHOR_MIN_SCORE: float = Field(0.5, ge=0.0, le=1.0, description="Confidence an anchor needs to be selected (0-1).")

@@ -15,6 +15,7 @@ def graph_input(
     question: str | None = None,
     record: CragRecord | None = None,
     index_dir: str | Path | None = None,
+    selected_option: str | None = None,
 ) -> dict[str, Any]:
     if record is None and not question:
         raise ValueError("give a question, or a record that carries one")
@@ -27,6 +28,8 @@ def graph_input(
         )
     if index_dir is not None:
         state["index_dir"] = str(index_dir)
+    if selected_option:
+        state["selected_option"] = selected_option
     return state
 
 
@@ -38,12 +41,13 @@ def answer(
     index_dir: str | Path | None = None,
     extra_config: dict[str, Any] | None = None,
     on_update: Callable[[str, dict[str, Any]], None] | None = None,
+    selected_option: str | None = None,
 ) -> AnswerRecord:
     """Run one question through a graph; ``on_update(node, update)`` sees each node's output as it runs."""
     from graphs import get_graph
 
     graph = get_graph(system)
-    state = graph_input(question, record, index_dir)
+    state = graph_input(question, record, index_dir, selected_option)
     config = {"configurable": {"settings": settings, **(extra_config or {})}}
     t0 = time.perf_counter()
     if on_update is None:

@@ -94,6 +94,9 @@ class RAGState(TypedDict, total=False):
     reflected: bool
     no_new_hits: bool
     confidence: dict[str, Any]  # the confidence gate's result for the current bundle
+    selected_option: str  # input: answer from this ambiguity option
+    ood: str  # why the question is out of domain ("" when it is not)
+    ambiguity: dict[str, Any]  # the ambiguity policy's status, rule and options
     citations: list[dict[str, Any]]
     signals: dict[str, Any]
     validation: dict[str, Any]

@@ -21,3 +21,9 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data folder {SHARED_DATA} is absent")
     return SHARED_DATA
+
+
+@pytest.fixture
+def agent_settings(settings: Settings) -> Settings:
+    """Settings whose telemetry goes to one file per test, so tests can read their own rows."""
+    return settings.replace(TELEMETRY_PATH=str(settings.ARTIFACTS_DIR / "telemetry.jsonl"))

@@ -42,11 +42,6 @@ def record(question: str = QUESTION, pages: dict[str, str] = PAGES) -> CragRecor
     )
 
 
-@pytest.fixture
-def agent_settings(settings: Settings) -> Settings:
-    return settings.replace(TELEMETRY_PATH=str(settings.ARTIFACTS_DIR / "telemetry.jsonl"))
-
-
 def run(settings: Settings, replies: list[str], rec: CragRecord | None = None, **overrides):
     s = settings.replace(**overrides) if overrides else settings
     fake = ScriptedChat(replies=replies, count_tokens=lambda t: count_tokens(t, s))
@@ -98,7 +93,7 @@ def test_no_regeneration_when_the_extra_round_brings_nothing_new(agent_settings)
 
 def test_supervisor_regenerates_only_on_new_hits(agent_settings):
     from agentic_rag.gate.confidence_node import route_after_gate
-    from agentic_rag.supervisor.node import CONFIDENCE, GATE, GENERATE, route_after_supervise, supervise_node
+    from agentic_rag.supervisor.node import DISAMBIGUATE, GATE, GENERATE, route_after_supervise, supervise_node
 
     s = agent_settings
     config = {"configurable": {"settings": s}}
@@ -109,7 +104,7 @@ def test_supervisor_regenerates_only_on_new_hits(agent_settings):
     stale = {**base, "paths": [path1, {"round": 2, "anchor": None, "passages": [passage]}]}
     update = supervise_node(stale, config)
     assert update["no_new_hits"] is True
-    assert route_after_supervise({**stale, **update}, config) == CONFIDENCE
+    assert route_after_supervise({**stale, **update}, config) == DISAMBIGUATE
     assert route_after_gate({**stale, **update, "confidence": {"passed": True}}, config) == GATE
     new = {**base, "paths": [path1, {"round": 2, "anchor": None, "passages": [passage, fresh]}]}
     update = supervise_node(new, config)
@@ -201,11 +196,13 @@ def test_graph_shape():
 
     g = get_graph("agent").get_graph()
     nodes = set(g.nodes)
-    assert {"anchors", "worker", "supervise", "confidence_gate", "generate", "baug", "reflect", "finalize"} <= nodes
+    assert {"anchors", "worker", "supervise", "disambiguate", "confidence_gate", "generate", "baug", "reflect",
+            "finalize"} <= nodes
     edges = {(e.source, e.target) for e in g.edges}
     assert ("generate", "baug") in edges and ("reflect", "baug") in edges and ("finalize", "__end__") in edges
     assert ("baug", "worker") in edges and ("baug", "finalize") in edges and ("confidence_gate", "generate") in edges
-    assert ("supervise", "confidence_gate") in edges and ("supervise", "baug") in edges
+    assert ("supervise", "disambiguate") in edges and ("supervise", "baug") in edges
+    assert ("disambiguate", "confidence_gate") in edges and ("anchors", "baug") in edges
 
 
 def test_gray_zone_judge_is_called_once_and_booked_as_judge(agent_settings):

@@ -20,11 +20,6 @@ def records():
     return {i: recs[i] for i in IDS}
 
 
-@pytest.fixture
-def agent_settings(settings):
-    return settings.replace(TELEMETRY_PATH=str(settings.ARTIFACTS_DIR / "telemetry.jsonl"))
-
-
 def _check_contract(result, settings):
     assert result.tokens["total"] <= settings.TOKEN_BUDGET
     assert result.llm_calls <= settings.MAX_LLM_CALLS

@@ -9,6 +9,7 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.predictor import propose_anchors, question_kind, select_anchors
 from agentic_rag.configuration import Settings
+from agentic_rag.supervisor.ambiguity import out_of_domain
 from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
 
@@ -16,6 +17,7 @@ from agentic_rag.utils import timed
 @timed("anchors")
 def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
+    ood = out_of_domain(state["question"], settings)
     proposed = propose_anchors(state["question"], top_m=settings.ANCHOR_TOP_M)
     selected = select_anchors(proposed, settings.ANCHOR_MIN_SCORE)[: settings.MAX_WORKERS]
     return {
@@ -29,4 +31,5 @@ def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, A
         "one_shot_done": False,
         "reflected": False,
         "no_new_hits": False,
+        "ood": ood,
     }

@@ -81,6 +81,8 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         can_retrieve=round_no < settings.MAX_ROUNDS and time_left(state, settings),
         gate_reason="" if (state.get("confidence") or {}).get("passed", True) else state["confidence"]["reason"],
         hedging=bool(draft) and is_hedging(draft),
+        ood=bool(state.get("ood")),
+        ambiguity=(state.get("ambiguity") or {}).get("status", "") if not draft else "",
     )
     decision = decide(signals, flags, settings)
     write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, paths, validation))

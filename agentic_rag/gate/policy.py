@@ -3,7 +3,9 @@
 The policy is a pure function of the signals, the run's flags and the settings. Nothing the model
 writes can change it: the draft enters only through the signals computed from it. Rules, in order:
 
+0. out of domain / an unknown option selected          -> ABSTAIN_OUT_OF_DOMAIN / ABSTAIN_INVALID_SELECTION
 1. no evidence at all                                  -> ABSTAIN_NO_EVIDENCE
+   evidence splits into clusters none of which wins    -> AMBIGUOUS_OPTIONS (status "ambiguous")
    the confidence gate refused before generation       -> ABSTAIN_LOW_RETRIEVAL_SCORE / ABSTAIN_NO_SCORE_GAP
 2. no draft and no budget for one                      -> ABSTAIN_LOW_BUDGET
    the draft hedges ("I think", "not mentioned")      -> ABSTAIN_HEDGING
@@ -41,6 +43,9 @@ REASONS = {
     "ABSTAIN_LOW_RETRIEVAL_SCORE": ABSTAIN,
     "ABSTAIN_NO_SCORE_GAP": ABSTAIN,
     "ABSTAIN_HEDGING": ABSTAIN,
+    "ABSTAIN_OUT_OF_DOMAIN": ABSTAIN,
+    "ABSTAIN_INVALID_SELECTION": ABSTAIN,
+    "AMBIGUOUS_OPTIONS": ABSTAIN,
 }
 
 # The abstention layer each refusal belongs to (layer 1 retrieval confidence, 2 grounding, 3 hedging).
@@ -87,6 +92,8 @@ class Flags:
     can_retrieve: bool = True  # rounds left and wall time allow one more retrieval round
     gate_reason: str = ""  # the confidence gate's refusal reason, "" when it passed or did not run
     hedging: bool = False  # layer 3 found hedging or filler in the draft
+    ood: bool = False  # the question is out of domain
+    ambiguity: str = ""  # "ambiguous" or "refuse" (invalid selection) from the ambiguity policy
 
 
 def _decide(reason: str) -> Decision:
@@ -94,8 +101,14 @@ def _decide(reason: str) -> Decision:
 
 
 def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
+    if flags.ood:
+        return _decide("ABSTAIN_OUT_OF_DOMAIN")
+    if flags.ambiguity == "refuse":
+        return _decide("ABSTAIN_INVALID_SELECTION")
     if not flags.has_evidence:
         return _decide("ABSTAIN_NO_EVIDENCE")
+    if flags.ambiguity == "ambiguous":
+        return _decide("AMBIGUOUS_OPTIONS")
     if flags.gate_reason and not flags.has_draft:
         return _decide(GATE_REASONS[flags.gate_reason])
     if not flags.has_draft:

@@ -129,6 +129,25 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         signals=signals,
         draft=state.get("draft", ""),
     )
+    ambiguity = state.get("ambiguity") or {}
+    if decision["reason"] == "AMBIGUOUS_OPTIONS":
+        options = ambiguity.get("options", [])
+        explanation = (
+            f"The evidence splits into {len(options)} distinct topics and no rule ({ambiguity.get('rule')}) picks one: "
+            + "; ".join(f"{o['id']}: {o['signature']}" for o in options)
+            + ". Choose one with --select OPTION_ID."
+        )
+        return AnswerRecord(**common, status="ambiguous", answer=explanation, explanation=explanation,
+                            options=options, missing=["which of the options is meant"])
+    if decision["reason"] in ("ABSTAIN_OUT_OF_DOMAIN", "ABSTAIN_INVALID_SELECTION"):
+        if decision["reason"] == "ABSTAIN_OUT_OF_DOMAIN":
+            explanation = f"The question is outside the configured domain: it {state.get('ood')}."
+        else:
+            explanation = f"Invalid selection: {ambiguity.get('selected')}. Valid options: " + ", ".join(
+                o["id"] for o in ambiguity.get("options", [])) + "."
+        return AnswerRecord(**common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
+                            explanation=explanation, options=ambiguity.get("options", []), citations=[],
+                            abstention_layer="out_of_domain" if "DOMAIN" in decision["reason"] else "invalid_selection")
     if decision["action"] == "ABSTAIN":
         confidence = state.get("confidence") or {}
         explanation, missing = explain_refusal(

@@ -17,8 +17,11 @@ from agentic_rag.utils import timed
 WORKER = "worker"
 
 
-def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send]:
-    """One worker per selected anchor; a question without anchors gets one worker on the question itself."""
+def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | str:
+    """One worker per selected anchor; a question without anchors gets one worker on the question itself.
+    An out-of-domain question is not searched at all: BAUG refuses it."""
+    if state.get("ood"):
+        return "baug"
     settings = Settings.from_runnable_config(config)
     anchors = state.get("anchors") or [None]
     base = {k: state[k] for k in ("question", "record", "index_dir") if k in state}

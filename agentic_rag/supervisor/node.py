@@ -14,7 +14,7 @@ from agentic_rag.state import RAGState
 from agentic_rag.supervisor.orchestrator import compose
 from agentic_rag.utils import timed
 
-GENERATE, GATE, CONFIDENCE = "generate", "baug", "confidence_gate"
+GENERATE, GATE, CONFIDENCE, DISAMBIGUATE = "generate", "baug", "confidence_gate", "disambiguate"
 
 
 @timed("supervise")
@@ -41,5 +41,10 @@ def supervise_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 
 
 def route_after_supervise(state: RAGState, config: RunnableConfig) -> str:
-    """With evidence, the confidence gate looks at it; without any, BAUG abstains straight away."""
-    return CONFIDENCE if (state.get("bundle") or {}).get("passages") else GATE
+    """With evidence, the ambiguity policy and then the confidence gate look at it; without, BAUG abstains."""
+    return DISAMBIGUATE if (state.get("bundle") or {}).get("passages") else GATE
+
+
+def route_after_disambiguate(state: RAGState, config: RunnableConfig) -> str:
+    """An ambiguous or refused selection goes to BAUG (no LLM call); a resolved bundle to the gate."""
+    return GATE if (state.get("ambiguity") or {}).get("status") in ("ambiguous", "refuse") else CONFIDENCE
