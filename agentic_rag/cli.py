@@ -234,7 +234,7 @@ def compare_cmd(
     title: Annotated[str, typer.Option("--title")] = "Comparison",
 ) -> None:
     """Side-by-side summary, per-question differences and a paired bootstrap CI on the score."""
-    from agentic_rag.eval.compare import compare, to_markdown
+    from agentic_rag.eval.compare import SUMMARY_KEYS, compare, to_markdown
 
     if len(runs) < 2:
         _fail("give at least two run folders")
@@ -242,17 +242,16 @@ def compare_cmd(
         result = compare(runs)
     except FileNotFoundError as exc:
         _fail(str(exc))
-    text = to_markdown(result, title)
     if out:
+        from agentic_rag.eval.compare import write_plots
+
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        out.write_text(to_markdown(result, title, write_plots(result, out.parent)))
         console.print(f"written {out}")
     table = Table(title=title)
     table.add_column("metric")
     for r in result["runs"]:
         table.add_column(r["name"])
-    from agentic_rag.eval.compare import SUMMARY_KEYS
-
     for key in SUMMARY_KEYS:
         table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]])
     console.print(table)

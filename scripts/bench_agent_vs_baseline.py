@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.prepare import prepare_rgb
-from agentic_rag.eval.compare import compare, to_markdown
+from agentic_rag.eval.compare import compare, to_markdown, write_plots
 from agentic_rag.eval.runner import run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def main() -> int:
         result = compare(run_dirs)
         dest = args.out / name
         dest.mkdir(parents=True, exist_ok=True)
-        (dest / "comparison.md").write_text(to_markdown(result, f"Agent vs baseline on {name}"))
+        (dest / "comparison.md").write_text(to_markdown(result, f"Agent vs baseline on {name}", write_plots(result, dest)))
         for system, run_dir in zip(("baseline", "agent"), run_dirs):
             for f in ("summary.json", "config.json"):
                 shutil.copy(run_dir / f, dest / f"{system}_{f}")

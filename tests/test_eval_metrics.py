@@ -46,3 +46,35 @@ def test_judge_rules():
     assert judge("The premise is false: he never won.", "", "invalid question", [], False).label == "accurate"
     assert judge("about 3,696 feet", "3,696 feet", "3696", [], False).rule in {"numeric", "contains"}
     assert judge("Berlin", "Berlin", "paris", ["Berlin"], False).rule == "alias"
+
+
+def test_compare_writes_plots_and_a_paired_interval(tmp_path):
+    import json
+
+    from agentic_rag.eval.compare import compare, to_markdown, write_plots
+    from agentic_rag.eval.plots import risk_coverage
+
+    def run(name, judgements):
+        d = tmp_path / name
+        d.mkdir()
+        rows = []
+        for i, j in enumerate(judgements):
+            r = row("x", "ok" if j != "missing" else "refuse", j, f1=float(j == "accurate"))
+            r.update(id=str(i), query=f"q{i}", prediction="p", reason="R", score={"accurate": 1, "missing": 0, "incorrect": -1}[j],
+                     signals={"overlap_est": 0.5 + 0.05 * i, "faith_est": 1.0, "answer_relevance": 0.9})
+            rows.append(r)
+        (d / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+        (d / "summary.json").write_text(json.dumps({"system": name, **summarize(rows)}))
+        return d
+
+    a = run("baseline", ["incorrect", "incorrect", "accurate", "incorrect"])
+    b = run("agent", ["missing", "missing", "accurate", "incorrect"])
+    result = compare([a, b])
+    p = result["paired"][0]
+    assert p["score_difference"]["diff"] == 0.5 and p["changes"]["wrong_to_missing"] == 2
+    assert p["score_difference"]["ci95_low"] <= 0.5 <= p["score_difference"]["ci95_high"]
+    plots = write_plots(result, tmp_path / "out")
+    assert all(x.is_file() and x.stat().st_size > 1000 for x in plots)
+    assert "risk_coverage.png" in to_markdown(result, plots=plots)
+    pts = risk_coverage(result["runs"][1]["rows"])
+    assert [round(c, 2) for c, _ in pts] == [0.25, 0.5]  # two answered of four

@@ -14,6 +14,8 @@ from typing import Any
 
 SUMMARY_KEYS = (
     "n", "accuracy", "hallucination", "missing", "score", "em_short", "f1_short",
+    "accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "wrong_on_answerable",
+    "idk_with_citations", "overlap_mean", "faith_mean",
     "tokens_per_q", "llm_calls_per_q", "latency_p50_ms", "latency_p95_ms",
 )
 BOOTSTRAP_SAMPLES = 2000
@@ -73,9 +75,19 @@ def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
     return {"runs": runs, "common_ids": common, "paired": stats}
 
 
-def to_markdown(result: dict[str, Any], title: str = "Comparison") -> str:
+def write_plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
+    from agentic_rag.eval.plots import plot_pareto, plot_risk_coverage
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [plot_pareto(result["runs"], out_dir / "pareto_overlap_tokens.png"),
+            plot_risk_coverage(result["runs"], out_dir / "risk_coverage.png")]
+
+
+def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[Path] | None = None) -> str:
     runs = result["runs"]
     lines = [f"# {title}", ""]
+    for plot in plots or []:
+        lines += [f"![{plot.stem}]({plot.name})", ""]
     lines.append("| metric | " + " | ".join(r["name"] for r in runs) + " |")
     lines.append("|---|" + "---|" * len(runs))
     for key in SUMMARY_KEYS:
