@@ -196,6 +196,8 @@ def eval_cmd(
     n: Annotated[Optional[int], typer.Option("--n", help="First N questions.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run folder.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
+    workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel.")] = 1,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible random sample.")] = None,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
@@ -205,7 +207,7 @@ def eval_cmd(
     settings = _settings(preset, override)
     out = out or Path(settings.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
-        res = run_eval(dataset, system, settings, out, n=n, resume=resume)
+        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed)
     except DataError as exc:
         _fail(str(exc))
     table = Table(title=f"{system} on {dataset}", show_lines=True)
@@ -222,7 +224,8 @@ def eval_cmd(
     summary.add_column("metric")
     summary.add_column("value")
     for key, value in res["summary"].items():
-        summary.add_row(key, str(value))
+        if not isinstance(value, dict):
+            summary.add_row(key, str(value))
     console.print(summary)
     console.print(f"results in {res['out']}")
 

@@ -12,6 +12,8 @@ import hashlib
 import json
 import statistics
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor, as_completed
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -102,7 +104,26 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "llm_calls_per_q": round(statistics.fmean(r["llm_calls"] for r in rows), 3),
         "latency_p50_ms": round(latencies[len(latencies) // 2], 1),
         "latency_p95_ms": round(latencies[min(n - 1, int(0.95 * n))], 1),
+        **{f"by_{field}": _breakdown(rows, field) for field in BREAKDOWNS},
     }
+
+
+BREAKDOWNS = ("question_type", "domain", "static_or_dynamic")
+
+
+def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:
+    """CRAG scores per value of a record field (empty when the data does not have it)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get(field):
+            groups.setdefault(str(r[field]), []).append(r)
+    out = {}
+    for name, rs in sorted(groups.items()):
+        acc = sum(r["judgement"] == "accurate" for r in rs) / len(rs)
+        hal = sum(r["judgement"] == "incorrect" for r in rs) / len(rs)
+        out[name] = {"n": len(rs), "accuracy": round(acc, 4), "hallucination": round(hal, 4),
+                     "missing": round(1 - acc - hal, 4), "score": round(acc - hal, 4)}
+    return out
 
 
 TRACKED_PACKAGES = (
@@ -165,6 +186,9 @@ def run_eval(
     resume: bool = False,
     progress: bool = True,
     on_result=None,
+    workers: int = 1,
+    seed: int | None = None,
+    extra_config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,44 +196,116 @@ def run_eval(
     if not resume and results_path.exists():
         results_path.unlink()
     done = _done_ids(results_path)
+    if results_path.exists() and results_path.stat().st_size:
+        with open(results_path, "rb+") as fh:  # a line cut by a kill: end it so new rows start clean
+            fh.seek(-1, 2)
+            if fh.read(1) != b"\n":
+                fh.write(b"\n")
     if settings.TELEMETRY_PATH is None:
         settings = settings.replace(TELEMETRY_PATH=str(out / "telemetry.jsonl"))
     report = ReadReport(str(dataset))
     records: Iterable[CragRecord] = iter_records(dataset, on_bad=settings.BAD_RECORDS, report=report)
-    selected = []
-    for rec in records:
-        selected.append(rec)
-        if n is not None and len(selected) >= n:
-            break
+    selected = select(records, n, seed)
     config = {
         "system": system,
         "dataset": str(resolve_dataset(dataset)),
         "dataset_sha256": _file_sha256(resolve_dataset(dataset)),
         "n": len(selected),
+        "seed": seed,
         "settings": settings.public_dump(),
         "model": model_identity(settings),
         "versions": package_versions(),
         "bad_records": [str(b) for b in report.bad],
     }
     (out / "config.json").write_text(json.dumps(config, indent=2))
-    bar = tqdm(selected, desc=f"{system}", unit="q", disable=not progress)
-    with open(results_path, "a", encoding="utf-8") as fh:
-        for rec in bar:
-            if rec.interaction_id in done:
-                continue
-            result = answer(system, settings, record=rec)
-            j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, result.status != "ok")
-            row = result_row(rec, result, j)
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            fh.flush()
+    todo = [rec for rec in selected if rec.interaction_id not in done]
+    bar = tqdm(total=len(selected), initial=len(selected) - len(todo), desc=system, unit="q", disable=not progress)
+    tally = {"n": 0, "accurate": 0, "incorrect": 0, "tokens": 0}
+    lock = threading.Lock()
+
+    def one(rec: CragRecord) -> dict[str, Any]:
+        result = answer(system, settings, record=rec, extra_config=extra_config)
+        j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, result.status != "ok")
+        return result_row(rec, result, j)
+
+    with open(results_path, "a", encoding="utf-8") as fh, ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for future in as_completed([pool.submit(one, rec) for rec in todo]):
+            row = future.result()
+            with lock:  # one whole line per question, flushed at once: a kill loses at most the running ones
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                fh.flush()
+                tally["n"] += 1
+                tally[row["judgement"]] = tally.get(row["judgement"], 0) + 1
+                tally["tokens"] += row["tokens"].get("total", 0)
+                bar.set_postfix(acc=f"{tally['accurate'] / tally['n']:.2f}", hall=f"{tally['incorrect'] / tally['n']:.2f}",
+                                tok=f"{tally['tokens'] / tally['n']:.0f}")
+                bar.update(1)
             if on_result:
                 on_result(row)
-    rows = [json.loads(line) for line in results_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    order = {r.interaction_id: i for i, r in enumerate(selected)}
-    rows = sorted((r for r in rows if r["id"] in order), key=lambda r: order[r["id"]])
+    bar.close()
+    rows = load_rows(results_path, [r.interaction_id for r in selected])
     summary = {"system": system, **summarize(rows), "bad_records": len(report.bad)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_report(out, summary, rows)
     return {"summary": summary, "rows": rows, "out": str(out)}
+
+
+def select(records: Iterable[CragRecord], n: int | None, seed: int | None) -> list[CragRecord]:
+    """The first n records, or with a seed a reproducible sample of n (reservoir; dataset order kept)."""
+    if n is None:
+        return list(records)
+    if seed is None:
+        out = []
+        for rec in records:
+            if len(out) >= n:
+                break
+            out.append(rec)
+        return out
+    import random
+
+    rng = random.Random(seed)
+    reservoir: list[tuple[int, CragRecord]] = []
+    for i, rec in enumerate(records):
+        if len(reservoir) < n:
+            reservoir.append((i, rec))
+        else:
+            j = rng.randint(0, i)
+            if j < n:
+                reservoir[j] = (i, rec)
+    return [rec for _, rec in sorted(reservoir, key=lambda t: t[0])]
+
+
+def load_rows(results_path: Path, ids: list[str]) -> list[dict[str, Any]]:
+    """Result rows in dataset order, one per question (a line cut by a crash is ignored)."""
+    order = {qid: i for i, qid in enumerate(ids)}
+    rows: dict[str, dict[str, Any]] = {}
+    for line in results_path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if row.get("id") in order:
+            rows.setdefault(row["id"], row)
+    return sorted(rows.values(), key=lambda r: order[r["id"]])
+
+
+def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
+    """report.md: the summary, breakdowns and the risk-coverage plot of one run."""
+    from agentic_rag.eval.plots import plot_risk_coverage
+
+    plot = plot_risk_coverage([{"name": summary["system"], "rows": rows}], out / "risk_coverage.png")
+    lines = [f"# Run report: {summary['system']}", "", "| metric | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in summary.items() if not isinstance(v, dict)]
+    for key, groups in summary.items():
+        if isinstance(groups, dict) and groups:
+            lines += ["", f"## {key.replace('_', ' ')}", "", "| group | n | accuracy | hallucination | missing | score |",
+                      "|---|---|---|---|---|---|"]
+            lines += [f"| {g} | {v['n']} | {v['accuracy']} | {v['hallucination']} | {v['missing']} | {v['score']} |"
+                      for g, v in groups.items()]
+    lines += ["", f"![risk-coverage]({plot.name})", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,11 +316,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--preset", default=None)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=None, help="with --n: a reproducible random sample of N")
+    ap.add_argument("--gate-on", action="store_true", help="runbook flag: the confidence gate (GATE_ENABLED=True)")
     ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
-    settings = Settings.load(preset=args.preset, overrides=args.override)
+    overrides = list(args.override) + (["GATE_ENABLED=True"] if args.gate_on else [])
+    settings = Settings.load(preset=args.preset, overrides=overrides)
     out = args.out or str(Path(settings.ARTIFACTS_DIR) / "runs" / f"{args.system}-{time.strftime('%Y%m%d-%H%M%S')}")
-    res = run_eval(args.dataset, args.system, settings, out, n=args.n, resume=args.resume)
+    res = run_eval(args.dataset, args.system, settings, out, n=args.n, resume=args.resume, workers=args.workers, seed=args.seed)
     print(json.dumps(res["summary"], indent=2))
     return 0
 
