@@ -19,7 +19,7 @@ from pathlib import Path
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.prepare import prepare_rgb
 from agentic_rag.eval.compare import compare, to_markdown, write_plots
-from agentic_rag.eval.runner import run_eval
+from agentic_rag.eval.runner import rejudge_run, run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -40,17 +40,20 @@ def main() -> int:
     ap.add_argument("--datasets", nargs="+", default=["crag_example", "rgb40"])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "agent_vs_baseline")
     ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--rejudge-only", action="store_true", help="re-score the existing runs with the current judge")
     args = ap.parse_args()
     settings = Settings.load(overrides=args.override)
     runs_root = Path(settings.ARTIFACTS_DIR) / "runs" / "agent_vs_baseline"
     overview = {}
     for name in args.datasets:
-        data = dataset_path(name, runs_root)
         run_dirs = []
         for system in ("baseline", "agent"):
             run_dir = runs_root / name / system
-            res = run_eval(data, system, settings, run_dir)
-            print(json.dumps(res["summary"]), file=sys.stderr)
+            if args.rejudge_only:
+                rejudge_run(run_dir)
+            else:
+                res = run_eval(dataset_path(name, runs_root), system, settings, run_dir)
+                print(json.dumps(res["summary"]), file=sys.stderr)
             run_dirs.append(run_dir)
         result = compare(run_dirs)
         dest = args.out / name

@@ -53,3 +53,12 @@ def test_runnable_config_accepts_plain_keys_and_objects():
 def test_secret_is_masked_in_dumps():
     s = Settings.load(overrides={"OPENAI_API_KEY": "sk-secret"})
     assert s.public_dump()["OPENAI_API_KEY"] == "***" and s.openai_api_key == "sk-secret"
+
+
+def test_the_design_runbook_overrides_are_all_accepted():
+    runbook = ("MAX_ROUNDS=1 USE_RERANKER=False USE_HYDE=False RETRIEVAL_POOL_K=24 RETRIEVAL_K=8 MMR_LAMBDA=0.45 "
+               "OVERLAP_TAU=0.42 MAX_CONTEXT_TOKENS=1000 MAX_OUTPUT_TOKENS=160 ANCHOR_BONUS=0.07 "
+               "FACTOID_ONE_SHOT_RETRIEVAL=True FACTOID_MIN_TOKENS_LEFT=300 JUDGE_POLICY=gray_zone "
+               "JUDGE_MAX_CALLS_PER_Q=1 USE_FACTOID_FINALIZER=True")
+    s = Settings.load(overrides=runbook.split())
+    assert s.MAX_ROUNDS == 1 and s.JUDGE_POLICY == "gray_zone" and s.ANCHOR_BONUS == 0.07

@@ -6,7 +6,8 @@ Rules, in order, and the one that fired is stored with the decision:
 3. ``false_premise``: gold "invalid question": accurate only if the prediction says the premise fails.
 4. ``exact`` / ``alias``: normalised prediction equals the gold or an alternative answer.
 5. ``contains``: a normalised gold (or alias) appears inside the prediction as whole words.
-6. ``numeric``: the numbers agree within ``NUMERIC_REL_TOL``.
+6. ``numeric``: the numbers agree within ``NUMERIC_REL_TOL``; ``date``: the gold date's month and day
+   are in the prediction (month names or abbreviations), and its year too when the prediction names one.
 7. ``token_f1``: token F1 against the best gold >= ``F1_ACCURATE``.
 Otherwise incorrect (``no_match``).
 """
@@ -79,6 +80,25 @@ def _numeric_match(prediction: str, gold: str) -> bool:
     return any(abs(x - target) <= NUMERIC_REL_TOL * max(1.0, abs(target)) for x in _numbers(prediction))
 
 
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DATE_MDY = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4}))?", re.IGNORECASE)
+_DATE_DMY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?:,?\s+(\d{4}))?", re.IGNORECASE)
+
+
+def _dates(text: str) -> list[tuple[int, int, str]]:
+    out = [(_MONTHS.index(m.group(1).lower()[:3]) + 1, int(m.group(2)), m.group(3) or "") for m in _DATE_MDY.finditer(text)]
+    out += [(_MONTHS.index(m.group(2).lower()[:3]) + 1, int(m.group(1)), m.group(3) or "") for m in _DATE_DMY.finditer(text)]
+    return out
+
+
+def _date_match(prediction: str, gold: str) -> bool:
+    golds = _dates(gold)
+    if len(golds) != 1:
+        return False
+    gm, gd, gy = golds[0]
+    return any(m == gm and d == gd and (not y or not gy or y == gy) for m, d, y in _dates(prediction))
+
+
 def judge(prediction: str, short_answer: str, gold: str, alternatives: list[str], refused: bool) -> Judgement:
     golds = [g for g in [gold, *alternatives] if str(g).strip()]
     gold_norm = normalize(gold)
@@ -102,6 +122,8 @@ def judge(prediction: str, short_answer: str, gold: str, alternatives: list[str]
             return Judgement("accurate", "contains", 1, best_em, best_f1)
     if any(_numeric_match(prediction, g) for g in golds):
         return Judgement("accurate", "numeric", 1, best_em, best_f1)
+    if any(_date_match(prediction, g) for g in golds):
+        return Judgement("accurate", "date", 1, best_em, best_f1)
     full_f1 = max(token_f1(prediction, g) for g in golds) if golds else 0.0
     if max(best_f1, full_f1) >= F1_ACCURATE:
         return Judgement("accurate", "token_f1", 1, best_em, best_f1)

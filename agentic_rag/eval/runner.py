@@ -250,6 +250,23 @@ def run_eval(
     return {"summary": summary, "rows": rows, "out": str(out)}
 
 
+def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
+    """Re-score a finished run with the current judge (no model call); rewrites results and summary."""
+    out = Path(out_dir)
+    results_path = out / "results.jsonl"
+    rows = [json.loads(line) for line in results_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for row in rows:
+        j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok")
+        row.update(judgement=j.label, judge_rule=j.rule, score=j.score, em=j.em, f1=j.f1)
+    results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
+    summary = {"system": old.get("system", rows[0].get("system", "")) if rows else "", **summarize(rows),
+               "bad_records": old.get("bad_records", 0)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_report(out, summary, rows)
+    return summary
+
+
 def select(records: Iterable[CragRecord], n: int | None, seed: int | None) -> list[CragRecord]:
     """The first n records, or with a seed a reproducible sample of n (reservoir; dataset order kept)."""
     if n is None:
