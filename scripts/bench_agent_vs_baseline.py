@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from agentic_rag.configuration import Settings
-from agentic_rag.datasets.prepare import prepare_rgb
+from agentic_rag.datasets.prepare import prepare_rgb, prepare_squad2
 from agentic_rag.eval.compare import compare, to_markdown, write_plots
 from agentic_rag.eval.runner import rejudge_run, run_eval
 
@@ -28,11 +28,34 @@ SHARED = ROOT.parent / "shared" / "data"
 def dataset_path(name: str, work: Path) -> str:
     if name == "crag_example":
         return "example"
+    if name == "squad200":  # 200 questions, half unanswerable, each with its paragraph + 4 of the same article
+        out = work / "squad200.jsonl"
+        prepare_squad2(SHARED / "squad2" / "squad2_dev_half.jsonl", out, n=200, seed=0)
+        return str(out)
     if name == "rgb40":  # 20 questions, each answerable (positives + noise) and negative-rejection (noise only)
         out = work / "rgb40.jsonl"
         prepare_rgb(SHARED / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("answerable", "negative"), n=20, seed=0)
         return str(out)
     raise SystemExit(f"unknown dataset {name!r}")
+
+
+def seed_criteria(b: dict, a: dict) -> dict:
+    """The design's acceptance criteria, each with the two figures and whether it holds."""
+    def holds(x):
+        return bool(x)
+
+    ratio = a["tokens_per_q"] / b["tokens_per_q"] if b["tokens_per_q"] else None
+    return {
+        "tokens_per_q <= 1.2x baseline": {"baseline": b["tokens_per_q"], "agent": a["tokens_per_q"],
+                                           "holds": holds(ratio is not None and ratio <= 1.2)},
+        "overlap >= baseline": {"baseline": b.get("overlap_mean"), "agent": a.get("overlap_mean"),
+                                "holds": holds((a.get("overlap_mean") or 0) >= (b.get("overlap_mean") or 0))},
+        "f1_short >= baseline": {"baseline": b["f1_short"], "agent": a["f1_short"], "holds": a["f1_short"] >= b["f1_short"]},
+        "fewer wrong-on-answerable": {"baseline": b.get("wrong_on_answerable"), "agent": a.get("wrong_on_answerable"),
+                                      "holds": holds((a.get("wrong_on_answerable") or 0) < (b.get("wrong_on_answerable") or 0))},
+        "idk_with_citations == 0": {"baseline": b.get("idk_with_citations"), "agent": a.get("idk_with_citations"),
+                                    "holds": a.get("idk_with_citations") == 0},
+    }
 
 
 def main() -> int:
@@ -75,6 +98,7 @@ def main() -> int:
             "score_baseline": b["score"],
             "score_agent": a["score"],
             "paired": result["paired"][0]["score_difference"],
+            "seed_criteria": seed_criteria(b, a),
         }
     (args.out / "overview.json").write_text(json.dumps(overview, indent=2) + "\n")
     print(json.dumps(overview, indent=2))

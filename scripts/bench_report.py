@@ -91,6 +91,11 @@ def agent_section(o: dict) -> list[str]:
             f"{v['tokens_per_q_baseline']} | {v['tokens_per_q_agent']} | {v['token_ratio']} | {v['score_baseline']} | "
             f"{v['score_agent']} | {p['diff']} ({p['ci95_low']} to {p['ci95_high']}) |"
         )
+    out += ["", "Acceptance criteria of the design, per dataset:", "",
+            "| dataset | criterion | baseline | agent | holds |", "|---|---|---|---|---|"]
+    for name, v in o.items():
+        for crit, c in v.get("seed_criteria", {}).items():
+            out.append(f"| {name} | {crit} | {c['baseline']} | {c['agent']} | {'yes' if c['holds'] else 'no'} |")
     ok = all(
         v["hallucinated_questions_agent"] < v["hallucinated_questions_baseline"] and v["token_ratio"] <= 1.2 for v in o.values()
     )

@@ -39,17 +39,10 @@ def plot_risk_coverage(runs: list[dict[str, Any]], path: Path) -> Path:
         pts = risk_coverage(run["rows"])
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=run["name"])
-    ax.set_xlabel("coverage (fraction of questions answered)")
-    ax.set_ylabel("accuracy of answered questions")
     ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.02)
-    ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title("Risk-coverage", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, path, "Risk-coverage", "coverage (fraction of questions answered)",
+                   "accuracy of answered questions")
 
 
 def plot_pareto(runs: list[dict[str, Any]], path: Path) -> Path:
@@ -62,11 +55,16 @@ def plot_pareto(runs: list[dict[str, Any]], path: Path) -> Path:
             continue
         ax.scatter([s["tokens_per_q"]], [s["overlap_mean"]], s=40)
         ax.annotate(run["name"], (s["tokens_per_q"], s["overlap_mean"]), fontsize=8, xytext=(4, 4), textcoords="offset points")
-    ax.set_xlabel("tokens per question")
-    ax.set_ylabel("overlap (evidence consistency)")
+    return _finish(plt, fig, ax, path, "Evidence consistency vs cost", "tokens per question",
+                   "overlap (evidence consistency)")
+
+
+def _finish(plt, fig, ax, path: Path, title: str, xlabel: str, ylabel: str) -> Path:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.05)
     ax.grid(alpha=0.3)
-    ax.set_title("Evidence consistency vs cost", fontsize=10)
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
