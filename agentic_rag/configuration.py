@@ -167,6 +167,10 @@ class Settings(BaseSettings):
         0.42, ge=0.0, le=1.0,
         description="Cosine from which an answer sentence counts as supported by its cited chunk (cosine).",
     )
+    ATTRIBUTION_MIN_CLAIMS: float = Field(
+        0.75, ge=0.0, le=1.0,
+        description="Share of a sentence's new names/numbers its supporting source sentence must hold (fraction).",
+    )
     OVERLAP_MIN: float = Field(0.5, ge=0.0, le=1.0, description="Support overlap needed to STOP (fraction of sentences).")
     FAITH_MIN: float = Field(0.6, ge=0.0, le=1.0, description="Faithfulness needed to STOP (fraction of claims).")
     ANSWER_RELEVANCE_MIN: float = Field(

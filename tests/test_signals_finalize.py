@@ -129,3 +129,9 @@ def test_coverage_reads_only_the_supporting_chunk(embedder):
     anchors = [Anchor("2018", "year", 0.9), Anchor("wimbledon", "tournament", 0.9)]
     sig = collect_signals("who won wimbledon in 2018?", "Elena Rybakina won Wimbledon [1][2].", bundle, anchors, {}, S, embedder)
     assert sig["missing_anchors"] == ["2018"]
+
+
+def test_plain_words_match_by_stem_names_do_not():
+    assert claim_in("symbolic", "a strip of tape holding symbols")
+    assert claim_in("controlled", "under price control")
+    assert not claim_in("Symbolic Logic", "a strip of tape holding symbols")

@@ -53,11 +53,29 @@ def claims_of(answer: str) -> list[str]:
     return list(seen)
 
 
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "ics", "ic", "al", "ly", "ed", "es", "er", "s")
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper: enough for "symbolic" to meet "symbols" and "controlled" "control"."""
+    w = word.lower()
+    for suffix in _SUFFIXES:
+        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
+            w = w[: -len(suffix)]
+            break
+    return w[:-1] if len(w) >= 5 and w[-1] == w[-2] else w  # "controll" -> "control", applied to both sides
+
+
 def claim_in(claim: str, text: str) -> bool:
     if _NUM.fullmatch(claim):
         digits = claim.replace(",", "")
         return bool(re.search(rf"(?<![\d.]){re.escape(digits)}(?![\d])", text.replace(",", "")))
-    return fold(claim) in fold(text)
+    if fold(claim) in fold(text):
+        return True
+    if " " not in claim.strip() and claim.islower():  # a plain word the answer adds: match its stem
+        root = stem(claim)
+        return any(stem(t) == root for t in re.findall(r"\w+", text.lower()))
+    return False
 
 
 def _chunk_sentences(text: str) -> list[str]:
@@ -81,7 +99,8 @@ def key_tokens(plain: str, question: str) -> list[str]:
 
 
 def sentence_support(
-    answer: str, bundle: dict[str, Any], embedder, tau: float, question: str = "", kind: str = "other"
+    answer: str, bundle: dict[str, Any], embedder, tau: float, question: str = "", kind: str = "other",
+    min_claims: float = 1.0,
 ) -> tuple[list[dict[str, Any]], str]:
     """Per answer sentence: its supporting source sentence; and the text of the chunks that back it.
 
@@ -91,7 +110,7 @@ def sentence_support(
 
     A sentence is supported when (a) a quote it gives occurs verbatim in a source it cites, or (b)
     code attribution finds a source sentence (or, for a list spread over several sentences, a source
-    passage) that holds all of its new claims (numbers and names it adds to the question; for plain
+    passage) that holds its new claims (at least ``min_claims`` of them; the rest are left to faithfulness) (numbers and names it adds to the question; for plain
     words, the words it adds) and is semantically close to it (cosine >= ``tau``; short answers are
     compared together with the question they answer). Attribution looks in the sources the model
     cited, or in the whole bundle when it cited none. Either way the quote shown to the user is exact
@@ -145,7 +164,7 @@ def sentence_support(
                 if len(_chunk_sentences(text)) > 1:  # a passage won: quote its sentence holding most claims
                     text = max(_chunk_sentences(text), key=lambda t: sum(claim_in(c, t) for c in needed))
                 row.update(n=n, quote=text, mode="attributed", claims_found=round(found, 4), similarity=round(sim, 4),
-                           supported=found >= 1.0 and sim >= tau)
+                           supported=found >= min_claims and sim >= tau)
         rows.append(row)
         if row["supported"]:
             relied.append(row["n"])
@@ -168,7 +187,9 @@ def collect_signals(
     stagnation: bool = False,
     kind: str = "other",
 ) -> dict[str, Any]:
-    rows, cited_text = sentence_support(answer, bundle, embedder, settings.OVERLAP_TAU, question, kind)
+    rows, cited_text = sentence_support(
+        answer, bundle, embedder, settings.OVERLAP_TAU, question, kind, settings.ATTRIBUTION_MIN_CLAIMS
+    )
     overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
     claims = new_claims(strip_markup(answer), question, kind)
     if claims and cited_text:
