@@ -36,6 +36,7 @@ def test_calibration_rule_respects_the_false_refusal_cap():
     ]
     assert choose(rows, 0.3, 0.15)["value"] == 0.4
     assert choose(rows, 0.3, 0.5)["value"] == 0.6
+    assert choose(rows, 0.3, 0.01)["value"] == 0.2  # nothing meets the cap: the lowest false refusal wins
     assert parse_values("RETRIEVAL_MIN_SCORE", "0.1, 0.2") == [0.1, 0.2]
 
 

@@ -4,7 +4,8 @@ For each value the system runs over the same questions (greedy decoding plus ``L
 repeated prompts free), and the sweep reports accuracy on answerable questions, refusal rate on
 unanswerable ones, false-refusal rate and the CRAG score. The rule: among values whose false-refusal
 rate is at most ``max_false_refusal``, take the highest CRAG score, then the highest refusal rate on
-unanswerable questions, then the value closest to the current default. Use a development split only;
+unanswerable questions, then the value closest to the current default. When no value meets the cap,
+the cap is what binds: take the lowest false-refusal rate, then the highest CRAG score. Use a development split only;
 report the chosen value's figures on a held-out test split.
 """
 
@@ -28,7 +29,11 @@ def choose(rows: list[dict[str, Any]], default: Any, max_false_refusal: float) -
     def fr(r):
         return r["false_refusal_rate"] if r["false_refusal_rate"] is not None else 0.0
 
-    eligible = [r for r in rows if fr(r) <= max_false_refusal] or rows
+    eligible = [r for r in rows if fr(r) <= max_false_refusal]
+    if not eligible:
+        lowest = min(fr(r) for r in rows)
+        eligible = [r for r in rows if fr(r) == lowest]
+
     def distance(r):
         try:
             return abs(float(r["value"]) - float(default))
@@ -65,7 +70,8 @@ def calibrate(
         "system": system,
         "param": name,
         "default": getattr(settings, name),
-        "rule": f"max CRAG score s.t. false_refusal_rate <= {max_false_refusal}; ties: higher refusal on unanswerable",
+        "rule": f"max CRAG score s.t. false_refusal_rate <= {max_false_refusal} (if none meets it: lowest "
+        "false_refusal_rate, then max score); ties: higher refusal on unanswerable",
         "sweep": rows,
         "chosen": best["value"],
     }
