@@ -1,0 +1,41 @@
+"""The SQuAD 2.0 test sample and the disjoint development split used for calibration.
+
+test: ``prepare_squad2(n=200, seed=0)`` (100 answerable, 100 unanswerable).
+dev:  ``prepare_squad2(n=400, seed=1)`` minus every test question, then the first 50 answerable and
+      50 unanswerable, interleaved. Thresholds are swept on dev only; figures are reported on test.
+
+Usage: python scripts/make_squad_splits.py [--out data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from agentic_rag.datasets.crag import IDK
+from agentic_rag.datasets.prepare import prepare_squad2
+
+SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad2" / "squad2_dev_half.jsonl"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("data"))
+    args = ap.parse_args()
+    test, _ = prepare_squad2(SQUAD, args.out / "squad200.jsonl", n=200, seed=0)
+    pool, _ = prepare_squad2(SQUAD, args.out / "squad_pool_seed1.jsonl", n=400, seed=1)
+    test_ids = {json.loads(line)["interaction_id"] for line in test.read_text().splitlines()}
+    rows = [json.loads(line) for line in pool.read_text().splitlines()]
+    rows = [r for r in rows if r["interaction_id"] not in test_ids]
+    answerable = [r for r in rows if r["answer"] != IDK][:50]
+    unanswerable = [r for r in rows if r["answer"] == IDK][:50]
+    dev = [r for pair in zip(answerable, unanswerable) for r in pair]
+    (args.out / "squad_dev100.jsonl").write_text("".join(json.dumps(r) + "\n" for r in dev))
+    print(f"test {len(test_ids)} questions, dev {len(dev)} questions, overlap 0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
