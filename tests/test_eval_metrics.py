@@ -79,3 +79,11 @@ def test_compare_writes_plots_and_a_paired_interval(tmp_path):
     assert "risk_coverage.png" in to_markdown(result, plots=plots)
     pts = risk_coverage(result["runs"][1]["rows"])
     assert [round(c, 2) for c, _ in pts] == [0.25, 0.5]  # two answered of four
+
+
+def test_abstain_r1_names_match_the_definitions():
+    rows = [row("a", "ok", "accurate", f1=1.0), row("a", "refuse", "missing"), row("i don't know", "refuse", "missing"),
+            row("i don't know", "ok", "incorrect")]
+    s = summarize(rows)
+    assert (s["a_acc"], s["a_fu"], s["u_ref"]) == (0.5, 0.5, 0.5)
+    assert s["a_fu"] == s["false_refusal_rate"] and s["u_ref"] == s["refusal_rate_unanswerable"]

@@ -89,6 +89,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "refusal_rate_unanswerable": _rate(sum(refused(r) for r in unans), len(unans)),
         "false_refusal_rate": _rate(sum(refused(r) for r in answerable), len(answerable)),
         "false_acceptance_rate": _rate(sum(not refused(r) for r in unans), len(unans)),
+        # Abstain-R1's names for the same quantities: accuracy and false unknowns on answerable
+        # questions, refusals on unanswerable ones
+        "a_acc": _rate(sum(r["judgement"] == "accurate" for r in answerable), len(answerable)),
+        "a_fu": _rate(sum(refused(r) for r in answerable), len(answerable)),
+        "u_ref": _rate(sum(refused(r) for r in unans), len(unans)),
         "wrong_on_answerable": _rate(
             sum(not refused(r) and r["f1"] == 0 and r["judgement"] != "accurate" for r in answerable), len(answerable)
         ),

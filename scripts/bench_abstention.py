@@ -1,0 +1,66 @@
+"""The abstention targets, measured: SQuAD 2.0 test sample (200) and RGB negative rejection (100).
+
+Reads the finished runs (agent and baseline, same model and settings) and writes
+benchmarks/abstention.json with each target, both systems' figures and whether it holds:
+refusal on unanswerable >= 70%, false refusal on answerable <= 15%, hallucination at most half the
+baseline's, and every refusal before generation made without an LLM call.
+
+Usage: python scripts/bench_abstention.py [--squad RUNS_DIR] [--rgb RUNS_DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def targets(agent: dict, base: dict) -> dict:
+    out = {
+        "refusal_rate_unanswerable >= 0.70": {"agent": agent["refusal_rate_unanswerable"],
+                                              "holds": (agent["refusal_rate_unanswerable"] or 0) >= 0.70},
+        "hallucination <= baseline / 2": {"agent": agent["hallucination"], "baseline": base["hallucination"],
+                                          "holds": agent["hallucination"] <= base["hallucination"] / 2},
+        "refused before generation without an LLM call": {
+            "refused_before_generation": agent["refused_before_generation"],
+            "with_llm_call": agent["refused_before_generation_with_llm_call"],
+            "holds": agent["refused_before_generation_with_llm_call"] == 0},
+    }
+    if agent.get("answerable"):
+        out["false_refusal_rate <= 0.15"] = {"agent": agent["false_refusal_rate"], "holds": agent["false_refusal_rate"] <= 0.15}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--squad", type=Path, default=ROOT / "artifacts" / "runs" / "agent_vs_baseline" / "squad200")
+    ap.add_argument("--rgb", type=Path, default=ROOT / "artifacts" / "runs" / "rgb_negative100")
+    args = ap.parse_args()
+    report = {}
+    for name, runs in (("squad2_test200", args.squad), ("rgb_negative100", args.rgb)):
+        agent, base = load(runs / "agent"), load(runs / "baseline")
+        keys = ("n", "accuracy", "hallucination", "missing", "score", "accuracy_answerable", "refusal_rate_unanswerable",
+                "false_refusal_rate", "false_acceptance_rate", "idk_with_citations", "tokens_per_q")
+        report[name] = {"agent": {k: agent.get(k) for k in keys}, "baseline": {k: base.get(k) for k in keys},
+                        "targets": targets(agent, base)}
+        dest = ROOT / "benchmarks" / "abstention" / name
+        dest.mkdir(parents=True, exist_ok=True)
+        for system in ("agent", "baseline"):
+            for f in ("summary.json", "config.json", "report.md", "risk_coverage.png"):
+                if (runs / system / f).is_file():
+                    shutil.copy(runs / system / f, dest / f"{system}_{f}")
+    (ROOT / "benchmarks" / "abstention.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
