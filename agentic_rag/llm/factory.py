@@ -8,6 +8,7 @@ the packaged Qwen tokenizer is a close, deterministic stand-in.
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,8 @@ def _with_cache(model: BaseChatModel, settings) -> BaseChatModel:
 
 
 _CACHED: dict[tuple[int, str], BaseChatModel] = {}
+# the cache only ever holds our own chat messages; the pending-default notice would print on every hit
+warnings.filterwarnings("ignore", message="The default value of `allowed_objects`")
 
 
 @lru_cache(maxsize=16)
