@@ -212,6 +212,17 @@ def _answer_stats(records: Sequence[CragRecord]) -> Stats:
     return {"answerable": len(records) - unanswerable, "unanswerable": unanswerable}
 
 
+def _write_converted(
+    records: list[CragRecord], out_path: str | Path, src: Path, read: int, bad, n: int | None, seed: int, **extra: Any
+) -> tuple[Path, Stats]:
+    """Write converted records and the stats every converter reports (read, bad, written, answer kinds)."""
+    out = Path(out_path)
+    write_records(records, out)
+    stats: Stats = {"input": str(src), "read": read, "bad": len(bad.report.bad), "n": n, "seed": seed,
+                    **extra, "written": len(records), **_answer_stats(records)}
+    return out, stats
+
+
 # --------------------------------------------------------------------------------------------------------
 # CRAG
 
@@ -459,20 +470,8 @@ def prepare_squad2(
         except ValidationError as exc:
             bad.ungood(q["line"], _reason(exc))
 
-    out = Path(out_path)
-    write_records(records, out)
-    stats: Stats = {
-        "input": str(src),
-        "read": len(questions),
-        "bad": len(bad.report.bad),
-        "articles": len(paragraphs),
-        "paragraphs": len(paragraph_index),
-        "n": n,
-        "seed": seed,
-        "written": len(records),
-        **_answer_stats(records),
-    }
-    return out, stats
+    return _write_converted(records, out_path, src, len(questions), bad, n, seed,
+                            articles=len(paragraphs), paragraphs=len(paragraph_index))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -626,22 +625,10 @@ def prepare_rgb(
                 continue
             per_variant[variant] += 1
 
-    out = Path(out_path)
-    write_records(records, out)
-    stats: Stats = {
-        "input": str(src),
-        "read": len(rows),
-        "bad": len(bad.report.bad),
-        "n": n,
-        "seed": seed,
-        "noise": noise,
-        "questions": len(chosen),
-        "written": len(records),
-        "variants": {v: per_variant[v] for v in variants},
-        "skipped": {v: skipped[v] for v in variants if skipped[v]},
-        **_answer_stats(records),
-    }
-    return out, stats
+    return _write_converted(
+        records, out_path, src, len(rows), bad, n, seed, noise=noise, questions=len(chosen),
+        variants={v: per_variant[v] for v in variants}, skipped={v: skipped[v] for v in variants if skipped[v]},
+    )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -723,20 +710,8 @@ def prepare_nq(
         except ValidationError as exc:
             bad.ungood(lineno, _reason(exc))
 
-    out = Path(out_path)
-    write_records(records, out)
-    stats: Stats = {
-        "input": str(src),
-        "read": len(rows),
-        "bad": len(bad.report.bad),
-        "n": n,
-        "seed": seed,
-        "written": len(records),
-        "passages": passages,
-        "passages_with_answer_text": with_answer,
-        **_answer_stats(records),
-    }
-    return out, stats
+    return _write_converted(records, out_path, src, len(rows), bad, n, seed,
+                            passages=passages, passages_with_answer_text=with_answer)
 
 
 __all__ = [
