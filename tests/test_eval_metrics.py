@@ -15,7 +15,7 @@ def test_abstention_metrics():
     rows = [
         row("paris", "ok", "accurate", f1=1.0),
         row("paris", "refuse", "missing"),
-        row("i don't know", "refuse", "missing", tokens_saved=500, calls=0),
+        {**row("i don't know", "refuse", "missing", tokens_saved=500, calls=0), "reason": "ABSTAIN_LOW_RETRIEVAL_SCORE"},
         row("i don't know", "ok", "incorrect"),
         row("i don't know", "refuse", "missing", citations=[{"n": 1}]),
     ]

@@ -98,9 +98,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             sum(not refused(r) and r["f1"] == 0 and r["judgement"] != "accurate" for r in answerable), len(answerable)
         ),
         "idk_with_citations": sum(refused(r) and bool(r.get("citations")) for r in rows),
-        "refused_before_generation": sum(r.get("tokens_saved", 0) > 0 for r in rows),
+        "refused_before_generation": sum(r.get("reason") in PRE_GENERATION_REFUSALS for r in rows),
         "refused_before_generation_with_llm_call": sum(
-            r.get("tokens_saved", 0) > 0 and r["llm_calls"] > 0 for r in rows
+            r.get("reason") in PRE_GENERATION_REFUSALS and r["llm_calls"] > 0 for r in rows
         ),
         "tokens_saved_per_q": round(statistics.fmean(r.get("tokens_saved", 0) for r in rows), 1),
         "overlap_mean": round(statistics.fmean(s["overlap_est"] for s in answered_signals), 4) if answered_signals else None,
@@ -114,6 +114,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 BREAKDOWNS = ("question_type", "domain", "static_or_dynamic")
+# refusals decided before any generation: the confidence gate, no evidence, out of domain, ambiguity
+PRE_GENERATION_REFUSALS = frozenset({
+    "ABSTAIN_NO_EVIDENCE", "ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NO_SCORE_GAP", "ABSTAIN_OUT_OF_DOMAIN",
+    "ABSTAIN_INVALID_SELECTION", "AMBIGUOUS_OPTIONS",
+})
 
 
 def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:
