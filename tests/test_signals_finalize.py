@@ -135,3 +135,17 @@ def test_plain_words_match_by_stem_names_do_not():
     assert claim_in("symbolic", "a strip of tape holding symbols")
     assert claim_in("controlled", "under price control")
     assert not claim_in("Symbolic Logic", "a strip of tape holding symbols")
+
+
+def test_a_period_must_be_near_the_supporting_sentence():
+    from agentic_rag.gate.signals import support_window
+    from agentic_rag.supervisor.validators import validate
+
+    chunk = ("Kerber won in 2018. She beat Serena Williams in straight sets. Crowds were large. "
+             "Rybakina won the final on Saturday. The 2018 edition had rain.")
+    near = support_window("She beat Serena Williams in straight sets", chunk)
+    far = support_window("Rybakina won the final on Saturday", chunk)
+    anchors = [Anchor("2018", "year", 0.9)]
+    assert "2018" in near and validate("person", anchors, chunk, period_text=near).ok
+    assert validate("person", anchors, chunk, period_text="Crowds were large. Rybakina won the final on Saturday.").ok is False
+    assert "Rybakina" in far

@@ -53,6 +53,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         new_hits_ratio=new_hits, rounds=round_no, stagnation=stagnation, kind=state.get("kind", "other"),
     )
     cited_text = signals.pop("_cited_text")
+    windows = signals.pop("_support_windows")
     judge_usage: dict[str, Any] = {}
     if draft and settings.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
         judged = int(usage.get("judge", {}).get("calls", 0))
@@ -64,7 +65,8 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             used = tokens_used(usage) + tokens_used(judge_usage)
             signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
             state = {**state, "usage": merge_usage(usage, judge_usage)}
-    validation = validate(state.get("kind", "other"), anchors, cited_text)
+    # periods are checked next to the supporting sentences; with no support, against the cited text
+    validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None)
     if draft and settings.NLI_MODEL and cited_text:
         signals["nli_entailment"] = entailment_probability(settings.NLI_MODEL, cited_text[:4000], strip_markup(draft))
     found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]

@@ -92,6 +92,19 @@ def new_claims(plain: str, question: str, kind: str = "other") -> list[str]:
     return [c for c in claims if not claim_in(c, question)]
 
 
+def support_window(quote: str, passage_text: str) -> str:
+    """The supporting sentence with its neighbours in the passage: where a period must be stated.
+
+    A year elsewhere in a long chunk does not scope the claim; one in the same or an adjacent
+    sentence does ("The 2018 final ... Kerber beat Williams")."""
+    sents = _chunk_sentences(passage_text)
+    folded = fold(quote)
+    for i, s in enumerate(sents):
+        if folded and (folded in fold(s) or fold(s) in folded):
+            return " ".join(sents[max(0, i - 1) : i + 2])
+    return quote
+
+
 def key_tokens(plain: str, question: str) -> list[str]:
     """What an answer adds to the question: its content words that the question does not contain."""
     asked = set(tokenize(question))
@@ -190,6 +203,10 @@ def collect_signals(
     rows, cited_text = sentence_support(
         answer, bundle, embedder, settings.OVERLAP_TAU, question, kind, settings.ATTRIBUTION_MIN_CLAIMS
     )
+    by_n = {p["n"]: p for p in bundle.get("passages", [])}
+    windows = "\n".join(
+        dict.fromkeys(support_window(r["quote"], by_n[r["n"]]["text"]) for r in rows if r["supported"] and r["n"] in by_n)
+    )
     overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
     claims = new_claims(strip_markup(answer), question, kind)
     if claims and cited_text:
@@ -227,4 +244,5 @@ def collect_signals(
         "unsupported_claims": unsupported_claims,
         "cited_text_chars": len(cited_text),
         "_cited_text": cited_text,
+        "_support_windows": windows,
     }

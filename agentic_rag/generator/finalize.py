@@ -200,6 +200,7 @@ def make_finalize_node(system: str):
                 settings, get_embedder(settings), kind=state["kind"],
             )
             signals.pop("_cited_text", None)
+            signals.pop("_support_windows", None)
             state = {**state, "signals": signals}
         usage = state.get("usage", {})
         record = build_record(state, system, settings, tokens_summary(usage), llm_calls(usage))

@@ -28,17 +28,21 @@ class ValidationResult:
     missing: list[str] = field(default_factory=list)
 
 
-def validate(kind: str, anchors: list[Anchor], cited_text: str) -> ValidationResult:
+def validate(kind: str, anchors: list[Anchor], cited_text: str, period_text: str | None = None) -> ValidationResult:
     """Every anchor of the kind's required types that the question has must be in the cited text.
 
     Whatever the kind, a period the question names (year, quarter, month, date) must be in the
     supporting text: an answer about another season or quarter is the commonest faithful-but-wrong one.
+    When ``period_text`` is given (the supporting sentences and their neighbours), periods must be
+    there, not merely somewhere in the cited chunk.
     """
     groups = REQUIRED_TYPES.get(kind, (PERIOD_TYPES,))
-    missing = [
-        a.text
-        for a in anchors
-        if any(a.type in group for group in groups) and not anchor_in_text(a, cited_text)
-    ]
+    missing = []
+    for a in anchors:
+        if not any(a.type in group for group in groups):
+            continue
+        where = period_text if (period_text is not None and a.type in PERIOD_TYPES) else cited_text
+        if not anchor_in_text(a, where):
+            missing.append(a.text)
     name = kind if kind in REQUIRED_TYPES else "period"
     return ValidationResult(name=name, ok=not missing, missing=missing)
