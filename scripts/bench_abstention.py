@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
+from agentic_rag.eval.compare import copy_run_files
+
 ROOT = Path(__file__).resolve().parents[1]
+
 
 
 def load(run_dir: Path) -> dict:
@@ -54,9 +56,7 @@ def main() -> int:
         dest = ROOT / "benchmarks" / "abstention" / name
         dest.mkdir(parents=True, exist_ok=True)
         for system in ("agent", "baseline"):
-            for f in ("summary.json", "config.json", "report.md", "risk_coverage.png"):
-                if (runs / system / f).is_file():
-                    shutil.copy(runs / system / f, dest / f"{system}_{f}")
+            copy_run_files(runs / system, dest, system)
     (ROOT / "benchmarks" / "abstention.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
     return 0

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.prepare import prepare_rgb, prepare_squad2
-from agentic_rag.eval.compare import compare, to_markdown, write_plots
+from agentic_rag.eval.compare import compare, copy_run_files, to_markdown, write_plots
 from agentic_rag.eval.runner import rejudge_run, run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
+
 SHARED = ROOT.parent / "shared" / "data"
 
 
@@ -83,8 +83,7 @@ def main() -> int:
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "comparison.md").write_text(to_markdown(result, f"Agent vs baseline on {name}", write_plots(result, dest)))
         for system, run_dir in zip(("baseline", "agent"), run_dirs):
-            for f in ("summary.json", "config.json"):
-                shutil.copy(run_dir / f, dest / f"{system}_{f}")
+            copy_run_files(run_dir, dest, system)
         b, a = (json.loads((d / "summary.json").read_text()) for d in run_dirs)
         overview[name] = {
             "questions": a["n"],

@@ -135,6 +135,16 @@ def main() -> int:
         lines += agent_section(o)
     if (a := _load("abstention.json")) is not None:
         lines += abstention_section(a)
+    if (rc := _load("resume_check.json")) is not None:
+        lines += [
+            "## Kill and resume (`scripts/bench_resume.py`)",
+            "",
+            f"An `agentic-rag eval` process on {Path(rc['dataset']).name} ({rc['questions']} questions) was killed with SIGKILL "
+            f"after {rc['result_lines_when_killed']} result lines, then resumed: {rc['result_lines_after_resume']} lines, "
+            f"{rc['distinct_questions_after_resume']} distinct questions. Its summary.json matches an uninterrupted run on "
+            f"all {rc['summary_fields_compared']} fields but latency: {'yes' if rc['same_summary'] else 'no'}.",
+            "",
+        ]
     (BENCH / "README.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return 0

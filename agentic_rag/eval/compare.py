@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,22 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     rows = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
     summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").is_file() else {}
     return {"dir": str(d), "name": summary.get("system", d.name), "rows": rows, "summary": summary}
+
+
+RUN_FILES = ("summary.json", "config.json", "report.md", "risk_coverage.png")
+
+
+def copy_run_files(run_dir: Path, dest: Path, prefix: str) -> None:
+    """Copy a run's small files (not its results) under ``prefix_``; a report's plot link follows."""
+    for name in RUN_FILES:
+        src = Path(run_dir) / name
+        if not src.is_file():
+            continue
+        target = Path(dest) / f"{prefix}_{name}"
+        if src.suffix == ".md":
+            target.write_text(src.read_text().replace("(risk_coverage.png)", f"({prefix}_risk_coverage.png)"))
+        else:
+            shutil.copy(src, target)
 
 
 def paired_bootstrap(a: list[int], b: list[int], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> dict[str, float]:
