@@ -196,6 +196,12 @@ class Settings(BaseSettings):
         "off", description="LLM grounding judge: off, or only for gray-zone signals (counted as stage 'judge')."
     )
     JUDGE_MAX_CALLS_PER_Q: int = Field(1, ge=0, description="LLM judge calls per question at most (calls).")
+    EVAL_LLM_JUDGE: bool = Field(
+        False, description="Send answers the rule judge cannot decide to an LLM judge (openai backend only)."
+    )
+    EVAL_JUDGE_MODEL: str = Field("gpt-4o-mini", description="Model name of the evaluation judge.")
+    EVAL_JUDGE_BASE_URL: str | None = Field(None, description="OpenAI-compatible endpoint of the evaluation judge.")
+    EVAL_JUDGE_API_KEY: SecretStr | None = Field(None, description="API key of the evaluation judge endpoint.")
     TELEMETRY_PATH: Path | None = Field(
         None, description="JSONL file of per-round telemetry; default ARTIFACTS_DIR/telemetry/<system>.jsonl."
     )
@@ -262,8 +268,9 @@ class Settings(BaseSettings):
     def public_dump(self) -> dict[str, Any]:
         """Every setting as JSON-ready values, secrets masked (for run configs and telemetry)."""
         data = self.model_dump(mode="json")
-        if data.get("OPENAI_API_KEY"):
-            data["OPENAI_API_KEY"] = "***"
+        for secret in ("OPENAI_API_KEY", "EVAL_JUDGE_API_KEY"):
+            if data.get(secret):
+                data[secret] = "***"
         return data
 
     @property

@@ -18,7 +18,10 @@ from typing import Any
 from agentic_rag.configuration import Settings, parse_overrides
 from agentic_rag.eval.runner import run_eval
 
-METRICS = ("accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "hallucination", "score", "tokens_per_q")
+METRICS = (
+    "accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "hallucination", "score",
+    "overlap_mean", "tokens_per_q",
+)
 
 
 def parse_values(param: str, values: str) -> list[Any]:
@@ -59,11 +62,12 @@ def calibrate(
         raise ValueError(f"unknown setting {param!r}")
     if settings.LLM_CACHE_PATH is None:
         settings = settings.replace(LLM_CACHE_PATH=str(out / "llm_cache.sqlite"))
-    rows = []
+    rows, runs = [], []
     for value in values:
         run = run_eval(dataset, system, settings.replace(**{name: value}), out / f"{name}={value}", n=n, resume=True)
         summary = run["summary"]
         rows.append({"value": value, **{k: summary.get(k) for k in METRICS}})
+        runs.append({"name": f"{name}={value}", "summary": summary, "rows": run["rows"]})
     best = choose(rows, getattr(settings, name), max_false_refusal)
     report = {
         "dataset": str(dataset),
@@ -78,6 +82,9 @@ def calibrate(
     (out / "sweep.json").write_text(json.dumps(report, indent=2, default=str))
     (out / "sweep.md").write_text(to_markdown(report))
     plot_sweep(report, out / "sweep.png")
+    from agentic_rag.eval.plots import plot_pareto
+
+    plot_pareto(runs, out / "pareto.png")  # one point per swept value: evidence consistency vs tokens
     return report
 
 

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import IDK, INVALID_QUESTION, CragRecord, ReadReport, iter_records, resolve_dataset
 from agentic_rag.eval.judge import judge
+from agentic_rag.eval.llm_judge import llm_judge, undecided
 from agentic_rag.runner import answer
 
 
@@ -235,8 +236,16 @@ def run_eval(
 
     def one(rec: CragRecord) -> dict[str, Any]:
         result = answer(system, settings, record=rec, extra_config=extra_config)
-        j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, result.status != "ok")
-        return result_row(rec, result, j)
+        refused = result.status != "ok"
+        j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused)
+        judge_usage: dict[str, Any] = {}
+        if settings.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
+            em, f1 = j.em, j.f1
+            j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
+            j.em, j.f1 = em, f1
+        row = result_row(rec, result, j)
+        row["eval_judge_tokens"] = sum(int(v.get("total_tokens", 0)) for v in judge_usage.values())
+        return row
 
     with open(results_path, "a", encoding="utf-8") as fh, ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for future in as_completed([pool.submit(one, rec) for rec in todo]):
