@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.eval.runner import read_results
+
 SUMMARY_KEYS = (
     "n", "accuracy", "hallucination", "missing", "score", "em_short", "f1_short",
     "accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "wrong_on_answerable",
@@ -27,7 +29,7 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     results = d / "results.jsonl"
     if not results.is_file():
         raise FileNotFoundError(f"{d} has no results.jsonl: not a run folder")
-    rows = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_results(results)
     summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").is_file() else {}
     return {"dir": str(d), "name": summary.get("system", d.name), "rows": rows, "summary": summary}
 

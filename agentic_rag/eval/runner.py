@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 from tqdm import tqdm
 
+from agentic_rag.budget import tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import IDK, INVALID_QUESTION, CragRecord, ReadReport, iter_records, resolve_dataset
 from agentic_rag.eval.judge import judge
@@ -168,16 +169,23 @@ def model_identity(settings: Settings) -> dict[str, Any]:
     return ident
 
 
-def _done_ids(path: Path) -> set[str]:
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Every complete row of a results.jsonl; a line cut by a crash or kill is skipped (and re-run)."""
     if not path.is_file():
-        return set()
-    ids = set()
+        return []
+    rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            ids.add(json.loads(line)["id"])
-        except (json.JSONDecodeError, KeyError):
-            continue  # a line cut by a crash is re-run
-    return ids
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "id" in row:
+            rows.append(row)
+    return rows
+
+
+def _done_ids(path: Path) -> set[str]:
+    return {row["id"] for row in read_results(path)}
 
 
 def _file_sha256(path: Path) -> str:
@@ -244,7 +252,7 @@ def run_eval(
             j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
             j.em, j.f1 = em, f1
         row = result_row(rec, result, j)
-        row["eval_judge_tokens"] = sum(int(v.get("total_tokens", 0)) for v in judge_usage.values())
+        row["eval_judge_tokens"] = tokens_used(judge_usage)
         return row
 
     with open(results_path, "a", encoding="utf-8") as fh, ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -273,7 +281,7 @@ def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
     """Re-score a finished run with the current judge (no model call); rewrites results and summary."""
     out = Path(out_dir)
     results_path = out / "results.jsonl"
-    rows = [json.loads(line) for line in results_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_results(results_path)
     for row in rows:
         j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok")
         row.update(judgement=j.label, judge_rule=j.rule, score=j.score, em=j.em, f1=j.f1)
@@ -315,12 +323,8 @@ def load_rows(results_path: Path, ids: list[str]) -> list[dict[str, Any]]:
     """Result rows in dataset order, one per question (a line cut by a crash is ignored)."""
     order = {qid: i for i, qid in enumerate(ids)}
     rows: dict[str, dict[str, Any]] = {}
-    for line in results_path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if row.get("id") in order:
+    for row in read_results(results_path):
+        if row["id"] in order:
             rows.setdefault(row["id"], row)
     return sorted(rows.values(), key=lambda r: order[r["id"]])
 

@@ -23,6 +23,7 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
 from agentic_rag.anchors.predictor import Anchor, anchor_coverage
+from agentic_rag.budget import llm_calls, tokens_used
 from agentic_rag.generator.citations import cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup
 from agentic_rag.retrieval.hybrid import tokenize
 
@@ -225,8 +226,8 @@ def collect_signals(
         probe = plain if len(plain.split()) >= 6 or not quotes_used else f"{plain} {quotes_used}"
         qa = embedder.embed([question, probe])
         relevance = float(qa[0] @ qa[1])
-    used = sum(int(v.get("total_tokens", 0)) for v in usage.values())
-    calls = sum(int(v.get("calls", 0)) for v in usage.values())
+    used = tokens_used(usage)
+    calls = llm_calls(usage)
     return {
         "overlap_est": round(overlap, 4),
         "faith_est": round(faith, 4),
