@@ -87,6 +87,7 @@ class HybridIndex:
         self.embeddings = embeddings.astype(np.float32, copy=False)
         self.embedder = embedder
         self._pages_by_id = {p.page_id: p for p in pages}
+        self._page_by_url = {p.page_url: p.page_id for p in pages if p.page_url}
         self._row = {c.chunk_id: i for i, c in enumerate(chunks)}
         if vector_index is None:
             vector_index = faiss.IndexFlatIP(embedder.dim)
@@ -141,19 +142,26 @@ class HybridIndex:
         page = self.page(page_id)
         if page is None or not page.links:
             return []
-        by_url = {p.page_url: p.page_id for p in self.pages if p.page_url}
         out = []
         for url in page.links:
-            target = by_url.get(url)
+            target = self._page_by_url.get(url)
             if target and target != page_id:
                 out.extend(c for c in (self.chunk(f"{target}:{i}") for i in range(per_page)) if c is not None)
         return out
 
-    def score_chunk(self, chunk: Chunk, query: str, query_vector: np.ndarray, fused: float = 0.0) -> Passage:
-        """A passage for a chunk reached by a hop rather than by search, with its raw scores."""
-        bm25 = self._bm25_scores(query)[self._row[chunk.chunk_id]]
-        return Passage(chunk=chunk, vector_score=float(self.vector(chunk.chunk_id) @ query_vector),
-                       bm25_score=float(bm25), fused_score=fused)
+    def score_chunks(
+        self, chunks: list[tuple[Chunk, float]], query: str, query_vector: np.ndarray
+    ) -> list[Passage]:
+        """Passages for chunks reached by a hop rather than by search (each with its given fused score),
+        with their raw scores; the query's BM25 scores are computed once for all of them."""
+        if not chunks:
+            return []
+        bm25 = self._bm25_scores(query)
+        return [
+            Passage(chunk=c, vector_score=float(self.vector(c.chunk_id) @ query_vector),
+                    bm25_score=float(bm25[self._row[c.chunk_id]]), fused_score=fused)
+            for c, fused in chunks
+        ]
 
     def __len__(self) -> int:
         return len(self.chunks)

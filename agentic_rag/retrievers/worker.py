@@ -55,13 +55,14 @@ def explore(
     terminated_by = "complete"
     if settings.WORKER_HOPS >= 1 and kept and (deadline is None or time.time() < deadline):
         seen = {p["chunk_id"] for p in kept} | {c.chunk_id for c in candidates}
-        hop_passages = []
+        reached: list[tuple] = []
         for parent in kept[: settings.WORKER_K]:
             for chunk in index.neighbours(parent["chunk_id"]) + index.linked_chunks(parent["page_id"]):
                 if chunk.chunk_id in seen:
                     continue
                 seen.add(chunk.chunk_id)
-                hop_passages.append(index.score_chunk(chunk, query, qv, fused=parent["fused_score"] * HOP_DECAY))
+                reached.append((chunk, parent["fused_score"] * HOP_DECAY))
+        hop_passages = index.score_chunks(reached, query, qv)
         hop_kept, hop_pruned = _prune(hop_passages, anchor, q_tokens, qv, index, settings, hop=1)
         kept.extend(hop_kept)
         pruned += hop_pruned
