@@ -121,6 +121,15 @@ class Settings(BaseSettings):
     )
     NLI_MODEL: str | None = Field(None, description="Local folder of an NLI cross-encoder for layer 2 (optional).")
     NLI_MIN: float = Field(0.5, ge=0.0, le=1.0, description="P(entailment) an answer needs when NLI_MODEL is set (0-1).")
+    PROBE_ENABLED: bool = Field(
+        True,
+        description="Layer 2: the answerability probe reads the generator's last-prompt-token hidden state "
+        "(local backend only; skipped and recorded for other backends).",
+    )
+    PROBE_PATH: Path | None = Field(None, description="Probe file; None = the packaged probe for the packaged model.")
+    ANSWERABILITY_MIN: float = Field(
+        0.3, ge=0.0, le=1.0, description="P(the context answers the question) from the probe below which the answer is refused (0-1); from the dev-split sweep in benchmarks/calibration/ANSWERABILITY_MIN."
+    )
     HEDGING_ENABLED: bool = Field(True, description="Layer 3: hedging or filler in the answer becomes an abstention.")
 
     # --- Ambiguity policy ---------------------------------------------------------------------

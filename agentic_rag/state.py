@@ -94,6 +94,7 @@ class RAGState(TypedDict, total=False):
     reflected: bool
     no_new_hits: bool
     confidence: dict[str, Any]  # the confidence gate's result for the current bundle
+    probe: dict[str, Any]  # the answerability probe's reading of the latest answer call
     selected_option: str  # input: answer from this ambiguity option
     ood: str  # why the question is out of domain ("" when it is not)
     ambiguity: dict[str, Any]  # the ambiguity policy's status, rule and options

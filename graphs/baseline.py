@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agentic_rag.configuration import Settings
 from agentic_rag.generator.finalize import make_finalize_node
-from agentic_rag.generator.node import generate_node
+from agentic_rag.generator.node import generate_plain_node
 from agentic_rag.llm.factory import count_tokens
 from agentic_rag.retrievers.source import resolve_index, retrieve
 from agentic_rag.state import RAGState
@@ -42,7 +42,7 @@ def build_graph():
     g = StateGraph(RAGState)
     g.add_node("retrieve", retrieve_node)
     g.add_node("pack", pack_node)
-    g.add_node("generate", generate_node)
+    g.add_node("generate", generate_plain_node)
     g.add_node("finalize", make_finalize_node(SYSTEM))
     g.add_edge(START, "retrieve")
     g.add_edge("retrieve", "pack")

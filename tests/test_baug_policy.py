@@ -37,6 +37,8 @@ CASES = [
     ("ABSTAIN_INVALID_SELECTION", GOOD, flags(ambiguity="refuse", has_draft=False)),
     ("AMBIGUOUS_OPTIONS", GOOD, flags(ambiguity="ambiguous", has_draft=False)),
     ("ABSTAIN_LOW_SUPPORT", {**GOOD, "nli_entailment": 0.2}, flags(reflected=True)),
+    ("ABSTAIN_NOT_ANSWERABLE", {**GOOD, "answerability": 0.05}, flags()),
+    ("ABSTAIN_NOT_ANSWERABLE", {**WEAK, "answerability": 0.05}, flags()),  # no reflect: it cannot change the probe
 ]
 
 

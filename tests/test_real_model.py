@@ -36,6 +36,8 @@ def test_agent_end_to_end(records, agent_settings):
         result = answer("agent", agent_settings, record=records[i])
         _check_contract(result, agent_settings)
         assert result.trace and result.latency_by_node_ms["anchors"] >= 0
+        if result.llm_calls:  # the answer call's own prefill fed the answerability probe
+            assert 0.0 <= result.signals["answerability"] <= 1.0
     rows = read_rows(agent_settings.TELEMETRY_PATH)
     assert {r["question_id"] for r in rows} == {records[i].interaction_id for i in IDS}
     # the highway question's pages hold nothing relevant: refused before any LLM call

@@ -52,6 +52,9 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         state["question"], draft, bundle, anchors, usage, settings, get_embedder(settings) if draft else None,
         new_hits_ratio=new_hits, rounds=round_no, stagnation=stagnation, kind=state.get("kind", "other"),
     )
+    probe = state.get("probe") or {}
+    if draft and probe.get("status") == "scored":
+        signals["answerability"] = probe["answerability"]
     cited_text = signals.pop("_cited_text")
     windows = signals.pop("_support_windows")
     judge_usage: dict[str, Any] = {}
@@ -123,6 +126,8 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "anchor_coverage": signals["anchor_coverage"],
         "overlap_est": signals["overlap_est"],
         "faith_est": signals["faith_est"],
+        "answerability": signals.get("answerability"),
+        "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
         "validator": validation.name,
         "validator_ok": validation.ok,

@@ -13,6 +13,8 @@ writes can change it: the draft enters only through the signals computed from it
                                                        -> STOP_OVERLAP_OK
 4. insufficient anchors, one-shot retrieval still available and affordable
                                                        -> RETRIEVE_MORE / RETRIEVE_MISSING_ANCHORS
+   the answerability probe says the sources do not answer the question (and no retrieval round is
+   left to find ones that do)                          -> ABSTAIN_NOT_ANSWERABLE
 5. the extra round brought nothing new: a supported draft of a non-factoid question stops
    (STOP_NO_NEW_HITS); otherwise fall through to abstain
 6. weakly supported draft worth revising, reflect unused and affordable
@@ -43,6 +45,7 @@ REASONS = {
     "ABSTAIN_LOW_RETRIEVAL_SCORE": ABSTAIN,
     "ABSTAIN_NO_SCORE_GAP": ABSTAIN,
     "ABSTAIN_HEDGING": ABSTAIN,
+    "ABSTAIN_NOT_ANSWERABLE": ABSTAIN,
     "ABSTAIN_OUT_OF_DOMAIN": ABSTAIN,
     "ABSTAIN_INVALID_SELECTION": ABSTAIN,
     "AMBIGUOUS_OPTIONS": ABSTAIN,
@@ -55,6 +58,7 @@ LAYER_CODES = {
     "ABSTAIN_NO_SCORE_GAP": "no_score_gap",
     "ABSTAIN_LOW_SUPPORT": "not_grounded",
     "ABSTAIN_MISSING_ANCHORS": "not_grounded",
+    "ABSTAIN_NOT_ANSWERABLE": "not_answerable",
     "ABSTAIN_HEDGING": "hedging_detected",
     "ABSTAIN_LOW_BUDGET": "budget",
 }
@@ -116,12 +120,14 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     if flags.hedging and settings.HEDGING_ENABLED:
         return _decide("ABSTAIN_HEDGING")
     nli = signals.get("nli_entailment")
-    supported = not settings.GROUNDING_ENABLED or (
+    answerability = signals.get("answerability")
+    answerable = answerability is None or not settings.GROUNDING_ENABLED or answerability >= settings.ANSWERABILITY_MIN
+    supported = answerable and (not settings.GROUNDING_ENABLED or (
         signals["overlap_est"] >= settings.OVERLAP_MIN
         and signals["faith_est"] >= settings.FAITH_MIN
         and signals.get("answer_relevance", 1.0) >= settings.ANSWER_RELEVANCE_MIN
         and (nli is None or nli >= settings.NLI_MIN)
-    )
+    ))
     sufficient = signals["anchor_coverage"] >= settings.COVERAGE_MIN and flags.validators_ok
     factoid = flags.kind in FACTOID_KINDS
     if supported and sufficient:
@@ -136,6 +142,8 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         and not signals.get("stagnation", False)
     ):
         return _decide("RETRIEVE_MISSING_ANCHORS")
+    if not answerable:  # reflecting cannot help: the probe reads the sources and the question, not the draft
+        return _decide("ABSTAIN_NOT_ANSWERABLE")
     if flags.no_new_hits and supported and not factoid:
         return _decide("STOP_NO_NEW_HITS")
     if (

@@ -81,6 +81,15 @@ def explain_refusal(
             f"{settings.WALL_TIME_S:.0f} s) ran out before an answer could be checked.",
             missing_anchors,
         )
+    if reason == "ABSTAIN_NOT_ANSWERABLE":
+        text = (
+            f"The sources were read, but the answerability probe on the generator's own state gives only "
+            f"{signals.get('answerability', 0.0):.0%} that they answer this question (at least "
+            f"{settings.ANSWERABILITY_MIN:.0%} needed), so the draft was withheld. A source that states the "
+            f"answer to the question as asked is needed"
+        )
+        text += f", for {_list(missing_anchors)}." if missing_anchors else "."
+        return text, missing_anchors or ["a source that answers the question as asked"]
     if reason == "ABSTAIN_MISSING_ANCHORS":
         found_periods = validation.get("found_periods") or []
         text = "The cited sources do not mention " + (_list(missing_anchors) if missing_anchors else "what the question asks about")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from agentic_rag.configuration import Settings
 from agentic_rag.llm.factory import count_tokens, get_chat_model
@@ -59,12 +59,18 @@ def model_from(config: Any, settings: Settings):
     return injected if injected is not None else get_chat_model(settings)
 
 
-def call_generator(messages: list, settings: Settings, stage: str, llm=None) -> tuple[str, dict[str, Any]]:
-    """Return the text and this call's usage by stage."""
+def call_model(messages: list, settings: Settings, stage: str, llm=None, **call_kwargs: Any) -> tuple[AIMessage, dict[str, Any]]:
+    """Return the reply message and this call's usage by stage."""
     ledger = UsageLedger()
     model = llm if llm is not None else get_chat_model(settings)
-    message = invoke_llm(model, messages, stage, ledger, max_tokens=settings.MAX_OUTPUT_TOKENS)
-    return str(message.content).strip(), ledger.by_stage
+    message = invoke_llm(model, messages, stage, ledger, max_tokens=settings.MAX_OUTPUT_TOKENS, **call_kwargs)
+    return message, ledger.by_stage
+
+
+def call_generator(messages: list, settings: Settings, stage: str, llm=None) -> tuple[str, dict[str, Any]]:
+    """Return the text and this call's usage by stage."""
+    message, usage = call_model(messages, settings, stage, llm)
+    return str(message.content).strip(), usage
 
 
 def generate_answer(

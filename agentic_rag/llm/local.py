@@ -55,6 +55,10 @@ def _load(path: str, dtype: str) -> tuple[Any, Any, threading.Lock]:
         return _LOADED[key]
 
 
+def hidden_size_of(model: "ChatLocalTransformers") -> int:
+    return int(_load(model.model_path, model.dtype)[0].config.hidden_size)
+
+
 _ROLES = {SystemMessage: "system", HumanMessage: "user", AIMessage: "assistant"}
 
 
@@ -136,6 +140,23 @@ class ChatLocalTransformers(BaseChatModel):
         )
         return len(ids)
 
+    def _inputs(self, messages: list[BaseMessage]) -> Any:
+        return self.tokenizer.apply_chat_template(
+            _to_chat(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+
+    def prompt_states(self, messages: list[BaseMessage]) -> torch.Tensor:
+        """The last prompt token's hidden state at every layer, [layers + 1, hidden] float32.
+
+        This is the same vector the generation call's prefill computes (what the answerability probe
+        reads at answer time); training data for the probe is collected with this one forward pass.
+        """
+        model, _, gen_lock = _load(self.model_path, self.dtype)
+        inputs = self._inputs(messages)
+        with gen_lock, torch.inference_mode():
+            out = model(**inputs, output_hidden_states=True)
+        return torch.stack([h[0, -1, :] for h in out.hidden_states]).float()
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -148,10 +169,13 @@ class ChatLocalTransformers(BaseChatModel):
         cap = kwargs.get("max_new_tokens") or kwargs.get("max_tokens") or self.max_new_tokens
         temperature = kwargs.get("temperature", self.temperature)
         stop = stop or kwargs.get("stop") or self.stop
-        inputs = tokenizer.apply_chat_template(
-            _to_chat(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
+        # `prompt_state_layer=L` returns the last prompt token's hidden state at layer L (from this
+        # call's own prefill, no extra forward pass) in response_metadata["prompt_state"].
+        state_layer = kwargs.get("prompt_state_layer")
+        inputs = self._inputs(messages)
         gen_kwargs: dict[str, Any] = {"max_new_tokens": int(cap), "do_sample": temperature > 0}
+        if state_layer is not None:
+            gen_kwargs.update(output_hidden_states=True, return_dict_in_generate=True)
         if self.repetition_penalty != 1.0:  # deterministic still: it reshapes logits, greedy picks the max
             gen_kwargs["repetition_penalty"] = self.repetition_penalty
         if temperature > 0:
@@ -160,6 +184,10 @@ class ChatLocalTransformers(BaseChatModel):
             gen_kwargs["stopping_criteria"] = [_StopOnStrings(tokenizer, stop, inputs["input_ids"].shape[1])]
         with gen_lock, torch.inference_mode():
             output = model.generate(**inputs, **gen_kwargs)
+        prompt_state = None
+        if state_layer is not None:
+            prompt_state = [round(v, 5) for v in output.hidden_states[0][int(state_layer)][0, -1, :].float().tolist()]
+            output = output.sequences
         n_in = inputs["input_ids"].shape[1]
         new_ids = output[0, n_in:].tolist()
         text = tokenizer.decode(new_ids, skip_special_tokens=True)
@@ -177,6 +205,8 @@ class ChatLocalTransformers(BaseChatModel):
 
         usage = {"input_tokens": n_in, "output_tokens": len(new_ids), "total_tokens": n_in + len(new_ids)}
         meta = {"model_name": self.model_name, "finish_reason": finish_reason}
+        if prompt_state is not None:
+            meta["prompt_state"] = {"layer": int(state_layer), "state": prompt_state}
         message = AIMessage(content=text, usage_metadata=usage, response_metadata=meta)
         return ChatResult(
             generations=[ChatGeneration(message=message, generation_info={"finish_reason": finish_reason})],

@@ -78,13 +78,16 @@ def invoke_llm(
     stage: str,
     ledger: UsageLedger | None,
     max_tokens: int | None = None,
+    **call_kwargs: Any,
 ) -> AIMessage:
     """Call the model and book its usage under ``stage``.
 
     ``max_tokens`` is bound per call because both backends accept that kwarg (ChatLocalTransformers
     maps it to ``max_new_tokens``), so stages can cap themselves without a second model instance.
+    ``call_kwargs`` go to the model as they are (e.g. ``prompt_state_layer`` for the local backend).
     """
-    runnable = llm.bind(max_tokens=max_tokens) if max_tokens else llm
+    bound = {**({"max_tokens": max_tokens} if max_tokens else {}), **call_kwargs}
+    runnable = llm.bind(**bound) if bound else llm
     message = runnable.invoke(list(messages))
     if ledger is not None:
         ledger.record(stage, message)

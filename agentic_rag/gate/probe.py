@@ -1,0 +1,228 @@
+"""Answerability probe: a linear read-out of the generator's own hidden state.
+
+Why this layer exists: SQuAD 2.0-style unanswerable questions change one entity or add a negation,
+and the 0.5B generator answers them from a real, quotable sentence, so every check on the *text*
+(verified quotes, overlap, faithfulness, anchors) passes. The model's hidden state at the end of the
+prompt still encodes whether the context answers the question (Slobodkin et al., 2023, "The Curious
+Case of Hallucinatory (Un)answerability"); a logistic regression on that one vector reads it out.
+It costs no extra tokens: the state comes from the generation call's own prefill.
+
+A probe belongs to one model: its file records the model's source key (the GGUF SHA-256 of the
+packaged model) and hidden size, and is refused for any other model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+PACKAGED_PROBE = Path(__file__).resolve().parents[1] / "data" / "probes" / "answerability-qwen2.5-coder-0.5b.json"
+
+
+class ProbeMismatchError(ValueError):
+    """The probe was trained on another model's hidden states."""
+
+
+@dataclass
+class AnswerabilityProbe:
+    layer: int  # index into hidden_states: 0 = embeddings, n = output of block n
+    mean: list[float]
+    scale: list[float]
+    coef: list[float]
+    intercept: float
+    model_key: str  # the source key of the model whose states it reads
+    hidden_size: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def score(self, state: Sequence[float]) -> float:
+        """P(the context answers the question) for one last-prompt-token state of ``layer``."""
+        x = np.asarray(state, dtype=np.float64)
+        if x.shape != (self.hidden_size,):
+            raise ProbeMismatchError(f"probe expects a state of size {self.hidden_size}, got {x.shape}")
+        z = float(((x - self._mean) / self._scale) @ self._coef + self.intercept)
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def __post_init__(self) -> None:
+        self._mean = np.asarray(self.mean, dtype=np.float64)
+        self._scale = np.asarray(self.scale, dtype=np.float64)
+        self._coef = np.asarray(self.coef, dtype=np.float64)
+        if not (len(self.mean) == len(self.scale) == len(self.coef) == self.hidden_size):
+            raise ValueError("probe file is inconsistent: mean, scale and coef must all have hidden_size entries")
+
+    def check_model(self, model_key: str | None, hidden_size: int | None = None) -> None:
+        if model_key != self.model_key or (hidden_size is not None and hidden_size != self.hidden_size):
+            raise ProbeMismatchError(
+                f"this answerability probe reads the states of model {self.model_key[:12]}... "
+                f"(hidden size {self.hidden_size}); the configured model is {str(model_key)[:12]}... "
+                f"(hidden size {hidden_size}). Train one for it with scripts/train_probe.py or set PROBE_ENABLED=false."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = self.to_dict()
+        for key in ("mean", "scale", "coef"):
+            data[key] = [round(float(v), 6) for v in data[key]]
+        path.write_text(json.dumps(data, indent=1) + "\n")
+        return path
+
+
+def load_probe(path: str | Path | None) -> AnswerabilityProbe:
+    return _load_probe(str(Path(path or PACKAGED_PROBE).resolve()))
+
+
+@lru_cache(maxsize=4)
+def _load_probe(path: str) -> AnswerabilityProbe:
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"answerability probe {p} not found (PROBE_PATH); train one with scripts/train_probe.py")
+    try:
+        data = json.loads(p.read_text())
+        return AnswerabilityProbe(**data)
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise ValueError(f"{p} is not an answerability probe file: {exc}") from exc
+
+
+def probe_request(model: Any, settings: Any) -> dict[str, Any]:
+    """What the generation call must return for the probe (``kwargs``), or why the probe cannot run.
+
+    Only the in-process transformers backend exposes hidden states; with another backend the probe is
+    skipped and the reason recorded. The packaged probe on another local model is skipped with a
+    warning; an explicitly configured ``PROBE_PATH`` that does not fit the model is an error.
+    """
+    if not settings.PROBE_ENABLED:
+        return {"status": "off"}
+    from agentic_rag.llm.local import ChatLocalTransformers, hidden_size_of
+    from agentic_rag.llm.packaged import converted_source_key
+
+    if not isinstance(model, ChatLocalTransformers):
+        return {"status": "unavailable", "why": f"the {model._llm_type} backend does not expose hidden states"}
+    probe = load_probe(settings.PROBE_PATH)
+    try:
+        probe.check_model(converted_source_key(Path(model.model_path)), hidden_size_of(model))
+    except ProbeMismatchError as exc:
+        if settings.PROBE_PATH is not None:
+            raise
+        _warn_once(str(exc))
+        return {"status": "unavailable", "why": "the packaged probe was trained on another model"}
+    return {
+        "status": "requested",
+        "kwargs": {"prompt_state_layer": probe.layer},
+        "path": str(settings.PROBE_PATH or PACKAGED_PROBE),
+    }
+
+
+def read_probe(message: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The probe's reading of one generation call: ``answerability`` in [0, 1], or why there is none."""
+    if request.get("status") != "requested":
+        return {k: v for k, v in request.items() if k in ("status", "why")}
+    state = (getattr(message, "response_metadata", None) or {}).get("prompt_state")
+    if not state:
+        return {"status": "unavailable", "why": "the reply carried no prompt state"}
+    probe = load_probe(request["path"])
+    return {"status": "scored", "answerability": round(probe.score(state["state"]), 4), "layer": state["layer"]}
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(text: str) -> None:
+    if text not in _WARNED:
+        _WARNED.add(text)
+        import warnings
+
+        warnings.warn(text, stacklevel=3)
+
+
+# ---------------------------------------------------------------------------------------------------
+# training (scripts/train_probe.py); scikit-learn is only needed here
+
+
+def _auc(y: np.ndarray, s: np.ndarray) -> float:
+    """Rank AUC (ties counted half): P(score of a random answerable > score of a random unanswerable)."""
+    pos, neg = s[y == 1], s[y == 0]
+    if not len(pos) or not len(neg):
+        return float("nan")
+    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
+    ranks = np.empty(len(order))
+    allv = np.concatenate([pos, neg])[order]
+    i = 0
+    while i < len(allv):  # average ranks over ties
+        j = i
+        while j + 1 < len(allv) and allv[j + 1] == allv[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def cross_validated_scores(
+    X: np.ndarray, y: np.ndarray, groups: Sequence[str], c: float = 0.05, folds: int = 5
+) -> np.ndarray:
+    """Out-of-fold P(answerable) with folds split by ``groups`` (articles), so no article is in both."""
+    from sklearn.model_selection import GroupKFold
+
+    out = np.zeros(len(y))
+    n_groups = len(set(groups))
+    for train, test in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
+        model = _fit(X[train], y[train], c)
+        out[test] = model.predict_proba(X[test])[:, 1]
+    return out
+
+
+def _fit(X: np.ndarray, y: np.ndarray, c: float):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000)).fit(X, y)
+
+
+def fit_probe(
+    states: np.ndarray,
+    y: np.ndarray,
+    groups: Sequence[str],
+    model_key: str,
+    layers: Sequence[int] | None = None,
+    c: float = 0.05,
+    folds: int = 5,
+    meta: dict[str, Any] | None = None,
+) -> tuple[AnswerabilityProbe, dict[str, Any]]:
+    """Pick the layer with the best article-grouped cross-validated AUC, then fit on all rows.
+
+    ``states`` is [n, layers, hidden] (last prompt token, every layer); ``y`` is 1 = answerable.
+    """
+    y = np.asarray(y, dtype=int)
+    layers = list(layers if layers is not None else range(states.shape[1]))
+    per_layer = {}
+    for layer in layers:
+        oof = cross_validated_scores(states[:, layer, :].astype(np.float64), y, groups, c, folds)
+        per_layer[layer] = {"auc": round(_auc(y, oof), 4), "oof": oof}
+    best = max(layers, key=lambda layer: per_layer[layer]["auc"])
+    model = _fit(states[:, best, :].astype(np.float64), y, c)
+    scaler, lr = model.steps[0][1], model.steps[1][1]
+    probe = AnswerabilityProbe(
+        layer=int(best),
+        mean=scaler.mean_.tolist(),
+        scale=scaler.scale_.tolist(),
+        coef=lr.coef_[0].tolist(),
+        intercept=float(lr.intercept_[0]),
+        model_key=model_key,
+        hidden_size=int(states.shape[2]),
+        meta={**(meta or {}), "c": c, "cv_auc": per_layer[best]["auc"], "n": int(len(y)), "answerable": int(y.sum())},
+    )
+    report = {
+        "layer_auc": {int(k): v["auc"] for k, v in per_layer.items()},
+        "chosen_layer": int(best),
+        "oof_scores": per_layer[best]["oof"].tolist(),
+    }
+    return probe, report

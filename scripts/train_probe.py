@@ -1,0 +1,227 @@
+"""Train the answerability probe on the generator's own hidden states.
+
+Two steps, both resumable from their output files:
+
+  collect  run the agent (scripted model, so only retrieval and packing run) on training questions,
+           capture the exact generator prompt, and store the last prompt token's hidden state at every
+           layer of the real packaged model, with the label (1 = the context answers).
+  fit      pick the layer by article-grouped cross-validation and fit a logistic regression on it;
+           write the probe file and a report (per-layer AUC, out-of-fold refusal/false-refusal table).
+
+Training questions are disjoint from every evaluated question:
+  - SQuAD 2.0: questions of ../shared/data/squad2 that are in neither the test sample nor the dev split
+    (data/squad200.jsonl, data/squad_dev100.jsonl from scripts/make_squad_splits.py);
+  - NQ-open (all answerable, one gold passage): an "answerable" record is the gold passage plus its
+    4 nearest other passages (BM25), a "negative" record is 5 near passages none of which contains an
+    answer string: RGB-style negative rejection without touching RGB, which is only evaluated.
+
+Usage:
+  python scripts/train_probe.py collect --squad 600 --nq 300 --out artifacts/probe/train.npz
+  python scripts/train_probe.py fit --data artifacts/probe/train.npz --out agentic_rag/data/probes/...json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from agentic_rag.configuration import Settings
+from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult, iter_records
+from agentic_rag.datasets.prepare import prepare_nq, prepare_squad2
+from agentic_rag.gate.probe import PACKAGED_PROBE, fit_probe
+from agentic_rag.llm.packaged import PACKAGED_GGUF_SHA256
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def squad_records(n: int, exclude_files: list[Path], seed: int, tmp: Path) -> list[CragRecord]:
+    for f in exclude_files:
+        if not f.is_file():
+            raise SystemExit(f"{f} not found: run scripts/make_squad_splits.py first (the training set must exclude it)")
+    exclude = {r.interaction_id for f in exclude_files for r in iter_records(f)}
+    path, _ = prepare_squad2(SHARED / "squad2" / "squad2_dev_half.jsonl", tmp / "squad_all.jsonl", progress=False)
+    rows = [r for r in iter_records(path) if r.interaction_id not in exclude]
+    rng = random.Random(seed)
+    ans = [r for r in rows if r.answer != IDK]
+    una = [r for r in rows if r.answer == IDK]
+    return rng.sample(ans, min(n // 2, len(ans))) + rng.sample(una, min(n - n // 2, len(una)))
+
+
+def nq_records(n: int, seed: int, tmp: Path, distractors: int = 4) -> list[CragRecord]:
+    """Half answerable (gold + near passages), half negative (near passages only, none with an answer)."""
+    import bm25s
+
+    path, _ = prepare_nq(SHARED / "nq" / "nq_open_oracle.jsonl", tmp / "nq_all.jsonl", progress=False)
+    rows = list(iter_records(path))
+    passages = {p.page_url: p for r in rows for p in r.search_results}
+    urls = list(passages)
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([passages[u].page_result for u in urls], stopwords="en", show_progress=False),
+                    show_progress=False)
+    rng = random.Random(seed)
+    chosen = rng.sample(rows, min(n, len(rows)))
+    out = []
+    for i, r in enumerate(chosen):
+        negative = i % 2 == 1
+        answers = [a.lower() for a in [r.answer, *r.alternative_answers]]
+        gold = {p.page_url for p in r.search_results}
+        hits, _ = retriever.retrieve(bm25s.tokenize([r.query], stopwords="en", show_progress=False),
+                                     k=min(40, len(urls)), show_progress=False)
+        near = [urls[j] for j in hits[0] if urls[j] not in gold]
+        near = [u for u in near if not any(a in passages[u].page_result.lower() for a in answers)]
+        pages = [passages[u] for u in near[: distractors + (1 if negative else 0)]]
+        if not negative:
+            pages = [*r.search_results[:1], *pages]
+            rng.shuffle(pages)
+        out.append(r.model_copy(update={
+            "interaction_id": f"{r.interaction_id}-{'negative' if negative else 'answerable'}",
+            "answer": IDK if negative else r.answer,
+            "alternative_answers": [] if negative else r.alternative_answers,
+            "search_results": [SearchResult.model_validate(p.model_dump()) for p in pages],
+            "gold_page_urls": [] if negative else r.gold_page_urls,
+        }))
+    return out
+
+
+def group_of(record: CragRecord) -> str:
+    """Cross-validation group: the SQuAD article (all its paragraphs share questions' topics), or the NQ id."""
+    url = record.search_results[0].page_url if record.search_results else ""
+    if url.startswith("squad2://"):
+        return "squad2:" + url.split("/")[2]
+    return record.interaction_id.rsplit("-", 1)[0]
+
+
+def collect(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.llm.local import ChatLocalTransformers
+    from agentic_rag.llm.packaged import converted_source_key
+    from agentic_rag.runner import answer
+    from agentic_rag.llm.recording import RecordingChat
+
+    tmp = args.out.parent
+    tmp.mkdir(parents=True, exist_ok=True)
+    records = squad_records(args.squad, args.exclude, args.seed, tmp) if args.squad else []
+    records += nq_records(args.nq, args.seed, tmp) if args.nq else []
+    settings = Settings.load(preset=args.preset, overrides=args.override + ["PROBE_ENABLED=false"])
+    # --model reads the states of another local model on the same prompts (e.g. the 1.5B sibling);
+    # the prompts are always the agent's, built with the configured tokenizer and budgets.
+    model = ChatLocalTransformers(model_path=str(args.model)) if args.model else get_chat_model(settings)
+    model_key = converted_source_key(Path(model.model_path)) or Path(model.model_path).name
+    done: dict[str, dict] = {}
+    if args.out.exists():  # resume
+        old = np.load(args.out, allow_pickle=False)
+        if "model_key" in old and str(old["model_key"]) != model_key:
+            raise SystemExit(f"{args.out} holds states of another model; choose another --out")
+        for i, rid in enumerate(old["ids"]):
+            done[str(rid)] = {"X": old["X"][i], "y": int(old["y"][i]), "group": str(old["groups"][i])}
+    bar = tqdm(records, desc="probe states", unit="q")
+    for n, record in enumerate(bar):
+        if record.interaction_id in done:
+            continue
+        recorder = RecordingChat()
+        answer("agent", settings, record=record, extra_config={"llm": recorder})
+        if not recorder.prompts:  # refused before generation: the probe never sees these
+            continue
+        states = model.prompt_states(recorder.prompts[0]).numpy().astype(np.float16)
+        done[record.interaction_id] = {"X": states, "y": int(record.answer != IDK), "group": group_of(record)}
+        if n % 50 == 49:
+            _save(args.out, done, model_key)
+    _save(args.out, done, model_key)
+    print(f"{len(done)} prompts with states -> {args.out}")
+    return 0
+
+
+def _save(path: Path, done: dict[str, dict], model_key: str) -> None:
+    ids = list(done)
+    np.savez(path, X=np.stack([done[i]["X"] for i in ids]), y=np.array([done[i]["y"] for i in ids]),
+             ids=np.array(ids), groups=np.array([done[i]["group"] for i in ids]), model_key=np.array(model_key))
+
+
+def fit(args: argparse.Namespace) -> int:
+    data = np.load(args.data, allow_pickle=False)
+    X, y, groups = data["X"], data["y"], [str(g) for g in data["groups"]]
+    model_key = str(data["model_key"]) if "model_key" in data else PACKAGED_GGUF_SHA256
+    layers = [int(x) for x in args.layers.split(",")] if args.layers else None
+    sources = np.array(["squad2" if g.startswith("squad2:") else "nq" for g in groups])
+    counts = {str(s): int((sources == s).sum()) for s in sorted(set(sources))}
+    probe, report = fit_probe(X, y, groups, model_key, layers=layers, c=args.c,
+                              meta={"trained_by": "scripts/train_probe.py", "rows_by_source": counts})
+    probe.save(args.out)
+    oof = np.array(report.pop("oof_scores"))
+    table = []
+    for t in (0.3, 0.4, 0.5, 0.6, 0.7):
+        row = {"threshold": t}
+        for src in sorted(set(sources)):
+            m = sources == src
+            row[f"{src}_refusal_unanswerable"] = round(float((oof[m & (y == 0)] < t).mean()), 3)
+            row[f"{src}_false_refusal"] = round(float((oof[m & (y == 1)] < t).mean()), 3)
+        table.append(row)
+    report.update(n=int(len(y)), answerable=int(y.sum()), by_source=counts,
+                  out_of_fold=table, probe=str(args.out))
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text(json.dumps(report, indent=2) + "\n")
+    roc_plot(oof, y, sources, args.report.with_name("roc.png"), report["layer_auc"][report["chosen_layer"]])
+    print(json.dumps({k: v for k, v in report.items() if k != "layer_auc"}, indent=1))
+    print("layer AUC:", report["layer_auc"])
+    return 0
+
+
+def roc_plot(oof: np.ndarray, y: np.ndarray, sources: np.ndarray, path: Path, auc: float) -> Path:
+    """Out-of-fold ROC per source, with the issue's operating point (refuse >= 70% of unanswerable
+    questions at <= 15% false refusals) marked: a curve that passes below it cannot meet the targets."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for src in sorted(set(sources)):
+        m = sources == src
+        thresholds = np.unique(np.concatenate([[0.0, 1.01], oof[m]]))
+        fr = [(oof[m & (y == 1)] < t).mean() for t in thresholds]  # answerable refused
+        rr = [(oof[m & (y == 0)] < t).mean() for t in thresholds]  # unanswerable refused
+        ax.plot(fr, rr, label=f"{src} (n={int(m.sum())})")
+    ax.plot([0, 1], [0, 1], ls=":", c="grey")
+    ax.scatter([0.15], [0.70], marker="*", s=160, c="crimson", zorder=3, label="target (15% FR, 70% refusal)")
+    ax.set_xlabel("false refusal (answerable refused)")
+    ax.set_ylabel("refusal of unanswerable")
+    ax.set_title(f"answerability probe, out-of-fold (AUC {auc:.3f})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("--squad", type=int, default=600)
+    c.add_argument("--nq", type=int, default=300)
+    c.add_argument("--seed", type=int, default=2)
+    c.add_argument("--exclude", type=Path, nargs="*", default=[ROOT / "data" / "squad200.jsonl", ROOT / "data" / "squad_dev100.jsonl"])
+    c.add_argument("--out", type=Path, default=ROOT / "artifacts" / "probe" / "train.npz")
+    c.add_argument("--model", type=Path, default=None, help="a local HF folder whose states to read (default: the configured model)")
+    c.add_argument("--preset", default=None)
+    c.add_argument("--override", nargs="*", default=[])
+    f = sub.add_parser("fit")
+    f.add_argument("--data", type=Path, default=ROOT / "artifacts" / "probe" / "train.npz")
+    f.add_argument("--layers", default="", help="comma-separated layer indices to consider (default: all)")
+    f.add_argument("--c", type=float, default=0.003, help="inverse L2 strength of the logistic regression")
+    f.add_argument("--out", type=Path, default=PACKAGED_PROBE)
+    f.add_argument("--report", type=Path, default=ROOT / "benchmarks" / "probe" / "training.json")
+    args = ap.parse_args()
+    return collect(args) if args.cmd == "collect" else fit(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

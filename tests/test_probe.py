@@ -1,0 +1,160 @@
+"""The answerability probe: fitting, the file format, the model check and the decision it drives."""
+
+import numpy as np
+import pytest
+
+from agentic_rag.gate.policy import Flags, decide
+from agentic_rag.gate.probe import (
+    PACKAGED_PROBE,
+    AnswerabilityProbe,
+    ProbeMismatchError,
+    _auc,
+    fit_probe,
+    load_probe,
+    probe_request,
+    read_probe,
+)
+from tests.fakes import ScriptedChat
+
+
+def _synthetic(n=160, layers=4, hidden=8, informative=2, seed=0):
+    """States where only ``informative`` carries the label (along one direction), the rest is noise."""
+    rng = np.random.default_rng(seed)
+    y = np.array([i % 2 for i in range(n)])
+    X = rng.normal(size=(n, layers, hidden))
+    X[:, informative, 3] += 2.5 * (2 * y - 1)
+    groups = [f"article{i % 8}" for i in range(n)]
+    return X, y, groups
+
+
+def test_fit_picks_the_informative_layer_and_scores_held_out_rows():
+    X, y, groups = _synthetic()
+    probe, report = fit_probe(X, y, groups, model_key="k" * 64)
+    assert probe.layer == 2 and report["chosen_layer"] == 2
+    assert report["layer_auc"][2] > 0.9 and max(report["layer_auc"][i] for i in (0, 1, 3)) < 0.75
+    Xt, yt, _ = _synthetic(seed=1)
+    scores = np.array([probe.score(x[2]) for x in Xt])
+    assert _auc(yt, scores) > 0.9
+    assert scores[yt == 1].mean() > 0.5 > scores[yt == 0].mean()
+
+
+def test_auc_matches_the_rank_definition_with_ties():
+    y = np.array([1, 1, 0, 0, 1])
+    s = np.array([0.9, 0.5, 0.5, 0.1, 0.2])
+    pairs = [(a, b) for a in s[y == 1] for b in s[y == 0]]
+    expected = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in pairs) / len(pairs)
+    assert _auc(y, s) == pytest.approx(expected)
+
+
+def test_file_round_trip_and_model_check(tmp_path):
+    X, y, groups = _synthetic()
+    probe, _ = fit_probe(X, y, groups, model_key="a" * 64, layers=[2])
+    path = probe.save(tmp_path / "p.json")
+    loaded = load_probe(path)
+    assert loaded.layer == 2 and loaded.score(X[0, 2]) == pytest.approx(probe.score(X[0, 2]), abs=1e-4)
+    loaded.check_model("a" * 64, 8)
+    with pytest.raises(ProbeMismatchError, match="Train one for it"):
+        loaded.check_model("b" * 64, 8)
+    with pytest.raises(ProbeMismatchError):
+        loaded.score(np.zeros(5))
+    (tmp_path / "bad.json").write_text('{"layer": 1}')
+    with pytest.raises(ValueError, match="not an answerability probe"):
+        load_probe(tmp_path / "bad.json")
+    with pytest.raises(FileNotFoundError, match="PROBE_PATH"):
+        load_probe(tmp_path / "none.json")
+
+
+def test_packaged_probe_is_for_the_packaged_model():
+    from agentic_rag.llm.packaged import PACKAGED_GGUF_SHA256
+
+    probe = load_probe(PACKAGED_PROBE)
+    probe.check_model(PACKAGED_GGUF_SHA256, 896)
+    assert probe.meta["cv_auc"] > 0.6 and probe.meta["n"] >= 500
+
+
+def test_backend_without_states_skips_the_probe_and_says_why(settings):
+    request = probe_request(ScriptedChat(replies=["x"]), settings)
+    assert request["status"] == "unavailable" and "hidden states" in request["why"]
+    assert read_probe(None, request) == {"status": "unavailable", "why": request["why"]}
+    off = settings.model_copy(update={"PROBE_ENABLED": False})
+    assert probe_request(ScriptedChat(replies=["x"]), off) == {"status": "off"}
+
+
+SUPPORTED = {"overlap_est": 1.0, "faith_est": 1.0, "answer_relevance": 1.0, "anchor_coverage": 1.0, "tokens_left": 3000}
+
+
+@pytest.mark.parametrize(
+    "answerability, grounding, expected",
+    [
+        (0.2, True, "ABSTAIN_NOT_ANSWERABLE"),
+        (0.8, True, "STOP_OVERLAP_OK"),
+        (None, True, "STOP_OVERLAP_OK"),  # probe unavailable: the other signals decide
+        (0.2, False, "STOP_OVERLAP_OK"),  # layer 2 switched off
+    ],
+)
+def test_policy_refuses_what_the_probe_calls_unanswerable(settings, answerability, grounding, expected):
+    s = settings.model_copy(update={"GROUNDING_ENABLED": grounding, "ANSWERABILITY_MIN": 0.5})
+    signals = dict(SUPPORTED, **({} if answerability is None else {"answerability": answerability}))
+    flags = Flags(has_evidence=True, has_draft=True, reflected=False)
+    assert decide(signals, flags, s).reason == expected
+
+
+def test_low_answerability_with_missing_anchors_retrieves_first(settings):
+    signals = dict(SUPPORTED, anchor_coverage=0.0, answerability=0.1)
+    flags = Flags(has_evidence=True, has_draft=True)
+    assert decide(signals, flags, settings).reason == "RETRIEVE_MISSING_ANCHORS"
+    done = Flags(has_evidence=True, has_draft=True, one_shot_done=True)
+    assert decide(signals, done, settings).reason == "ABSTAIN_NOT_ANSWERABLE"
+
+
+@pytest.mark.model
+def test_real_model_state_from_the_generation_call_matches_a_forward_pass(settings):
+    """The probe reads the prefill of the answer call itself; training reads a separate forward pass."""
+    from langchain_core.messages import HumanMessage
+
+    from agentic_rag.generator.generate import call_model
+    from agentic_rag.llm.factory import get_chat_model
+
+    model = get_chat_model(settings, max_tokens=4)
+    request = probe_request(model, settings)
+    assert request["status"] == "requested"
+    layer = request["kwargs"]["prompt_state_layer"]
+    messages = [HumanMessage(content="Sources:\n[1] Paris is the capital of France.\nQuestion: What is the capital of France?")]
+    message, usage = call_model(messages, settings.model_copy(update={"MAX_OUTPUT_TOKENS": 4}), "generation", model,
+                                **request["kwargs"])
+    reading = read_probe(message, request)
+    assert reading["status"] == "scored" and 0.0 <= reading["answerability"] <= 1.0 and reading["layer"] == layer
+    forward = model.prompt_states(messages)[layer].numpy()
+    generated = np.array(message.response_metadata["prompt_state"]["state"])
+    assert np.allclose(generated, forward, atol=0.05 * np.abs(forward).max())
+    assert usage["generation"]["calls"] == 1
+
+
+def _train_probe_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "train_probe.py"
+    spec = importlib.util.spec_from_file_location("train_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_gold(shared_data, tmp_path):
+    from agentic_rag.datasets.crag import IDK, iter_records
+
+    tp = _train_probe_script()
+    records = tp.nq_records(8, seed=3, tmp=tmp_path)
+    originals = {r.interaction_id: r for r in iter_records(tmp_path / "nq_all.jsonl")}
+    negatives = [r for r in records if r.answer == IDK]
+    answerable = [r for r in records if r.answer != IDK]
+    assert len(negatives) == len(answerable) == 4
+    for r in negatives:
+        original = originals[tp.group_of(r)]
+        answers = [a.lower() for a in [original.answer, *original.alternative_answers]]
+        assert r.interaction_id.endswith("-negative") and len(r.search_results) == 5 and not r.gold_page_urls
+        assert not any(a in p.page_result.lower() for p in r.search_results for a in answers)
+    for r in answerable:
+        assert r.gold_page_urls and r.gold_page_urls[0] in {p.page_url for p in r.search_results}
+        assert r.answer == originals[tp.group_of(r)].answer
