@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+
+import numpy as np
 import sys
 from pathlib import Path
 
@@ -41,6 +43,21 @@ def targets(agent: dict, base: dict) -> dict:
     return out
 
 
+def probe_auc(run_dir: Path) -> dict:
+    """How well the answerability probe separated answerable from unanswerable questions in a run
+    (questions that reached the generator; AUC is undefined when only one kind is present)."""
+    from agentic_rag.eval.runner import read_results
+    from agentic_rag.gate.probe import _auc
+    from agentic_rag.datasets.crag import IDK
+
+    rows = [r for r in read_results(run_dir / "results.jsonl") if (r.get("signals") or {}).get("answerability") is not None]
+    y = np.array([int(r["gold"] != IDK) for r in rows])
+    s = np.array([r["signals"]["answerability"] for r in rows])
+    auc = _auc(y, s) if 0 < y.sum() < len(y) else None
+    return {"scored": len(rows), "auc": None if auc is None else round(auc, 3),
+            "median_unanswerable": round(float(np.median(s[y == 0])), 3) if (y == 0).any() else None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--squad", type=Path, default=ROOT / "artifacts" / "runs" / "agent_vs_baseline" / "squad200")
@@ -52,7 +69,7 @@ def main() -> int:
         keys = ("n", "accuracy", "hallucination", "missing", "score", "accuracy_answerable", "refusal_rate_unanswerable",
                 "false_refusal_rate", "false_acceptance_rate", "idk_with_citations", "tokens_per_q")
         report[name] = {"agent": {k: agent.get(k) for k in keys}, "baseline": {k: base.get(k) for k in keys},
-                        "targets": targets(agent, base)}
+                        "targets": targets(agent, base), "probe": probe_auc(runs / "agent")}
         dest = ROOT / "benchmarks" / "abstention" / name
         dest.mkdir(parents=True, exist_ok=True)
         for system in ("agent", "baseline"):

@@ -122,6 +122,12 @@ def abstention_section(a: dict) -> list[str]:
         for t, r in v["targets"].items():
             figs = ", ".join(f"{k} {x}" for k, x in r.items() if k != "holds")
             out.append(f"| {name} | {t} | {figs} | {'yes' if r['holds'] else 'no'} |")
+    out += ["", "The answerability probe on the questions that reached the generator:", ""]
+    for name, v in a.items():
+        p = v.get("probe") or {}
+        if p:
+            auc = f"AUC {p['auc']}" if p.get("auc") is not None else "AUC undefined (one class only)"
+            out.append(f"- {name}: {p['scored']} scored, {auc}, median P(answerable) on unanswerable {p['median_unanswerable']}.")
     return out + [""]
 
 
