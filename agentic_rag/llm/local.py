@@ -154,7 +154,7 @@ class ChatLocalTransformers(BaseChatModel):
         model, _, gen_lock = _load(self.model_path, self.dtype)
         inputs = self._inputs(messages)
         with gen_lock, torch.inference_mode():
-            out = model(**inputs, output_hidden_states=True)
+            out = model(**inputs, output_hidden_states=True, use_cache=False, logits_to_keep=1)
         return torch.stack([h[0, -1, :] for h in out.hidden_states]).float()
 
     def _generate(
