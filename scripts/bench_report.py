@@ -149,6 +149,9 @@ def probe_section(t: dict, x: dict | None) -> list[str]:
     if x:
         out += [x["what"], "", "| signal | AUC |", "|---|---|"]
         out += [f"| {k} | {v} |" for k, v in x["auc"].items()]
+        if x.get("learning_curve"):
+            lc = x["learning_curve"]
+            out += ["", lc["what"] + ": " + ", ".join(f"{k} of the rows -> {v}" for k, v in lc["fraction_of_training_rows"].items()) + "."]
         out += ["", x["needed"], ""]
     return out
 
