@@ -158,3 +158,16 @@ def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_g
     for r in answerable:
         assert r.gold_page_urls and r.gold_page_urls[0] in {p.page_url for p in r.search_results}
         assert r.answer == originals[tp.group_of(r)].answer
+
+
+def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_passage_lacks(settings):
+    from agentic_rag.gate.signals import unmatched_question_terms
+    from agentic_rag.generator.finalize import explain_refusal
+
+    passage = "The Cape Colony published its first newspaper in 1800, and the colony grew."
+    unmatched = unmatched_question_terms("In what year was The Cape Monthly first published?", passage)
+    assert unmatched == ["monthly"]  # "published" meets "published", "first" and "cape" are there
+    signals = {"answerability": 0.19, "question_terms_unmatched": unmatched, "missing_anchors": []}
+    text, missing = explain_refusal("ABSTAIN_NOT_ANSWERABLE", signals, {}, settings)
+    assert "19%" in text and f"{settings.ANSWERABILITY_MIN:.0%}" in text and '"monthly"' in text
+    assert missing == ["monthly"]

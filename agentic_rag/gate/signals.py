@@ -112,6 +112,18 @@ def key_tokens(plain: str, question: str) -> list[str]:
     return [t for t in dict.fromkeys(tokenize(plain)) if t not in asked]
 
 
+# words that say what is asked, not what it is about: never "missing" from a passage
+_ASKING = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "many", "much", "year", "do", "does", "did",
+           "date", "name", "number", "kind", "type"}
+
+
+def unmatched_question_terms(question: str, text: str) -> list[str]:
+    """The question's content words (stemmed) that ``text`` never uses: what a refusal can name as
+    missing when the sources look on topic but do not answer the question as asked."""
+    present = {stem(t) for t in re.findall(r"\w+", text.lower())}
+    return [t for t in dict.fromkeys(tokenize(question)) if t not in _ASKING and stem(t) not in present]
+
+
 def sentence_support(
     answer: str, bundle: dict[str, Any], embedder, tau: float, question: str = "", kind: str = "other",
     min_claims: float = 1.0,
@@ -243,6 +255,7 @@ def collect_signals(
         "sentences": rows,
         "claims": claims,
         "unsupported_claims": unsupported_claims,
+        "question_terms_unmatched": unmatched_question_terms(question, windows or cited_text) if answer else [],
         "cited_text_chars": len(cited_text),
         "_cited_text": cited_text,
         "_support_windows": windows,

@@ -82,14 +82,16 @@ def explain_refusal(
             missing_anchors,
         )
     if reason == "ABSTAIN_NOT_ANSWERABLE":
+        unmatched = signals.get("question_terms_unmatched") or []
         text = (
             f"The sources were read, but the answerability probe on the generator's own state gives only "
             f"{signals.get('answerability', 0.0):.0%} that they answer this question (at least "
-            f"{settings.ANSWERABILITY_MIN:.0%} needed), so the draft was withheld. A source that states the "
-            f"answer to the question as asked is needed"
+            f"{settings.ANSWERABILITY_MIN:.0%} needed), so the draft was withheld."
         )
-        text += f", for {_list(missing_anchors)}." if missing_anchors else "."
-        return text, missing_anchors or ["a source that answers the question as asked"]
+        if unmatched:
+            text += f" The passage the draft relied on never mentions {_list(unmatched[:5])} from the question."
+        text += " A source that states the answer to the question as asked is needed."
+        return text, missing_anchors or unmatched[:5] or ["a source that answers the question as asked"]
     if reason == "ABSTAIN_MISSING_ANCHORS":
         found_periods = validation.get("found_periods") or []
         text = "The cited sources do not mention " + (_list(missing_anchors) if missing_anchors else "what the question asks about")
