@@ -47,14 +47,14 @@ def probe_auc(run_dir: Path) -> dict:
     """How well the answerability probe separated answerable from unanswerable questions in a run
     (questions that reached the generator; AUC is undefined when only one kind is present)."""
     from agentic_rag.eval.runner import read_results
-    from agentic_rag.gate.probe import _auc
+    from agentic_rag.gate.probe import auc
     from agentic_rag.datasets.crag import IDK
 
     rows = [r for r in read_results(run_dir / "results.jsonl") if (r.get("signals") or {}).get("answerability") is not None]
     y = np.array([int(r["gold"] != IDK) for r in rows])
     s = np.array([r["signals"]["answerability"] for r in rows])
-    auc = _auc(y, s) if 0 < y.sum() < len(y) else None
-    return {"scored": len(rows), "auc": None if auc is None else round(auc, 3),
+    value = auc(y, s)  # NaN when only one kind is present
+    return {"scored": len(rows), "auc": None if np.isnan(value) else round(value, 3),
             "median_unanswerable": round(float(np.median(s[y == 0])), 3) if (y == 0).any() else None}
 
 

@@ -187,13 +187,14 @@ def roc_plot(oof: np.ndarray, y: np.ndarray, sources: np.ndarray, path: Path, au
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from sklearn.metrics import roc_curve
 
     fig, ax = plt.subplots(figsize=(5, 5))
     for src in sorted(set(sources)):
         m = sources == src
-        thresholds = np.unique(np.concatenate([[0.0, 1.01], oof[m]]))
-        fr = [(oof[m & (y == 1)] < t).mean() for t in thresholds]  # answerable refused
-        rr = [(oof[m & (y == 0)] < t).mean() for t in thresholds]  # unanswerable refused
+        # "refuse" is the positive class and a lower P(answerable) refuses first:
+        # x = answerable refused (false refusal), y = unanswerable refused
+        fr, rr, _ = roc_curve(y[m] == 0, -oof[m])
         ax.plot(fr, rr, label=f"{src} (n={int(m.sum())})")
     ax.plot([0, 1], [0, 1], ls=":", c="grey")
     ax.scatter([0.15], [0.70], marker="*", s=160, c="crimson", zorder=3, label="target (15% FR, 70% refusal)")

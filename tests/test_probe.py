@@ -8,7 +8,7 @@ from agentic_rag.gate.probe import (
     PACKAGED_PROBE,
     AnswerabilityProbe,
     ProbeMismatchError,
-    _auc,
+    auc,
     fit_probe,
     load_probe,
     probe_request,
@@ -34,7 +34,7 @@ def test_fit_picks_the_informative_layer_and_scores_held_out_rows():
     assert report["layer_auc"][2] > 0.9 and max(report["layer_auc"][i] for i in (0, 1, 3)) < 0.75
     Xt, yt, _ = _synthetic(seed=1)
     scores = np.array([probe.score(x[2]) for x in Xt])
-    assert _auc(yt, scores) > 0.9
+    assert auc(yt, scores) > 0.9
     assert scores[yt == 1].mean() > 0.5 > scores[yt == 0].mean()
 
 
@@ -43,7 +43,7 @@ def test_auc_matches_the_rank_definition_with_ties():
     s = np.array([0.9, 0.5, 0.5, 0.1, 0.2])
     pairs = [(a, b) for a in s[y == 1] for b in s[y == 0]]
     expected = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in pairs) / len(pairs)
-    assert _auc(y, s) == pytest.approx(expected)
+    assert auc(y, s) == pytest.approx(expected)
 
 
 def test_file_round_trip_and_model_check(tmp_path):

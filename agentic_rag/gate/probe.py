@@ -147,22 +147,12 @@ def _warn_once(text: str) -> None:
 # training (scripts/train_probe.py); scikit-learn is only needed here
 
 
-def _auc(y: np.ndarray, s: np.ndarray) -> float:
-    """Rank AUC (ties counted half): P(score of a random answerable > score of a random unanswerable)."""
-    pos, neg = s[y == 1], s[y == 0]
-    if not len(pos) or not len(neg):
-        return float("nan")
-    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
-    ranks = np.empty(len(order))
-    allv = np.concatenate([pos, neg])[order]
-    i = 0
-    while i < len(allv):  # average ranks over ties
-        j = i
-        while j + 1 < len(allv) and allv[j + 1] == allv[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+def auc(y: np.ndarray, s: np.ndarray) -> float:
+    """ROC AUC of ``s`` for y = 1 (answerable); ties count half. NaN when only one class is present."""
+    from sklearn.metrics import roc_auc_score
+
+    y = np.asarray(y)
+    return float(roc_auc_score(y, s)) if 0 < y.sum() < len(y) else float("nan")
 
 
 def cross_validated_scores(
@@ -206,7 +196,7 @@ def fit_probe(
     per_layer = {}
     for layer in layers:
         oof = cross_validated_scores(states[:, layer, :].astype(np.float64), y, groups, c, folds)
-        per_layer[layer] = {"auc": round(_auc(y, oof), 4), "oof": oof}
+        per_layer[layer] = {"auc": round(auc(y, oof), 4), "oof": oof}
     best = max(layers, key=lambda layer: per_layer[layer]["auc"])
     model = _fit(states[:, best, :].astype(np.float64), y, c)
     scaler, lr = model.steps[0][1], model.steps[1][1]
