@@ -102,23 +102,30 @@ def probe_request(model: Any, settings: Any) -> dict[str, Any]:
     if not settings.PROBE_ENABLED:
         return {"status": "off"}
     from agentic_rag.llm.local import ChatLocalTransformers, hidden_size_of
-    from agentic_rag.llm.packaged import converted_source_key
 
     if not isinstance(model, ChatLocalTransformers):
         return {"status": "unavailable", "why": f"the {model._llm_type} backend does not expose hidden states"}
-    probe = load_probe(settings.PROBE_PATH)
-    try:
-        probe.check_model(converted_source_key(Path(model.model_path)), hidden_size_of(model))
-    except ProbeMismatchError as exc:
+    path = str(Path(settings.PROBE_PATH or PACKAGED_PROBE).resolve())
+    mismatch = _mismatch(path, model.model_path, hidden_size_of(model))
+    if mismatch:
         if settings.PROBE_PATH is not None:
-            raise
-        _warn_once(str(exc))
+            raise ProbeMismatchError(mismatch)
+        _warn_once(mismatch)
         return {"status": "unavailable", "why": "the packaged probe was trained on another model"}
-    return {
-        "status": "requested",
-        "kwargs": {"prompt_state_layer": probe.layer},
-        "path": str(settings.PROBE_PATH or PACKAGED_PROBE),
-    }
+    return {"status": "requested", "kwargs": {"prompt_state_layer": load_probe(path).layer}, "path": path}
+
+
+@lru_cache(maxsize=8)
+def _mismatch(probe_path: str, model_path: str, hidden_size: int) -> str:
+    """Why the probe does not fit the model ("" when it does), checked once per pair: the check reads
+    the model folder's conversion marker, which the answer call should not re-read per question."""
+    from agentic_rag.llm.packaged import converted_source_key
+
+    try:
+        load_probe(probe_path).check_model(converted_source_key(Path(model_path)), hidden_size)
+    except ProbeMismatchError as exc:
+        return str(exc)
+    return ""
 
 
 def read_probe(message: Any, request: dict[str, Any]) -> dict[str, Any]:
