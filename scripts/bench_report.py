@@ -131,7 +131,7 @@ def abstention_section(a: dict) -> list[str]:
     return out + [""]
 
 
-def probe_section(t: dict, x: dict | None) -> list[str]:
+def probe_section(t: dict) -> list[str]:
     out = [
         "## Answerability probe (`scripts/train_probe.py collect` then `fit`)",
         "",
@@ -146,14 +146,13 @@ def probe_section(t: dict, x: dict | None) -> list[str]:
     for row in t["out_of_fold"]:
         out.append("| " + " | ".join(str(v) for v in row.values()) + " |")
     out += ["", "![ROC](probe/roc.png)", ""]
-    if x:
-        out += [x["what"], "", "| signal | AUC |", "|---|---|"]
-        out += [f"| {k} | {v} |" for k, v in x["auc"].items()]
-        if x.get("learning_curve"):
-            lc = x["learning_curve"]
-            out += ["", lc["what"] + ": " + ", ".join(f"{k} of the rows -> {v}" for k, v in lc["fraction_of_training_rows"].items()) + "."]
-        out += ["", x["needed"], ""]
-    return out
+    if t.get("learning_curve"):
+        out += ["Learning curve (article-grouped CV AUC when each training fold keeps a fraction of its rows): "
+                + ", ".join(f"{k} -> {v}" for k, v in t["learning_curve"].items()) + "."]
+    if t.get("auc_needed_for_targets"):
+        out += ["", "Refusing >= 70% of unanswerable questions at <= 15% false refusals needs an ROC through that point: "
+                f"under an equal-variance binormal model, AUC >= {t['auc_needed_for_targets']}."]
+    return out + [""]
 
 
 def main() -> int:
@@ -167,7 +166,7 @@ def main() -> int:
     if (a := _load("abstention.json")) is not None:
         lines += abstention_section(a)
     if (t := _load("probe/training.json")) is not None:
-        lines += probe_section(t, _load("probe/exploration.json"))
+        lines += probe_section(t)
     if (rc := _load("resume_check.json")) is not None:
         lines += [
             "## Kill and resume (`scripts/bench_resume.py`)",

@@ -39,7 +39,7 @@ import numpy as np
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult, iter_records
 from agentic_rag.datasets.prepare import prepare_nq, prepare_squad2
-from agentic_rag.gate.probe import PACKAGED_PROBE, fit_probe
+from agentic_rag.gate.probe import PACKAGED_PROBE, auc, cross_validated_scores, fit_probe
 from agentic_rag.llm.packaged import PACKAGED_GGUF_SHA256
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,13 +171,37 @@ def fit(args: argparse.Namespace) -> int:
             row[f"{src}_false_refusal"] = round(float((oof[m & (y == 1)] < t).mean()), 3)
         table.append(row)
     report.update(n=int(len(y)), answerable=int(y.sum()), by_source=counts,
-                  out_of_fold=table, probe=str(args.out))
+                  out_of_fold=table, probe=str(args.out),
+                  learning_curve=learning_curve(X[:, probe.layer, :].astype(np.float64), y, groups, args.c),
+                  auc_needed_for_targets=required_auc(refusal=0.70, false_refusal=0.15))
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report, indent=2) + "\n")
     roc_plot(oof, y, sources, args.report.with_name("roc.png"), report["layer_auc"][report["chosen_layer"]])
     print(json.dumps({k: v for k, v in report.items() if k != "layer_auc"}, indent=1))
     print("layer AUC:", report["layer_auc"])
     return 0
+
+
+def learning_curve(X: np.ndarray, y: np.ndarray, groups: list[str], c: float,
+                   fractions=(0.25, 0.5, 0.75, 1.0), draws: int = 3) -> dict[str, float]:
+    """Article-grouped CV AUC when each training fold keeps only a fraction of its rows (mean of
+    ``draws`` random subsets): whether more rows of the same kind would still help."""
+    rng = np.random.default_rng(0)
+    curve = {}
+    for fraction in fractions:
+        n = 1 if fraction >= 1.0 else draws
+        aucs = [auc(y, cross_validated_scores(X, y, groups, c, train_fraction=fraction, rng=rng)) for _ in range(n)]
+        curve[str(fraction)] = round(float(np.mean(aucs)), 3)
+    return curve
+
+
+def required_auc(refusal: float, false_refusal: float) -> float:
+    """The AUC a score needs for its ROC to pass through (false_refusal, refusal), under an
+    equal-variance binormal model: d' = z(refusal) + z(1 - false_refusal), AUC = Phi(d' / sqrt 2)."""
+    from scipy.stats import norm
+
+    d_prime = norm.ppf(refusal) + norm.ppf(1.0 - false_refusal)
+    return round(float(norm.cdf(d_prime / np.sqrt(2.0))), 3)
 
 
 def roc_plot(oof: np.ndarray, y: np.ndarray, sources: np.ndarray, path: Path, auc: float) -> Path:

@@ -171,3 +171,17 @@ def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_pas
     text, missing = explain_refusal("ABSTAIN_NOT_ANSWERABLE", signals, {}, settings)
     assert "19%" in text and f"{settings.ANSWERABILITY_MIN:.0%}" in text and '"monthly"' in text
     assert missing == ["monthly"]
+
+
+def test_required_auc_is_chance_at_the_diagonal_and_grows_with_the_target():
+    tp = _train_probe_script()
+    assert tp.required_auc(refusal=0.5, false_refusal=0.5) == pytest.approx(0.5)
+    assert tp.required_auc(refusal=0.7, false_refusal=0.15) == pytest.approx(0.865, abs=1e-3)
+    assert tp.required_auc(refusal=0.9, false_refusal=0.05) > tp.required_auc(refusal=0.7, false_refusal=0.15)
+
+
+def test_learning_curve_subsamples_training_folds():
+    X, y, groups = _synthetic()
+    tp = _train_probe_script()
+    curve = tp.learning_curve(X[:, 2, :], y, groups, c=0.05, fractions=(0.1, 1.0), draws=2)
+    assert set(curve) == {"0.1", "1.0"} and curve["1.0"] > 0.9 and curve["0.1"] <= curve["1.0"] + 0.05

@@ -163,14 +163,24 @@ def auc(y: np.ndarray, s: np.ndarray) -> float:
 
 
 def cross_validated_scores(
-    X: np.ndarray, y: np.ndarray, groups: Sequence[str], c: float = 0.05, folds: int = 5
+    X: np.ndarray,
+    y: np.ndarray,
+    groups: Sequence[str],
+    c: float = 0.05,
+    folds: int = 5,
+    train_fraction: float = 1.0,
+    rng: np.random.Generator | None = None,
 ) -> np.ndarray:
-    """Out-of-fold P(answerable) with folds split by ``groups`` (articles), so no article is in both."""
+    """Out-of-fold P(answerable) with folds split by ``groups`` (articles), so no article is in both.
+
+    ``train_fraction`` < 1 fits each fold on a random subset of its training rows (a learning curve)."""
     from sklearn.model_selection import GroupKFold
 
     out = np.zeros(len(y))
     n_groups = len(set(groups))
     for train, test in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
+        if train_fraction < 1.0:
+            train = (rng or np.random.default_rng(0)).choice(train, int(len(train) * train_fraction), replace=False)
         model = _fit(X[train], y[train], c)
         out[test] = model.predict_proba(X[test])[:, 1]
     return out
