@@ -128,6 +128,13 @@ def test_real_model_state_from_the_generation_call_matches_a_forward_pass(settin
     generated = np.array(message.response_metadata["prompt_state"]["state"])
     assert np.allclose(generated, forward, atol=0.05 * np.abs(forward).max())
     assert usage["generation"]["calls"] == 1
+    # the capture hook reaches both ends too: the embeddings (0) and the final, normed layer
+    states = model.prompt_states(messages).numpy()
+    for end in (0, len(states) - 1):
+        got = np.array(model.invoke(messages, prompt_state_layer=end).response_metadata["prompt_state"]["state"])
+        assert np.allclose(got, states[end], atol=0.05 * np.abs(states[end]).max())
+    with pytest.raises(ValueError, match="outside"):
+        model.invoke(messages, prompt_state_layer=len(states))
 
 
 def _train_probe_script():

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,36 @@ class _StopOnStrings(StoppingCriteria):
         text = self.tokenizer.decode(input_ids[0, self.prompt_len :], skip_special_tokens=True)
         done = any(stop in text for stop in self.stops)
         return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+@contextmanager
+def _capture_prompt_state(model: Any, layer: int | None, into: list[torch.Tensor]) -> Iterator[None]:
+    """Keep the last prompt token's state at ``layer`` (as in ``output_hidden_states``: 0 = the
+    embeddings, L = the output of block L, the last one after the final norm) from the prefill only.
+
+    A forward hook on that one module, instead of ``output_hidden_states`` in ``generate``, which
+    would keep every layer's states for the whole prompt and for every decoded token.
+    """
+    if layer is None:
+        yield
+        return
+    layer = int(layer)
+    base = model.get_decoder()
+    blocks = base.layers
+    if not 0 <= layer <= len(blocks):
+        raise ValueError(f"prompt_state_layer={layer} is outside 0..{len(blocks)} for this model")
+    module = base.embed_tokens if layer == 0 else base.norm if layer == len(blocks) else blocks[layer - 1]
+
+    def hook(_module: Any, _args: Any, output: Any) -> None:
+        if not into:  # the first call is the prefill; later calls decode one token each
+            hidden = output[0] if isinstance(output, tuple) else output
+            into.append(hidden[0, -1, :].detach().clone())
+
+    handle = module.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 class ChatLocalTransformers(BaseChatModel):
@@ -174,20 +206,16 @@ class ChatLocalTransformers(BaseChatModel):
         state_layer = kwargs.get("prompt_state_layer")
         inputs = self._inputs(messages)
         gen_kwargs: dict[str, Any] = {"max_new_tokens": int(cap), "do_sample": temperature > 0}
-        if state_layer is not None:
-            gen_kwargs.update(output_hidden_states=True, return_dict_in_generate=True)
         if self.repetition_penalty != 1.0:  # deterministic still: it reshapes logits, greedy picks the max
             gen_kwargs["repetition_penalty"] = self.repetition_penalty
         if temperature > 0:
             gen_kwargs["temperature"] = temperature
         if stop:
             gen_kwargs["stopping_criteria"] = [_StopOnStrings(tokenizer, stop, inputs["input_ids"].shape[1])]
-        with gen_lock, torch.inference_mode():
+        captured: list[torch.Tensor] = []
+        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, state_layer, captured):
             output = model.generate(**inputs, **gen_kwargs)
-        prompt_state = None
-        if state_layer is not None:
-            prompt_state = [round(v, 5) for v in output.hidden_states[0][int(state_layer)][0, -1, :].float().tolist()]
-            output = output.sequences
+        prompt_state = [round(v, 5) for v in captured[0].float().tolist()] if captured else None
         n_in = inputs["input_ids"].shape[1]
         new_ids = output[0, n_in:].tolist()
         text = tokenizer.decode(new_ids, skip_special_tokens=True)
