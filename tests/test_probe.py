@@ -167,6 +167,35 @@ def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_g
         assert r.answer == originals[tp.group_of(r)].answer
 
 
+def test_answer_removed_twin_keeps_the_topic_and_loses_every_answer_sentence():
+    from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult
+
+    tp = _train_probe_script()
+    gold = SearchResult(page_name="Normans (paragraph 1)", page_url="squad2://Normans/1", page_result=(
+        "The Normans were the people who gave their name to Normandy. Rollo swore fealty to King Charles III. "
+        "Their identity emerged in the first half of the 10th century. It continued to evolve."))
+    other = SearchResult(page_name="Normans (paragraph 2)", page_url="squad2://Normans/2",
+                         page_result="The Norman dynasty had a major political impact. In the 10th century they settled.")
+    record = CragRecord(interaction_id="squad2-abc", query="In what century did the Normans emerge?",
+                        answer="10th century", alternative_answers=["the first half of the 10th century"],
+                        search_results=[gold, other], gold_page_urls=[gold.page_url])
+    twin = tp.answer_removed(record)
+    assert twin.interaction_id == "squad2-abc-removed" and twin.answer == IDK and not twin.gold_page_urls
+    text = " ".join(p.page_result for p in twin.search_results)
+    assert "10th century" not in text and "Rollo swore fealty" in text and "political impact" in text
+    assert tp.group_of(twin) == tp.group_of(record) and tp.source_of(twin.interaction_id, tp.group_of(twin)) == "squad2_removed"
+    # too little left of the gold passage to stay on topic, or nothing to remove from: no twin
+    short = record.model_copy(update={"search_results": [gold.model_copy(update={"page_result": "It emerged in the 10th century."})]})
+    assert tp.answer_removed(short) is None
+    assert tp.answer_removed(record.model_copy(update={"answer": IDK, "alternative_answers": []})) is None
+    # the twin is scored against the answerable rows of the source it came from
+    y = np.array([1, 0, 0, 1, 0])
+    sources = np.array(["squad2", "squad2", "squad2_removed", "nq", "nq"])
+    pairs = tp.source_pairs(y, sources)
+    assert pairs["squad2_removed"].tolist() == [True, False, True, False, False]
+    assert set(tp.auc_by_source(np.array([0.9, 0.2, 0.1, 0.3, 0.8]), y, sources)) == {"squad2", "squad2_removed", "nq"}
+
+
 def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_passage_lacks(settings):
     from agentic_rag.gate.signals import unmatched_question_terms
     from agentic_rag.generator.finalize import explain_refusal
