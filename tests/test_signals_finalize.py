@@ -5,7 +5,7 @@ import pytest
 from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens
-from agentic_rag.generator.finalize import build_record, short_answer
+from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
 
 S = Settings.load()
@@ -119,6 +119,33 @@ def test_period_validator_applies_to_every_kind():
     assert not bad.ok and bad.missing == ["2018"] and bad.name == "period"
     assert validate("person", anchors, "Angelique Kerber won Wimbledon in 2018.").ok
     assert not validate("tournament", anchors, "Kerber won in 2018.").ok  # the tournament is required too
+
+
+def test_a_supporting_sentence_about_another_year_fails_even_with_the_asked_year_nearby():
+    from agentic_rag.supervisor.validators import validate
+
+    anchors = [Anchor("2019", "year", 0.9), Anchor("Maxwell Award", "award", 0.9)]
+    window = "Oct 29, 2019 ... Headlining the list of semifinalists is 2018 Maxwell Award winner Tua Tagovailoa."
+    claim = "Headlining the list of semifinalists is 2018 Maxwell Award winner Tua Tagovailoa."
+    assert validate("award", anchors, window, period_text=window).ok  # the date line alone would pass it
+    bad = validate("award", anchors, window, period_text=window, claim_text=claim)
+    assert not bad.ok and bad.missing == ["2019"] and bad.conflicting == {"2019": ["2018"]}
+    # a sentence that names no year, or names the asked one too, stays scoped by its window
+    assert validate("award", anchors, window, period_text=window, claim_text="Tua Tagovailoa won the Maxwell Award.").ok
+    assert validate("award", anchors, window, period_text=window,
+                    claim_text="The 2019 Maxwell Award went to Joe Burrow, after Tua won in 2018.").ok
+
+
+def test_refusal_for_a_sentence_about_another_year_says_which_year_it_is_about():
+    reason, missing = explain_refusal(
+        "ABSTAIN_MISSING_ANCHORS", {"missing_anchors": [], "anchor_coverage": 1.0},
+        {"missing": ["2019"], "found_periods": ["2018"], "conflicting_periods": {"2019": ["2018"]}}, S)
+    assert reason == "The sentence the draft rests on is about 2018, not 2019." and missing == ["2019"]
+    reason, _ = explain_refusal(
+        "ABSTAIN_MISSING_ANCHORS", {"missing_anchors": ["Maxwell Award"], "anchor_coverage": 0.5},
+        {"missing": ["2019"], "conflicting_periods": {"2019": ["2018"]}}, S)
+    assert reason.startswith('The cited sources do not mention "Maxwell Award" (anchor coverage 50%')
+    assert reason.endswith("; the sentence the draft rests on is about 2018, not 2019.")
 
 
 def test_coverage_reads_only_the_supporting_chunk(embedder):

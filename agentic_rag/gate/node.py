@@ -69,7 +69,9 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
             state = {**state, "usage": merge_usage(usage, judge_usage)}
     # periods are checked next to the supporting sentences; with no support, against the cited text
-    validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None)
+    claims = " ".join(r["quote"] for r in signals.get("sentences", []) if r.get("supported") and r.get("quote"))
+    validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None,
+                          claim_text=claims or None)
     if draft and settings.NLI_MODEL and cited_text:
         signals["nli_entailment"] = entailment_probability(settings.NLI_MODEL, cited_text[:4000], strip_markup(draft))
     found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]
@@ -99,6 +101,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             "ok": validation.ok,
             "missing": validation.missing,
             "found_periods": found_periods if any(a.type in PERIOD_TYPES for a in anchors) else [],
+            "conflicting_periods": validation.conflicting,
         },
         "decision": {**decision.to_dict(), "flags": flags.__dict__},
     }

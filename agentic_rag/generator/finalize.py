@@ -94,12 +94,19 @@ def explain_refusal(
         return text, missing_anchors or unmatched[:5] or ["a source that answers the question as asked"]
     if reason == "ABSTAIN_MISSING_ANCHORS":
         found_periods = validation.get("found_periods") or []
-        text = "The cited sources do not mention " + (_list(missing_anchors) if missing_anchors else "what the question asks about")
-        if found_periods:
-            text += f"; they give {', '.join(found_periods[:4])} instead"
-        coverage = signals.get("anchor_coverage", 0.0)
-        text += f" (anchor coverage {coverage:.0%}, needed {settings.COVERAGE_MIN:.0%})."
-        return text, missing_anchors
+        conflicting = validation.get("conflicting_periods") or {}
+        absent = [a for a in missing_anchors if a not in conflicting]
+        parts = []
+        if absent or not conflicting:
+            part = "the cited sources do not mention " + (_list(absent) if absent else "what the question asks about")
+            if found_periods and not conflicting:
+                part += f"; they give {', '.join(found_periods[:4])} instead"
+            coverage = signals.get("anchor_coverage", 0.0)
+            parts.append(f"{part} (anchor coverage {coverage:.0%}, needed {settings.COVERAGE_MIN:.0%})")
+        parts += [f"the sentence the draft rests on is about {', '.join(years[:3])}, not {asked}"
+                  for asked, years in conflicting.items()]
+        text = "; ".join(parts) + "."
+        return text[0].upper() + text[1:], missing_anchors
     unsupported = signals.get("unsupported_claims") or []
     text = (
         f"The draft answer was not supported by the sources: {signals.get('overlap_est', 0.0):.0%} of its sentences "

@@ -8,6 +8,7 @@ or quarter, which is the error these checks exist to catch.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from agentic_rag.anchors.predictor import Anchor, anchor_in_text
@@ -21,28 +22,43 @@ REQUIRED_TYPES = {
 }
 
 
+_YEAR = re.compile(r"\b(?:1[89]|20)\d{2}\b")
+
+
 @dataclass
 class ValidationResult:
     name: str
     ok: bool
     missing: list[str] = field(default_factory=list)
+    # asked year -> the other years the supporting sentences name instead of it
+    conflicting: dict[str, list[str]] = field(default_factory=dict)
 
 
-def validate(kind: str, anchors: list[Anchor], cited_text: str, period_text: str | None = None) -> ValidationResult:
+def validate(
+    kind: str, anchors: list[Anchor], cited_text: str, period_text: str | None = None, claim_text: str | None = None
+) -> ValidationResult:
     """Every anchor of the kind's required types that the question has must be in the cited text.
 
     Whatever the kind, a period the question names (year, quarter, month, date) must be in the
     supporting text: an answer about another season or quarter is the commonest faithful-but-wrong one.
     When ``period_text`` is given (the supporting sentences and their neighbours), periods must be
-    there, not merely somewhere in the cited chunk.
+    there, not merely somewhere in the cited chunk. When ``claim_text`` is given (the supporting
+    sentences alone) and it names years but not the asked one, the sentence is explicitly about
+    another year ("2018 Maxwell Award winner Tua" for 2019), and a neighbour's date line does not
+    rescue it.
     """
     groups = REQUIRED_TYPES.get(kind, (PERIOD_TYPES,))
     missing = []
+    conflicting: dict[str, list[str]] = {}
+    claim_years = list(dict.fromkeys(_YEAR.findall(claim_text or "")))
     for a in anchors:
         if not any(a.type in group for group in groups):
             continue
         where = period_text if (period_text is not None and a.type in PERIOD_TYPES) else cited_text
         if not anchor_in_text(a, where):
             missing.append(a.text)
+        elif a.type == "year" and claim_years and not anchor_in_text(a, claim_text):
+            missing.append(a.text)
+            conflicting[a.text] = claim_years
     name = kind if kind in REQUIRED_TYPES else "period"
-    return ValidationResult(name=name, ok=not missing, missing=missing)
+    return ValidationResult(name=name, ok=not missing, missing=missing, conflicting=conflicting)
