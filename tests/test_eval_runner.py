@@ -63,3 +63,25 @@ def test_parallel_workers_and_seeded_sample(tmp_path, settings):
     again = run_eval(data, "agent", settings, tmp_path / "par2", n=3, seed=7, progress=False, extra_config={"llm": fake()})
     assert [r["id"] for r in res["rows"]] == [r["id"] for r in again["rows"]] and len(res["rows"]) == 3
     assert res["summary"]["n"] == 3 and res["summary"]["unanswerable"] + res["summary"]["answerable"] == 3
+
+
+def test_a_fresh_run_starts_its_own_trace_and_a_resumed_one_continues_it(tmp_path, settings):
+    data = dataset(tmp_path)
+    out = tmp_path / "run"
+
+    def trace_ids():
+        return [json.loads(line)["question_id"] for line in (out / "telemetry.jsonl").read_text().splitlines()]
+
+    run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
+    first = trace_ids()
+    assert set(first) == {"toy-0", "toy-1"}
+    run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
+    assert trace_ids() == first  # rerun: the old rows are gone, not doubled
+    run_eval(data, "agent", settings, out, n=3, resume=True, progress=False, extra_config={"llm": fake()})
+    assert trace_ids()[: len(first)] == first and "toy-2" in trace_ids()[len(first):]
+    # a trace kept elsewhere is the user's own log: never removed
+    shared = tmp_path / "shared.jsonl"
+    shared.write_text('{"question_id": "earlier"}\n')
+    run_eval(data, "agent", settings.replace(TELEMETRY_PATH=str(shared)), tmp_path / "other", n=1, progress=False,
+             extra_config={"llm": fake()})
+    assert shared.read_text().startswith('{"question_id": "earlier"}') and len(shared.read_text().splitlines()) > 1

@@ -220,8 +220,13 @@ def run_eval(
             fh.seek(-1, 2)
             if fh.read(1) != b"\n":
                 fh.write(b"\n")
+    own_telemetry = out / "telemetry.jsonl"
     if settings.TELEMETRY_PATH is None:
-        settings = settings.replace(TELEMETRY_PATH=str(out / "telemetry.jsonl"))
+        settings = settings.replace(TELEMETRY_PATH=str(own_telemetry))
+    # the run folder's trace belongs to this run: a fresh run must not append to the last one's rows
+    # (a TELEMETRY_PATH elsewhere is the user's own log and is never removed)
+    if not resume and Path(settings.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
+        own_telemetry.unlink(missing_ok=True)
     report = ReadReport(str(dataset))
     records: Iterable[CragRecord] = iter_records(dataset, on_bad=settings.BAD_RECORDS, report=report)
     selected = select(records, n, seed)
