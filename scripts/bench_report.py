@@ -131,6 +131,10 @@ def abstention_section(a: dict) -> list[str]:
     return out + [""]
 
 
+def _by_source(report: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in (report.get("auc_by_source") or {}).items())
+
+
 def probe_section(t: dict) -> list[str]:
     out = [
         "## Answerability probe (`scripts/train_probe.py collect` then `fit`)",
@@ -149,6 +153,16 @@ def probe_section(t: dict) -> list[str]:
     if t.get("learning_curve"):
         out += ["Learning curve (article-grouped CV AUC when each training fold keeps a fraction of its rows): "
                 + ", ".join(f"{k} -> {v}" for k, v in t["learning_curve"].items()) + "."]
+    others = sorted(BENCH.glob("probe/*/training.json"))
+    if others:
+        out += ["", "The same prompts read by other local models (`train_probe.py collect --model DIR`, then `fit`):", "",
+                "| states of | rows | layer | CV AUC | AUC by source |", "|---|---|---|---|---|",
+                f"| packaged 0.5B | {t['n']} | {t['chosen_layer']} | {t['layer_auc'][str(t['chosen_layer'])]} | "
+                f"{_by_source(t)} |"]
+        for path in others:
+            o = json.loads(path.read_text())
+            out.append(f"| {path.parent.name} | {o['n']} | {o['chosen_layer']} | {o['layer_auc'][str(o['chosen_layer'])]} | "
+                       f"{_by_source(o)} |")
     if t.get("auc_needed_for_targets"):
         out += ["", "Refusing >= 70% of unanswerable questions at <= 15% false refusals needs an ROC through that point: "
                 f"under an equal-variance binormal model, AUC >= {t['auc_needed_for_targets']}."]
