@@ -67,7 +67,8 @@ def main() -> int:
     for name, runs in (("squad2_test200", args.squad), ("rgb_negative100", args.rgb)):
         agent, base = load(runs / "agent"), load(runs / "baseline")
         keys = ("n", "accuracy", "hallucination", "missing", "score", "accuracy_answerable", "refusal_rate_unanswerable",
-                "false_refusal_rate", "false_acceptance_rate", "idk_with_citations", "tokens_per_q")
+                "false_refusal_rate", "false_acceptance_rate", "idk_with_citations", "answered_with_world_answer",
+                "tokens_per_q")
         report[name] = {"agent": {k: agent.get(k) for k in keys}, "baseline": {k: base.get(k) for k in keys},
                         "targets": targets(agent, base), "probe": probe_auc(runs / "agent")}
         dest = ROOT / "benchmarks" / "abstention" / name

@@ -67,7 +67,9 @@ def main() -> int:
     args = ap.parse_args()
     settings = Settings.load(overrides=args.override)
     runs_root = Path(settings.ARTIFACTS_DIR) / "runs" / "agent_vs_baseline"
-    overview = {}
+    # datasets not re-run this time keep their last figures
+    overview_path = args.out / "overview.json"
+    overview = json.loads(overview_path.read_text()) if overview_path.is_file() else {}
     for name in args.datasets:
         run_dirs = []
         for system in ("baseline", "agent"):
@@ -99,7 +101,7 @@ def main() -> int:
             "paired": result["paired"][0]["score_difference"],
             "seed_criteria": seed_criteria(b, a),
         }
-    (args.out / "overview.json").write_text(json.dumps(overview, indent=2) + "\n")
+    overview_path.write_text(json.dumps(overview, indent=2) + "\n")
     print(json.dumps(overview, indent=2))
     return 0
 

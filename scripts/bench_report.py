@@ -115,8 +115,9 @@ def abstention_section(a: dict) -> list[str]:
     ]
     for name, v in a.items():
         for k in ("accuracy", "hallucination", "score", "accuracy_answerable", "refusal_rate_unanswerable",
-                  "false_refusal_rate", "tokens_per_q"):
-            out.append(f"| {name} | {k} | {v['baseline'].get(k)} | {v['agent'].get(k)} |")
+                  "false_refusal_rate", "answered_with_world_answer", "tokens_per_q"):
+            if v["agent"].get(k) is not None or v["baseline"].get(k) is not None:
+                out.append(f"| {name} | {k} | {v['baseline'].get(k)} | {v['agent'].get(k)} |")
     out += ["", "| dataset | target | figures | holds |", "|---|---|---|---|"]
     for name, v in a.items():
         for t, r in v["targets"].items():

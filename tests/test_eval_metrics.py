@@ -28,6 +28,22 @@ def test_abstention_metrics():
     assert s["refused_before_generation"] == 1 and s["refused_before_generation_with_llm_call"] == 0
 
 
+def test_answers_to_negatives_that_match_the_real_answer_are_counted_apart_and_stay_incorrect():
+    from agentic_rag.eval.runner import matches_world_answer
+
+    world = {"world_answer": "Tampa, Florida", "world_alternatives": ["Tampa"]}
+    leaked = {**row("i don't know", "ok", "incorrect"), **world,
+              "prediction": "Super Bowl LV was played in Tampa, Florida [1].", "short_answer": "Tampa, Florida"}
+    wrong = {**row("i don't know", "ok", "incorrect"), **world,
+             "prediction": "It was played in Glendale, Arizona [1].", "short_answer": "Glendale, Arizona"}
+    refused = {**row("i don't know", "refuse", "missing"), **world, "prediction": "I don't know.", "short_answer": ""}
+    assert [matches_world_answer(r) for r in (leaked, wrong, refused)] == [True, False, False]
+    rows = [{**r, "matches_world_answer": matches_world_answer(r)} for r in (leaked, wrong, refused)]
+    s = summarize(rows)
+    assert s["answered_with_world_answer"] == 1 and s["hallucination"] == round(2 / 3, 4)
+    assert summarize([row("i don't know", "ok", "incorrect")])["answered_with_world_answer"] is None
+
+
 def test_calibration_rule_respects_the_false_refusal_cap():
     rows = [
         {"value": 0.2, "score": 0.1, "refusal_rate_unanswerable": 0.5, "false_refusal_rate": 0.05},

@@ -165,6 +165,8 @@ def test_rgb_variants(rgb_out):
         assert rec.answer == IDK and rec.question_type == "unanswerable"
         assert texts == set(src["negative"])
         assert not texts & set(src["positive"])
+        aliases = _aliases(src["answer"])  # the real answer rides along, apart from the gold
+        assert rec.world_answer == aliases[0] and set([rec.world_answer, *rec.world_alternatives]) == set(aliases)
 
     fake_seen = 0
     for rec in by_variant["counterfactual"]:

@@ -514,7 +514,8 @@ def prepare_rgb(
     Per question and variant, a record ``rgb-<id>-<variant>``:
 
     * ``answerable``: the positive snippets plus ``noise`` negative ones, shuffled; gold = the answer.
-    * ``negative``: only the negative snippets; gold = "i don't know" (RGB's negative rejection).
+    * ``negative``: only the negative snippets; gold = "i don't know" (RGB's negative rejection);
+      the real answer in the extra fields ``world_answer`` / ``world_alternatives``.
     * ``counterfactual``: the ``positive_wrong`` snippets, which state ``fakeanswer``; gold = the true
       answer, the planted one in the extra field ``fake_answer``.
 
@@ -593,6 +594,10 @@ def prepare_rgb(
                 chosen_snippets = [("negative", k) for k in range(len(snippets["negative"]))]
                 gold, alts, qtype = IDK, [], "unanswerable"
                 extra["gold_page_urls"] = []
+                # the real answer, kept apart from the gold: an answer that matches it came from a
+                # "negative" snippet that leaked it, which the report counts separately
+                extra["world_answer"] = answer
+                extra["world_alternatives"] = alternatives
             else:
                 if not snippets["positive_wrong"] or not fake:
                     skipped[variant] += 1

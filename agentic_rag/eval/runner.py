@@ -29,7 +29,7 @@ from agentic_rag.runner import answer
 
 
 def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
-    return {
+    row = {
         "id": record.interaction_id,
         "query": record.query,
         "gold": record.answer,
@@ -56,6 +56,19 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
         "latency_ms": result.latency_ms,
         "signals": result.signals,
     }
+    if getattr(record, "world_answer", None):
+        row.update(world_answer=record.world_answer, world_alternatives=list(getattr(record, "world_alternatives", [])))
+        row["matches_world_answer"] = matches_world_answer(row)
+    return row
+
+
+def matches_world_answer(row: dict[str, Any]) -> bool:
+    """An answer to a question labelled unanswerable that is in fact the real answer (RGB's negative
+    snippets sometimes state it in other words): still scored against the label, counted apart."""
+    if row["status"] != "ok":
+        return False
+    j = judge(row["prediction"], row["short_answer"], row["world_answer"], row.get("world_alternatives") or [], False)
+    return j.label == "accurate"
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -100,6 +113,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             sum(not refused(r) and r["f1"] == 0 and r["judgement"] != "accurate" for r in answerable), len(answerable)
         ),
         "idk_with_citations": sum(refused(r) and bool(r.get("citations")) for r in rows),
+        # of the unanswerable-labelled questions answered, those answered with the real answer
+        "answered_with_world_answer": (sum(bool(r.get("matches_world_answer")) for r in unans)
+                                       if any(r.get("world_answer") for r in unans) else None),
         "refused_before_generation": sum(r.get("reason") in PRE_GENERATION_REFUSALS for r in rows),
         "refused_before_generation_with_llm_call": sum(
             r.get("reason") in PRE_GENERATION_REFUSALS and r["llm_calls"] > 0 for r in rows
@@ -290,6 +306,8 @@ def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
     for row in rows:
         j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok")
         row.update(judgement=j.label, judge_rule=j.rule, score=j.score, em=j.em, f1=j.f1)
+        if row.get("world_answer"):
+            row["matches_world_answer"] = matches_world_answer(row)
     results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
     summary = {"system": old.get("system", rows[0].get("system", "")) if rows else "", **summarize(rows),
