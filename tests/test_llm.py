@@ -16,6 +16,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import warnings
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
@@ -245,21 +247,30 @@ if __name__ == "__main__":
 
 
 @pytest.mark.model
-def test_llm_cache_replays_identical_calls_with_usage(tmp_path):
+def test_llm_cache_replays_identical_calls_with_usage(tmp_path, monkeypatch):
     from langchain_core.messages import HumanMessage
 
     from agentic_rag.configuration import Settings
     from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.llm.local import ChatLocalTransformers
     from agentic_rag.llm.usage import UsageLedger, invoke_llm
 
+    computed = []
+    real_generate = ChatLocalTransformers._generate
+    monkeypatch.setattr(ChatLocalTransformers, "_generate",
+                        lambda self, *a, **k: computed.append(1) or real_generate(self, *a, **k))
     s = Settings.load(overrides={"LLM_CACHE_PATH": str(tmp_path / "llm.sqlite")})
     model = get_chat_model(s)
     assert model.cache is not None and get_chat_model(s) is model
     ledger = UsageLedger()
     msgs = [HumanMessage(content="Name the capital of Italy in one word.")]
-    first = invoke_llm(model, msgs, "generation", ledger, max_tokens=6)
-    second = invoke_llm(model, msgs, "generation", ledger, max_tokens=6)
-    assert first.content == second.content
+    first = invoke_llm(model, msgs, "generation", ledger, max_tokens=6, prompt_state_layer=3)
+    with warnings.catch_warnings():
+        # a replay must not lean on langchain's deserialisation default, announced to change
+        warnings.filterwarnings("error", message="The default value of `allowed_objects`")
+        second = invoke_llm(model, msgs, "generation", ledger, max_tokens=6, prompt_state_layer=3)
+    assert len(computed) == 1  # the second call was replayed, not computed
+    assert first.content == second.content and first.response_metadata == second.response_metadata
     assert ledger.by_stage["generation"]["calls"] == 2
     assert ledger.by_stage["generation"]["total_tokens"] == 2 * first.usage_metadata["total_tokens"]
     assert (tmp_path / "llm.sqlite").stat().st_size > 0

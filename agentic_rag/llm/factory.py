@@ -50,20 +50,40 @@ def _with_cache(model: BaseChatModel, settings) -> BaseChatModel:
         return model
     key = (id(model), str(settings.LLM_CACHE_PATH))
     if key not in _CACHED:
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            from langchain_community.cache import SQLiteCache
-
         Path(key[1]).parent.mkdir(parents=True, exist_ok=True)
-        _CACHED[key] = model.model_copy(update={"cache": SQLiteCache(database_path=key[1])})
+        _CACHED[key] = model.model_copy(update={"cache": _replay_cache(key[1])})
     return _CACHED[key]
 
 
 _CACHED: dict[tuple[int, str], BaseChatModel] = {}
-# the cache only ever holds our own chat messages; the pending-default notice would print on every hit
-warnings.filterwarnings("ignore", message="The default value of `allowed_objects`")
+# `loads` is marked beta; its signature is stable across the langchain-core 1.x that pyproject requires
+warnings.filterwarnings("ignore", message="The function `loads` is in beta")
+
+
+def _replay_cache(path: str):
+    """langchain's SQLite cache, reading back only the two classes it ever stores.
+
+    Its own lookup deserialises with langchain's default set of allowed classes, a default that is
+    announced to change; a stricter one would turn every replay into a silent miss (a fresh, paid
+    call). Naming the classes keeps replays exact whatever the default becomes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.cache import SQLiteCache
+    from langchain_core.load import loads
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    class ReplayCache(SQLiteCache):
+        def lookup(self, prompt: str, llm_string: str):
+            table = self.cache_schema
+            stmt = select(table.response).where(table.prompt == prompt).where(table.llm == llm_string).order_by(table.idx)
+            with Session(self.engine) as session:
+                rows = session.execute(stmt).fetchall()
+            return [loads(row[0], allowed_objects=[ChatGeneration, AIMessage]) for row in rows] or None
+
+    return ReplayCache(database_path=path)
 
 
 @lru_cache(maxsize=16)
