@@ -8,10 +8,9 @@ or quarter, which is the error these checks exist to catch.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from agentic_rag.anchors.predictor import Anchor, anchor_in_text
+from agentic_rag.anchors.predictor import RE_YEAR, Anchor, anchor_in_text
 
 PERIOD_TYPES = {"year", "quarter", "month", "date"}
 REQUIRED_TYPES = {
@@ -20,9 +19,6 @@ REQUIRED_TYPES = {
     "numeric": ({"unit"}, PERIOD_TYPES),
     "time_window": ({"unit"}, PERIOD_TYPES),
 }
-
-
-_YEAR = re.compile(r"\b(?:1[89]|20)\d{2}\b")
 
 
 @dataclass
@@ -50,7 +46,7 @@ def validate(
     groups = REQUIRED_TYPES.get(kind, (PERIOD_TYPES,))
     missing = []
     conflicting: dict[str, list[str]] = {}
-    claim_years = list(dict.fromkeys(_YEAR.findall(claim_text or "")))
+    claim_years = list(dict.fromkeys(RE_YEAR.findall(claim_text or "")))  # the anchors' own notion of a year
     for a in anchors:
         if not any(a.type in group for group in groups):
             continue
