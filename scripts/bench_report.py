@@ -177,22 +177,27 @@ def probe_section(t: dict) -> list[str]:
 
 def calibration_section() -> list[str]:
     """One row per committed sweep: what was swept, on which split, and the row the rule chose."""
-    sweeps = [json.loads(f.read_text()) for f in sorted(BENCH.glob("calibration/*/sweep.json"))]
+    files = [("packaged 0.5B", f) for f in sorted(BENCH.glob("calibration/*/sweep.json"))]
+    files += [(f.parents[2].name, f) for f in sorted(BENCH.glob("probe/*/calibration/*/sweep.json"))]
+    sweeps = [{**json.loads(f.read_text()), "generator": name} for name, f in files]
     if not sweeps:
         return []
     out = [
         "## Calibration sweeps (`agentic-rag calibrate`)",
         "",
-        f"Rule: {sweeps[0]['rule']}. Each sweep's table and plots are in `calibration/<NAME>/`.",
+        f"Rule: {sweeps[0]['rule']}. Each sweep's table and plots are in `calibration/<NAME>/` "
+        "(other generators: `probe/<model>/calibration/<NAME>/`, run with `-o LLM_MODEL=DIR -o PROBE_PATH=FILE`).",
         "",
-        "| setting | dataset | values | default when swept | chosen | false refusal | refusal on unanswerable | score |",
-        "|---|---|---|---|---|---|---|---|",
+        "| generator | setting | dataset | values | default when swept | chosen | accuracy on answerable | false refusal "
+        "| refusal on unanswerable | hallucination | score |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in sweeps:
         row = next(r for r in s["sweep"] if r["value"] == s["chosen"])
         values = ", ".join(str(r["value"]) for r in s["sweep"])
-        out.append(f"| {s['param']} | {Path(s['dataset']).name} | {values} | {s['default']} | {s['chosen']} | "
-                   f"{row['false_refusal_rate']} | {row['refusal_rate_unanswerable']} | {row['score']} |")
+        out.append(f"| {s['generator']} | {s['param']} | {Path(s['dataset']).name} | {values} | {s['default']} | "
+                   f"{s['chosen']} | {row['accuracy_answerable']} | {row['false_refusal_rate']} | "
+                   f"{row['refusal_rate_unanswerable']} | {row['hallucination']} | {row['score']} |")
     return out + [""]
 
 
