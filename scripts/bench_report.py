@@ -169,6 +169,15 @@ def probe_section(t: dict) -> list[str]:
             out.append(f"| {name} | {o['n']} | {o['chosen_layer']} | {o['layer_auc'][str(o['chosen_layer'])]} | "
                        f"{_by_source(o)} | " + " | ".join(f"{sc.get('auc')} ({sc.get('scored')} q)" if sc else "-"
                                                         for sc in scores) + " |")
+    for run in sorted(BENCH.glob("probe/*/squad2_test200/agent_summary.json")):
+        o, a = json.loads(run.read_text()), (_load("abstention.json") or {}).get("squad2_test200", {}).get("agent", {})
+        keys = ("accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "hallucination", "score",
+                "tokens_per_q")
+        out += ["", f"The agent with the {run.parents[1].name} generator and its probe on the SQuAD 2.0 test sample "
+                "(threshold from its own dev sweep; the baseline with this generator is not run yet):", "",
+                "| generator | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys),
+                "| packaged 0.5B | " + " | ".join(str(a.get(k)) for k in keys) + " |",
+                f"| {run.parents[1].name} | " + " | ".join(str(o.get(k)) for k in keys) + " |"]
     if t.get("auc_needed_for_targets"):
         out += ["", "Refusing >= 70% of unanswerable questions at <= 15% false refusals needs an ROC through that point: "
                 f"under an equal-variance binormal model, AUC >= {t['auc_needed_for_targets']}."]
