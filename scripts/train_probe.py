@@ -236,17 +236,21 @@ def score(args: argparse.Namespace) -> int:
         "data": str(args.data), "states_of": Path(model.model_path).name, "probe": str(args.probe), "layer": probe.layer,
         "scored": len(y), "refused_before_generation": before,
         "auc": None if np.isnan(value) else round(float(value), 4),
-        "at_threshold": [
-            {"threshold": t,
-             "refusal_unanswerable": round(float((p_arr[y_arr == 0] < t).mean()), 3) if (y_arr == 0).any() else None,
-             "false_refusal": round(float((p_arr[y_arr == 1] < t).mean()), 3) if (y_arr == 1).any() else None}
-            for t in (0.3, 0.4, 0.5)
-        ],
+        "at_threshold": [{"threshold": t, **refusal_rates(p_arr, y_arr, t)} for t in (0.3, 0.4, 0.5)],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=1))
     return 0
+
+
+def refusal_rates(p: np.ndarray, y: np.ndarray, threshold: float) -> dict[str, float | None]:
+    """Refusing below ``threshold``: the share of unanswerable rows refused and of answerable rows
+    refused (None for a class the rows do not have)."""
+    def share(mask: np.ndarray) -> float | None:
+        return round(float((p[mask] < threshold).mean()), 3) if mask.any() else None
+
+    return {"refusal_unanswerable": share(y == 0), "false_refusal": share(y == 1)}
 
 
 def _save(path: Path, done: dict[str, dict], model_key: str) -> None:
@@ -271,10 +275,7 @@ def fit(args: argparse.Namespace) -> int:
         row = {"threshold": t}
         for src in sorted(set(sources)):
             m = sources == src
-            if (m & (y == 0)).any():
-                row[f"{src}_refusal_unanswerable"] = round(float((oof[m & (y == 0)] < t).mean()), 3)
-            if (m & (y == 1)).any():
-                row[f"{src}_false_refusal"] = round(float((oof[m & (y == 1)] < t).mean()), 3)
+            row.update({f"{src}_{k}": v for k, v in refusal_rates(oof[m], y[m], t).items() if v is not None})
         table.append(row)
     report.update(n=int(len(y)), answerable=int(y.sum()), by_source=counts, auc_by_source=auc_by_source(oof, y, sources),
                   out_of_fold=table, probe=str(args.out),
