@@ -290,9 +290,9 @@ class Settings(BaseSettings):
 
 
 def read_preset(preset: str | Path) -> dict[str, Any]:
-    path = Path(preset)
-    if not path.suffix:
-        path = PRESETS_DIR / f"{preset}.json"
+    # A shipped name wins over a path test: names such as "qwen-1.5b" carry a dot.
+    named = PRESETS_DIR / f"{preset}.json"
+    path = named if named.is_file() else Path(preset)
     if not path.is_file():
         names = sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
         raise SettingsError(f"unknown preset {str(preset)!r}: not a file, and not one of {names}")

