@@ -103,3 +103,17 @@ def test_resume_under_other_settings_is_refused_and_loses_nothing(tmp_path, sett
     resumed = run_eval(data, "agent", settings.replace(LLM_CACHE_PATH=str(tmp_path / "c.sqlite")), out, n=3,
                        resume=True, progress=False, extra_config={"llm": fake()})
     assert len(resumed["rows"]) == 3
+
+
+def test_a_sweep_records_the_settings_it_ran_under_and_will_not_resume_under_others(tmp_path, settings):
+    from agentic_rag.eval.calibrate import calibrate
+    from agentic_rag.eval.runner import ResumeMismatchError
+
+    data, out = dataset(tmp_path), tmp_path / "sweep"
+    under = settings.replace(ANSWER_RELEVANCE_MIN=0.3)
+    report = calibrate(data, "COVERAGE_MIN", [0.0, 0.5], under, out, extra_config={"llm": fake()})
+    assert [r["value"] for r in report["sweep"]] == [0.0, 0.5] and report["chosen"] in (0.0, 0.5)
+    assert report["fixed"] == {"ANSWER_RELEVANCE_MIN": 0.3}
+    assert json.loads((out / "sweep.json").read_text())["fixed"] == {"ANSWER_RELEVANCE_MIN": 0.3}
+    with pytest.raises(ResumeMismatchError, match="ANSWER_RELEVANCE_MIN"):
+        calibrate(data, "COVERAGE_MIN", [0.0, 0.5], settings, out, extra_config={"llm": fake()})

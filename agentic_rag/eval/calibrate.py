@@ -46,6 +46,15 @@ def choose(rows: list[dict[str, Any]], default: Any, max_false_refusal: float) -
     return max(eligible, key=lambda r: (r["score"], r["refusal_rate_unanswerable"] or 0.0, -distance(r)))
 
 
+def fixed_settings(settings: Settings, swept: str) -> dict[str, Any]:
+    """The settings a sweep ran under that differ from the defaults (preset and overrides): a chosen
+    value holds only together with them, so the sweep file records them."""
+    from agentic_rag.eval.runner import RUN_NEUTRAL_SETTINGS
+
+    base, now = Settings.load().public_dump(), settings.public_dump()
+    return {k: v for k, v in now.items() if k != swept and k not in RUN_NEUTRAL_SETTINGS and base.get(k) != v}
+
+
 def calibrate(
     dataset: str | Path,
     param: str,
@@ -55,6 +64,7 @@ def calibrate(
     system: str = "agent",
     n: int | None = None,
     max_false_refusal: float = 0.15,
+    extra_config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     out = Path(out_dir)
     name = param.upper()
@@ -64,7 +74,8 @@ def calibrate(
         settings = settings.replace(LLM_CACHE_PATH=str(out / "llm_cache.sqlite"))
     rows, runs = [], []
     for value in values:
-        run = run_eval(dataset, system, settings.replace(**{name: value}), out / f"{name}={value}", n=n, resume=True)
+        run = run_eval(dataset, system, settings.replace(**{name: value}), out / f"{name}={value}", n=n, resume=True,
+                       extra_config=extra_config)
         summary = run["summary"]
         rows.append({"value": value, **{k: summary.get(k) for k in METRICS}})
         runs.append({"name": f"{name}={value}", "summary": summary, "rows": run["rows"]})
@@ -74,6 +85,7 @@ def calibrate(
         "system": system,
         "param": name,
         "default": getattr(settings, name),
+        "fixed": fixed_settings(settings, name),
         "rule": f"max CRAG score s.t. false_refusal_rate <= {max_false_refusal} (if none meets it: lowest "
         "false_refusal_rate, then max score); ties: higher refusal on unanswerable",
         "sweep": rows,
