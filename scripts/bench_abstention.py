@@ -1,11 +1,13 @@
 """The abstention targets, measured: SQuAD 2.0 test sample (200) and RGB negative rejection (100).
 
 Reads the finished runs (agent and baseline, same model and settings) and writes
-benchmarks/abstention.json with each target, both systems' figures and whether it holds:
+benchmarks/abstention.json (the default generator) or benchmarks/abstention_<TAG>.json (another
+generator, e.g. ``--tag qwen-1.5b`` for runs made with ``--preset qwen-1.5b``) with each target, both
+systems' figures and whether it holds:
 refusal on unanswerable >= 70%, false refusal on answerable <= 15%, hallucination at most half the
 baseline's, and every refusal before generation made without an LLM call.
 
-Usage: python scripts/bench_abstention.py [--squad RUNS_DIR] [--rgb RUNS_DIR]
+Usage: python scripts/bench_abstention.py [--squad RUNS_DIR] [--rgb RUNS_DIR] [--tag TAG]
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--squad", type=Path, default=ROOT / "artifacts" / "runs" / "agent_vs_baseline" / "squad200")
     ap.add_argument("--rgb", type=Path, default=ROOT / "artifacts" / "runs" / "rgb_negative100")
+    ap.add_argument("--tag", default="", help="generator tag of the runs (empty: the default generator)")
     args = ap.parse_args()
+    runs_dest = ROOT / "benchmarks" / "abstention" / args.tag if args.tag else ROOT / "benchmarks" / "abstention"
     report = {}
     for name, runs in (("squad2_test200", args.squad), ("rgb_negative100", args.rgb)):
         agent, base = load(runs / "agent"), load(runs / "baseline")
@@ -71,11 +75,12 @@ def main() -> int:
                 "tokens_per_q")
         report[name] = {"agent": {k: agent.get(k) for k in keys}, "baseline": {k: base.get(k) for k in keys},
                         "targets": targets(agent, base), "probe": probe_auc(runs / "agent")}
-        dest = ROOT / "benchmarks" / "abstention" / name
+        dest = runs_dest / name
         dest.mkdir(parents=True, exist_ok=True)
         for system in ("agent", "baseline"):
             copy_run_files(runs / system, dest, system)
-    (ROOT / "benchmarks" / "abstention.json").write_text(json.dumps(report, indent=2) + "\n")
+    out = ROOT / "benchmarks" / (f"abstention_{args.tag}.json" if args.tag else "abstention.json")
+    out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
     return 0
 

