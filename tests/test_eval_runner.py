@@ -105,6 +105,22 @@ def test_resume_under_other_settings_is_refused_and_loses_nothing(tmp_path, sett
     assert len(resumed["rows"]) == 3
 
 
+def test_resume_after_the_probe_file_changed_is_refused(tmp_path, settings):
+    from agentic_rag.eval.runner import ResumeMismatchError
+    from agentic_rag.gate.probe import PACKAGED_PROBE
+
+    probe = tmp_path / "probe.json"
+    probe.write_text(PACKAGED_PROBE.read_text())
+    data, out, with_probe = dataset(tmp_path), tmp_path / "run", settings.replace(PROBE_PATH=str(probe))
+    run_eval(data, "agent", with_probe, out, n=2, progress=False, extra_config={"llm": fake()})
+    assert json.loads((out / "config.json").read_text())["probe"]["path"] == str(probe)
+    refit = json.loads(probe.read_text())
+    refit["intercept"] += 1.0
+    probe.write_text(json.dumps(refit))
+    with pytest.raises(ResumeMismatchError, match="probe"):
+        run_eval(data, "agent", with_probe, out, n=3, resume=True, progress=False, extra_config={"llm": fake()})
+
+
 def test_a_sweep_records_the_settings_it_ran_under_and_will_not_resume_under_others(tmp_path, settings):
     from agentic_rag.eval.calibrate import calibrate
     from agentic_rag.eval.runner import ResumeMismatchError

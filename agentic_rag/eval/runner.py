@@ -190,6 +190,18 @@ def model_identity(settings: Settings) -> dict[str, Any]:
     return ident
 
 
+def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
+    """The answerability probe file an agent run reads (its content decides refusals as much as any
+    setting does, so a run records its hash); None when no probe runs."""
+    if system != "agent" or not settings.PROBE_ENABLED or settings.LLM_BACKEND != "local":
+        return None
+    from agentic_rag.gate.probe import packaged_probe_for
+    from agentic_rag.llm.packaged import resolve_local_model
+
+    path = Path(settings.PROBE_PATH) if settings.PROBE_PATH else packaged_probe_for(str(resolve_local_model(settings)))
+    return {"path": str(path), "sha256": _file_sha256(path) if path.is_file() else None}
+
+
 # Settings that change where files go or how fast a run is, never what it answers.
 RUN_NEUTRAL_SETTINGS = frozenset({"TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS"})
 
@@ -206,7 +218,7 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
     except (FileNotFoundError, json.JSONDecodeError):
         return
     new = json.loads(json.dumps(config, default=str))
-    diffs = [k for k in ("system", "dataset_sha256", "model") if old.get(k) != new.get(k)]
+    diffs = [k for k in ("system", "dataset_sha256", "model", "probe") if old.get(k) != new.get(k)]
     a, b = old.get("settings") or {}, new.get("settings") or {}
     diffs += [k for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS and a.get(k) != b.get(k)]
     if diffs:
@@ -289,6 +301,7 @@ def run_eval(
         "seed": seed,
         "settings": settings.public_dump(),
         "model": model_identity(settings),
+        "probe": probe_identity(system, settings),
         "versions": package_versions(),
         "bad_records": [str(b) for b in report.bad],
     }
