@@ -165,8 +165,9 @@ def probe_section(t: dict) -> list[str]:
                 + ", ".join(f"{k} -> {v}" for k, v in t["learning_curve"].items()) + "."]
     others = sorted(BENCH.glob("probe/*/training.json"))
     if others:
-        out += ["", "The same prompts read by other local models (`train_probe.py collect --model DIR`, then `fit`; "
-                "`score` applies each fitted probe, unchanged, to the benchmarks' own agent prompts):", "",
+        out += ["", "The same prompts read by other local models (`train_probe.py collect --preset qwen-1.5b` or `--model DIR`, "
+                "then `fit`; `score` applies each fitted probe, unchanged, to the benchmarks' own agent prompts; the "
+                "1.5B probe ships with that generator):", "",
                 "| states of | training rows | layer | CV AUC | CV AUC by source | " + " | ".join(f"AUC on {d}" for d in _SCORED)
                 + " |", "|---|---|---|---|---|" + "---|" * len(_SCORED)]
         for name, path in [("packaged 0.5B", BENCH / "probe" / "training.json")] + [(p.parent.name, p) for p in others]:

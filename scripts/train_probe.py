@@ -173,6 +173,12 @@ def states_model(args: argparse.Namespace) -> tuple[Settings, object, str]:
     return settings, model, converted_source_key(Path(model.model_path)) or Path(model.model_path).name
 
 
+def _shown(path: Path) -> str:
+    """A path as the report shows it: relative to the repo when inside it (reports are committed)."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def collect(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -221,7 +227,8 @@ def score(args: argparse.Namespace) -> int:
     from agentic_rag.llm.local import hidden_size_of
 
     settings, model, model_key = states_model(args)
-    probe = load_probe(args.probe or packaged_probe_for(model.model_path))
+    probe_path = args.probe or packaged_probe_for(model.model_path)
+    probe = load_probe(probe_path)
     probe.check_model(model_key, hidden_size_of(model))
     y, p, before = [], [], 0
     for record in tqdm(list(iter_records(args.data)), desc="probe scores", unit="q"):
@@ -234,7 +241,7 @@ def score(args: argparse.Namespace) -> int:
     y_arr, p_arr = np.array(y), np.array(p)
     value = auc(y_arr, p_arr)
     report = {
-        "data": str(args.data), "states_of": Path(model.model_path).name, "probe": str(args.probe), "layer": probe.layer,
+        "data": str(args.data), "states_of": Path(model.model_path).name, "probe": _shown(probe_path), "layer": probe.layer,
         "scored": len(y), "refused_before_generation": before,
         "auc": None if np.isnan(value) else round(float(value), 4),
         "at_threshold": [{"threshold": t, **refusal_rates(p_arr, y_arr, t)} for t in (0.3, 0.4, 0.5)],

@@ -264,6 +264,7 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     assert tp.score(args) == 0
     report = json.loads(out.read_text())
     assert report["scored"] + report["refused_before_generation"] == 2 and report["layer"] == load_probe(None).layer
+    assert report["probe"] == "agentic_rag/data/probes/" + PACKAGED_PROBE.name  # the shipped probe of the model
     assert [row["threshold"] for row in report["at_threshold"]] == [0.3, 0.4, 0.5]
     # both records carry the same question and pages, so the same prompt and the same score: a tie
     assert report["scored"] == 2 and report["auc"] == 0.5
