@@ -127,3 +127,36 @@ def test_corpus_ingest_from_a_folder(settings, tmp_path):
 
 def test_tokenizer_drops_stop_words_keeps_numbers():
     assert tokenize("The 50-40-90 club in Q1 2024") == ["50", "40", "90", "club", "q1", "2024"]
+
+
+def test_parallel_first_use_loads_the_embedding_model_once(monkeypatch):
+    """Workers fan out in threads and all reach for the model on their first question: one load."""
+    import threading
+    import time
+
+    import sentence_transformers
+
+    from agentic_rag.retrieval import embeddings
+
+    loads = []
+    real = sentence_transformers.SentenceTransformer
+
+    def slow_counting_load(*args, **kwargs):
+        loads.append(threading.get_ident())
+        time.sleep(0.2)  # widen the window in which an unguarded cache would load again
+        return real(*args, **kwargs)
+
+    def clear_caches():
+        for name in ("_load", "_load_once", "_embedder"):
+            getattr(getattr(embeddings, name, None), "cache_clear", lambda: None)()
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", slow_counting_load)
+    clear_caches()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(embeddings._load("packaged"))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    clear_caches()  # later tests load the real model again, whatever this test saw
+    assert len(loads) == 1 and len(got) == 4 and all(m is got[0] for m in got)

