@@ -38,8 +38,8 @@ class Settings(BaseSettings):
     )
     LLM_MODEL: str = Field(
         "packaged",
-        description="local: 'packaged' (the Qwen2.5-0.5B GGUF from PyPI), an HF folder or a .gguf path; "
-        "openai: the served model name.",
+        description="local: 'packaged' (the Qwen2.5-Coder-0.5B GGUF from PyPI), 'packaged-1.5b' (the 1.5B, "
+        "extra model-1-5b), an HF folder or a .gguf path; openai: the served model name.",
     )
     OPENAI_BASE_URL: str | None = Field(None, description="Base URL of the OpenAI-compatible API (openai backend).")
     OPENAI_API_KEY: SecretStr | None = Field(None, description="API key (openai backend); falls back to $OPENAI_API_KEY.")
