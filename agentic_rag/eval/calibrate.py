@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.configuration import Settings, parse_overrides
-from agentic_rag.eval.runner import run_eval
+from agentic_rag.eval.runner import RUN_NEUTRAL_SETTINGS, run_eval
 
 METRICS = (
     "accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "hallucination", "score",
@@ -49,8 +49,6 @@ def choose(rows: list[dict[str, Any]], default: Any, max_false_refusal: float) -
 def fixed_settings(settings: Settings, swept: str) -> dict[str, Any]:
     """The settings a sweep ran under that differ from the defaults (preset and overrides): a chosen
     value holds only together with them, so the sweep file records them."""
-    from agentic_rag.eval.runner import RUN_NEUTRAL_SETTINGS
-
     base, now = Settings.load().public_dump(), settings.public_dump()
     return {k: v for k, v in now.items() if k != swept and k not in RUN_NEUTRAL_SETTINGS and base.get(k) != v}
 

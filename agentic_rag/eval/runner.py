@@ -195,10 +195,10 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
     setting does, so a run records its hash); None when no probe runs."""
     if system != "agent" or not settings.PROBE_ENABLED or settings.LLM_BACKEND != "local":
         return None
-    from agentic_rag.gate.probe import packaged_probe_for
+    from agentic_rag.gate.probe import configured_probe_path
     from agentic_rag.llm.packaged import resolve_local_model
 
-    path = Path(settings.PROBE_PATH) if settings.PROBE_PATH else packaged_probe_for(str(resolve_local_model(settings)))
+    path = configured_probe_path(settings, str(resolve_local_model(settings)))
     return {"path": str(path), "sha256": _file_sha256(path) if path.is_file() else None}
 
 
@@ -218,17 +218,14 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
     except (FileNotFoundError, json.JSONDecodeError):
         return
     new = json.loads(json.dumps(config, default=str))
-    diffs = [k for k in ("system", "dataset_sha256", "model", "probe") if old.get(k) != new.get(k)]
+    diffs = {k: (old.get(k), new.get(k)) for k in ("system", "dataset_sha256", "model", "probe")}
     a, b = old.get("settings") or {}, new.get("settings") or {}
-    diffs += [k for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS and a.get(k) != b.get(k)]
-    if diffs:
-        shown = ", ".join(
-            f"{k}: {a.get(k)!r} -> {b.get(k)!r}" if k in a or k in b else f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
-            for k in diffs[:6]
-        )
+    diffs |= {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS}
+    changed = [f"{k}: {was!r} -> {now!r}" for k, (was, now) in diffs.items() if was != now]
+    if changed:
         raise ResumeMismatchError(
-            f"cannot resume {out}: its rows were produced under other settings ({shown}"
-            f"{', ...' if len(diffs) > 6 else ''}); use another output folder, or run without --resume to start afresh"
+            f"cannot resume {out}: its rows were produced under other settings ({', '.join(changed[:6])}"
+            f"{', ...' if len(changed) > 6 else ''}); use another output folder, or run without --resume to start afresh"
         )
 
 

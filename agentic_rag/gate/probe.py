@@ -107,7 +107,7 @@ def probe_request(model: Any, settings: Any) -> dict[str, Any]:
 
     if not isinstance(model, ChatLocalTransformers):
         return {"status": "unavailable", "why": f"the {model._llm_type} backend does not expose hidden states"}
-    path = str(Path(settings.PROBE_PATH or packaged_probe_for(model.model_path)).resolve())
+    path = str(configured_probe_path(settings, model.model_path).resolve())
     mismatch = _mismatch(path, model.model_path, hidden_size_of(model))
     if mismatch:
         if settings.PROBE_PATH is not None:
@@ -115,6 +115,11 @@ def probe_request(model: Any, settings: Any) -> dict[str, Any]:
         _warn_once(mismatch)
         return {"status": "unavailable", "why": "the packaged probe was trained on another model"}
     return {"status": "requested", "kwargs": {"prompt_state_layer": load_probe(path).layer}, "path": path}
+
+
+def configured_probe_path(settings: Any, model_path: str) -> Path:
+    """The probe file a run reads: ``PROBE_PATH``, else the shipped probe of the loaded model."""
+    return Path(settings.PROBE_PATH) if settings.PROBE_PATH else packaged_probe_for(model_path)
 
 
 @lru_cache(maxsize=8)
