@@ -33,6 +33,9 @@ def test_claims_are_numbers_and_names():
     assert "2005" in claims and "Incredibles" in claims and "Brad Bird" in claims
     assert claim_in("3696", "only 3,696 feet") and claim_in("3,696", "3696 ft")
     assert not claim_in("369", "3,696 feet")
+    # a possessive claims the name itself: the source says "the death of Braddock"
+    assert claims_of("William Shirley took over after Braddock's death.") == ["William Shirley", "Braddock"]
+    assert claims_of("The Huguenots' churches were burnt.") == ["Huguenots"]
     assert key_tokens("It is 3,696 feet long", "how long is the shortest highway in feet?") == ["3", "696"]
 
 

@@ -31,6 +31,7 @@ _STOP = frozenset(STOPWORDS_EN)
 _YES_NO = {"yes", "no"}
 _NUM = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|&)\s+)?[A-Z][\w'&-]*)*)")
+_POSSESSIVE = re.compile(r"'s?$")
 _FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also"}
 
 
@@ -45,7 +46,7 @@ def claims_of(answer: str) -> list[str]:
         words = name.split()
         if words and words[0].lower() in _STOP | _FILLER:
             words = words[1:]  # "The Beatles" keeps "Beatles"; a sentence-initial "It" is dropped
-        name = " ".join(words)
+        name = _POSSESSIVE.sub("", " ".join(words))  # "Braddock's death" claims Braddock, as the source says
         if name and name.lower() not in _STOP | _FILLER:
             out.append(name)
     seen: dict[str, None] = {}
