@@ -130,6 +130,14 @@ class Settings(BaseSettings):
     ANSWERABILITY_MIN: float = Field(
         0.3, ge=0.0, le=1.0, description="P(the context answers the question) from the probe below which the answer is refused (0-1); from the dev-split sweep in benchmarks/calibration/ANSWERABILITY_MIN."
     )
+    VERIFIER_ENABLED: bool = Field(
+        False,
+        description="Layer 2: before an answer is shown, the generator is asked whether the sentences it quotes "
+        "state that answer (one prefill-only call on the local backend, booked as stage 'verify').",
+    )
+    VERIFIER_MIN: float = Field(
+        0.5, ge=0.0, le=1.0, description="P(yes) from the support verifier below which the answer is refused (0-1)."
+    )
     HEDGING_ENABLED: bool = Field(True, description="Layer 3: hedging or filler in the answer becomes an abstention.")
 
     # --- Ambiguity policy ---------------------------------------------------------------------

@@ -240,3 +240,32 @@ def test_hedging_draft_becomes_an_explained_abstention(agent_settings):
     result, fake, rows = run(agent_settings, ["I think it may be Finding Nemo {cite:76th academy}, but it is not mentioned."])
     assert result.reason == "ABSTAIN_HEDGING" and result.abstention_layer == "hedging_detected"
     assert result.citations == [] and len(fake.calls) == 1
+
+
+def test_support_verifier_withholds_a_draft_it_disowns_and_books_its_call(agent_settings):
+    # the draft passes every text check; the verifier, shown the quoted sentence, answers "no"
+    draft = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    result, fake, rows = run(agent_settings, [draft, "no"], VERIFIER_ENABLED=True)
+    verify_calls = [c for c in fake.calls if "Does the source state that this is the answer" in c["prompt"]]
+    assert len(fake.calls) == 2 and len(verify_calls) == 1
+    assert QUOTE_2004 in verify_calls[0]["prompt"] and "Tomatoes" not in verify_calls[0]["prompt"]
+    assert result.status == "refuse" and result.reason == "ABSTAIN_NOT_VERIFIED"
+    assert result.abstention_layer == "not_grounded" and result.citations == []
+    assert "0%" in result.explanation and "Finding Nemo" in result.explanation
+    assert result.tokens["detail"]["verify"]["calls"] == 1 and result.tokens["by_stage"]["verify"] > 0
+    assert rows[-1]["support_verdict"] == 0.0
+
+
+def test_support_verifier_lets_a_confirmed_draft_through_and_is_off_by_default(agent_settings):
+    draft = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    result, fake, _ = run(agent_settings, [draft, "yes"], VERIFIER_ENABLED=True)
+    assert result.status == "ok" and result.reason == "STOP_OVERLAP_OK" and len(fake.calls) == 2
+    assert result.signals["support_verdict"] == 1.0
+    result, fake, _ = run(agent_settings, [draft, "no"])
+    assert result.status == "ok" and len(fake.calls) == 1 and "verify" not in result.tokens["detail"]
+
+
+def test_support_verifier_is_not_asked_about_a_draft_already_refused(agent_settings):
+    result, fake, _ = run(agent_settings, ["I think it may be Finding Nemo {cite:76th academy}, but it is not mentioned."],
+                          VERIFIER_ENABLED=True)
+    assert result.reason == "ABSTAIN_HEDGING" and len(fake.calls) == 1

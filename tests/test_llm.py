@@ -209,6 +209,23 @@ def test_local_stop_strings(local_llm):
 
 
 @pytest.mark.model
+def test_support_verifier_reads_a_graded_yes_from_one_prefill_of_the_real_model(settings, local_llm):
+    from agentic_rag.gate.judge import verify_messages, yes_probability
+
+    quote = {"sentences": [{"supported": True, "quote": "Paris is the capital and largest city of France."}]}
+    right = verify_messages("What is the capital of France?", "Paris", quote, "")
+    wrong = verify_messages("What is the capital of France?", "Lyon", quote, "")
+    p_right, usage = yes_probability(right, settings, "verify", local_llm)
+    p_wrong, _ = yes_probability(wrong, settings, "verify", local_llm)
+    assert 0.0 < p_wrong < p_right < 1.0 and p_right > 0.5
+    # one prefill: the prompt's tokens and one output token, booked under the stage
+    assert usage["verify"]["calls"] == 1 and usage["verify"]["output_tokens"] == 1
+    assert usage["verify"]["input_tokens"] == local_llm.get_num_tokens_from_messages(right)
+    reply = local_llm.invoke(right, score_choices=["yes", "no"])
+    assert reply.content in {"yes", "no"} and abs(sum(reply.response_metadata["choice_probs"].values()) - 1) < 1e-4
+
+
+@pytest.mark.model
 def test_chat_models_and_tokenizers_are_cached(settings, local_llm):
     assert get_chat_model(settings, max_tokens=12) is local_llm
     assert get_tokenizer(settings) is local_llm.tokenizer

@@ -121,6 +121,22 @@ def test_policy_refuses_what_the_probe_calls_unanswerable(settings, answerabilit
     assert decide(signals, flags, s).reason == expected
 
 
+@pytest.mark.parametrize(
+    "verdict, grounding, expected",
+    [
+        (0.3, True, "ABSTAIN_NOT_VERIFIED"),
+        (0.7, True, "STOP_OVERLAP_OK"),
+        (None, True, "STOP_OVERLAP_OK"),  # verifier off or not yet asked
+        (0.3, False, "STOP_OVERLAP_OK"),  # layer 2 switched off
+    ],
+)
+def test_policy_refuses_what_the_support_verifier_disowns(settings, verdict, grounding, expected):
+    s = settings.model_copy(update={"GROUNDING_ENABLED": grounding, "VERIFIER_MIN": 0.5})
+    signals = dict(SUPPORTED, **({} if verdict is None else {"support_verdict": verdict}))
+    flags = Flags(has_evidence=True, has_draft=True, reflected=False)
+    assert decide(signals, flags, s).reason == expected
+
+
 def test_low_answerability_with_missing_anchors_retrieves_first(settings):
     signals = dict(SUPPORTED, anchor_coverage=0.0, answerability=0.1)
     flags = Flags(has_evidence=True, has_draft=True)

@@ -1,9 +1,20 @@
-"""Optional gray-zone grounding judge (``JUDGE_POLICY=gray_zone``).
+"""LLM yes/no checks of a draft against its sources: the gray-zone judge and the support verifier.
 
-When the code signals are undecided (support between ``REFLECT_MIN_OVERLAP`` and what STOP needs),
-one short LLM call asks whether the cited evidence supports the answer. Its yes/no becomes a judge
-score that is averaged into ``faith_est``; it never decides alone. At most ``JUDGE_MAX_CALLS_PER_Q``
-calls, each checked against the budget first and booked under the stage ``judge``.
+Both ask the generator one yes/no question and read the answer as P(yes). With the in-process
+backend that probability comes from one prefill (no decoding): the model's first-token split between
+"yes" and "no". Other backends decode a few tokens, and "yes" reads as 1.0, anything else as 0.0.
+
+* Gray-zone judge (``JUDGE_POLICY=gray_zone``): when the code signals are undecided (support between
+  ``REFLECT_MIN_OVERLAP`` and what STOP needs), its score is averaged into ``faith_est``; it never
+  decides alone. At most ``JUDGE_MAX_CALLS_PER_Q`` calls.
+* Support verifier (``VERIFIER_ENABLED``, Self-RAG's "is the answer supported" critique): run only on
+  a draft every other check would let through, on the sentences the draft quotes. Below
+  ``VERIFIER_MIN`` the draft is withheld (``ABSTAIN_NOT_VERIFIED``). Why it exists: the text checks
+  only see that the quoted sentence is real and shares the answer's words, not that it says what
+  the answer claims ("As of 2021 the player with most wins was Navratilova" does not make her the
+  2021 champion); the generator, asked that narrower question, often knows.
+
+Each call is checked against the budget first and booked under its own stage.
 """
 
 from __future__ import annotations
@@ -12,9 +23,12 @@ import re
 from typing import Any
 
 from agentic_rag.generator.citations import strip_markup
-from agentic_rag.generator.generate import call_generator, messages_for, prompt_cost
+from agentic_rag.generator.generate import call_model, messages_for, prompt_cost
+from agentic_rag.llm.factory import get_chat_model
 
-JUDGE_MAX_OUTPUT_TOKENS = 4  # "yes" / "no" (tokens)
+YES_NO_MAX_OUTPUT_TOKENS = 4  # "yes" / "no" when the backend must decode its verdict (tokens)
+VERIFY_EVIDENCE_CHARS = 1500  # cited text shown to the verifier when the draft quoted no sentence (chars)
+VERIFY_STAGE = "verify"
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 
 
@@ -27,11 +41,30 @@ def judge_messages(question: str, answer: str, evidence: str) -> list:
     return messages_for("judge", question=question, answer=strip_markup(answer), evidence=evidence[:3000])
 
 
-def judge_cost(messages: list, settings) -> int:
-    return prompt_cost(messages, settings) - settings.MAX_OUTPUT_TOKENS + JUDGE_MAX_OUTPUT_TOKENS
+def verify_messages(question: str, answer: str, signals: dict[str, Any], cited_text: str) -> list:
+    """The verifier sees the sentences the draft rests on (what it claims to quote), not whole passages,
+    so a true sentence elsewhere in a passage cannot vouch for a claim the quote does not make."""
+    quotes = [r["quote"] for r in signals.get("sentences", []) if r.get("supported") and r.get("quote")]
+    evidence = "\n".join(dict.fromkeys(quotes)) or cited_text[:VERIFY_EVIDENCE_CHARS]
+    return messages_for("verify", question=question, answer=strip_markup(answer), evidence=evidence)
+
+
+def yes_no_cost(messages: list, settings) -> int:
+    return prompt_cost(messages, settings) - settings.MAX_OUTPUT_TOKENS + YES_NO_MAX_OUTPUT_TOKENS
+
+
+def yes_probability(messages: list, settings, stage: str, llm=None) -> tuple[float, dict[str, Any]]:
+    """P(yes) for a yes/no prompt, and the call's usage under ``stage``."""
+    from agentic_rag.llm.local import ChatLocalTransformers
+
+    capped = settings.replace(MAX_OUTPUT_TOKENS=YES_NO_MAX_OUTPUT_TOKENS)
+    llm = llm if llm is not None else get_chat_model(settings)
+    if isinstance(llm, ChatLocalTransformers):
+        message, usage = call_model(messages, capped, stage, llm, score_choices=["yes", "no"])
+        return float(message.response_metadata["choice_probs"]["yes"]), usage
+    message, usage = call_model(messages, capped, stage, llm)
+    return (1.0 if _YES.match(str(message.content).strip()) else 0.0), usage
 
 
 def run_judge(messages: list, settings, llm=None) -> tuple[float, dict[str, Any]]:
-    capped = settings.replace(MAX_OUTPUT_TOKENS=JUDGE_MAX_OUTPUT_TOKENS)
-    text, usage = call_generator(messages, capped, "judge", llm)
-    return (1.0 if _YES.match(text) else 0.0), usage
+    return yes_probability(messages, settings, "judge", llm)

@@ -14,7 +14,9 @@ from agentic_rag.budget import can_afford, llm_calls, time_left, tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Flags, decide
 from agentic_rag.gate.crossencoder import entailment_probability
-from agentic_rag.gate.judge import in_gray_zone, judge_cost, judge_messages, run_judge
+from agentic_rag.gate.judge import (
+    VERIFY_STAGE, in_gray_zone, judge_messages, run_judge, verify_messages, yes_no_cost, yes_probability,
+)
 from agentic_rag.gate.signals import collect_signals
 from agentic_rag.generator.citations import strip_markup
 from agentic_rag.generator.generate import model_from
@@ -61,7 +63,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     if draft and settings.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
         judged = int(usage.get("judge", {}).get("calls", 0))
         request = judge_messages(state["question"], draft, cited_text)
-        if judged < settings.JUDGE_MAX_CALLS_PER_Q and can_afford(state, settings, judge_cost(request, settings)):
+        if judged < settings.JUDGE_MAX_CALLS_PER_Q and can_afford(state, settings, yes_no_cost(request, settings)):
             score, judge_usage = run_judge(request, settings, model_from(config, settings))
             signals["judge_score"] = score
             signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
@@ -92,9 +94,20 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         ambiguity=(state.get("ambiguity") or {}).get("status", "") if not draft else "",
     )
     decision = decide(signals, flags, settings)
+    verify_usage: dict[str, Any] = {}
+    if decision.reason == "STOP_OVERLAP_OK" and settings.VERIFIER_ENABLED and settings.GROUNDING_ENABLED:
+        request = verify_messages(state["question"], draft, signals, cited_text)
+        if can_afford(state, settings, yes_no_cost(request, settings)):
+            verdict, verify_usage = yes_probability(request, settings, VERIFY_STAGE, model_from(config, settings))
+            signals["support_verdict"] = round(verdict, 4)
+            used = tokens_used(state.get("usage", {})) + tokens_used(verify_usage)
+            signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
+            decision = decide(signals, flags, settings)
+        else:
+            signals["support_verdict_skipped"] = "budget"
     write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, paths, validation))
     update: dict[str, Any] = {
-        "usage": judge_usage,
+        "usage": merge_usage(judge_usage, verify_usage),
         "signals": signals,
         "validation": {
             "name": validation.name,
@@ -130,6 +143,7 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "overlap_est": signals["overlap_est"],
         "faith_est": signals["faith_est"],
         "answerability": signals.get("answerability"),
+        "support_verdict": signals.get("support_verdict"),
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
         "validator": validation.name,

@@ -15,6 +15,8 @@ writes can change it: the draft enters only through the signals computed from it
                                                        -> RETRIEVE_MORE / RETRIEVE_MISSING_ANCHORS
    the answerability probe says the sources do not answer the question (and no retrieval round is
    left to find ones that do)                          -> ABSTAIN_NOT_ANSWERABLE
+   the support verifier says the quoted sentences do not state the answer
+                                                       -> ABSTAIN_NOT_VERIFIED
 5. the extra round brought nothing new: a supported draft of a non-factoid question stops
    (STOP_NO_NEW_HITS); otherwise fall through to abstain
 6. weakly supported draft worth revising, reflect unused and affordable
@@ -46,6 +48,7 @@ REASONS = {
     "ABSTAIN_NO_SCORE_GAP": ABSTAIN,
     "ABSTAIN_HEDGING": ABSTAIN,
     "ABSTAIN_NOT_ANSWERABLE": ABSTAIN,
+    "ABSTAIN_NOT_VERIFIED": ABSTAIN,
     "ABSTAIN_OUT_OF_DOMAIN": ABSTAIN,
     "ABSTAIN_INVALID_SELECTION": ABSTAIN,
     "AMBIGUOUS_OPTIONS": ABSTAIN,
@@ -59,6 +62,7 @@ LAYER_CODES = {
     "ABSTAIN_LOW_SUPPORT": "not_grounded",
     "ABSTAIN_MISSING_ANCHORS": "not_grounded",
     "ABSTAIN_NOT_ANSWERABLE": "not_answerable",
+    "ABSTAIN_NOT_VERIFIED": "not_grounded",
     "ABSTAIN_HEDGING": "hedging_detected",
     "ABSTAIN_LOW_BUDGET": "budget",
 }
@@ -121,8 +125,10 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide("ABSTAIN_HEDGING")
     nli = signals.get("nli_entailment")
     answerability = signals.get("answerability")
+    verdict = signals.get("support_verdict")  # only present when every other check let the draft through
+    verified = verdict is None or not settings.GROUNDING_ENABLED or verdict >= settings.VERIFIER_MIN
     answerable = answerability is None or not settings.GROUNDING_ENABLED or answerability >= settings.ANSWERABILITY_MIN
-    supported = answerable and (not settings.GROUNDING_ENABLED or (
+    supported = answerable and verified and (not settings.GROUNDING_ENABLED or (
         signals["overlap_est"] >= settings.OVERLAP_MIN
         and signals["faith_est"] >= settings.FAITH_MIN
         and signals.get("answer_relevance", 1.0) >= settings.ANSWER_RELEVANCE_MIN
@@ -144,6 +150,8 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide("RETRIEVE_MISSING_ANCHORS")
     if not answerable:  # reflecting cannot help: the probe reads the sources and the question, not the draft
         return _decide("ABSTAIN_NOT_ANSWERABLE")
+    if not verified:  # a revision would rest on the same quotes the generator has just disowned
+        return _decide("ABSTAIN_NOT_VERIFIED")
     if flags.no_new_hits and supported and not factoid:
         return _decide("STOP_NO_NEW_HITS")
     if (

@@ -92,6 +92,17 @@ def explain_refusal(
             text += f" The passage the draft relied on never mentions {_list(unmatched[:5])} from the question."
         text += " A source that states the answer to the question as asked is needed."
         return text, missing_anchors or unmatched[:5] or ["a source that answers the question as asked"]
+    if reason == "ABSTAIN_NOT_VERIFIED":
+        quoted = [r["quote"] for r in signals.get("sentences", []) if r.get("supported") and r.get("quote")]
+        text = (
+            f"Asked whether the sentence{'s' if len(quoted) > 1 else ''} it quoted state{'' if len(quoted) > 1 else 's'} "
+            f"this answer to the question, the generator itself gives only {signals.get('support_verdict', 0.0):.0%} "
+            f"(at least {settings.VERIFIER_MIN:.0%} needed), so the draft was withheld."
+        )
+        if quoted:
+            text += f' It rested on: "{quoted[0][:200]}".'
+        text += " A source that states the answer to the question as asked is needed."
+        return text, missing_anchors or ["a source that states the answer to the question as asked"]
     if reason == "ABSTAIN_MISSING_ANCHORS":
         found_periods = validation.get("found_periods") or []
         conflicting = validation.get("conflicting_periods") or {}

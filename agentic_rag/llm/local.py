@@ -123,6 +123,10 @@ def _capture_prompt_state(model: Any, layer: int | None, into: list[torch.Tensor
         handle.remove()
 
 
+def _spellings(word: str) -> list[str]:
+    return list(dict.fromkeys(v for w in (word.lower(), word.capitalize()) for v in (w, " " + w)))
+
+
 class ChatLocalTransformers(BaseChatModel):
     """Chat with a local HF causal-LM folder (e.g. the converted packaged Qwen2.5 0.5B)."""
 
@@ -195,6 +199,31 @@ class ChatLocalTransformers(BaseChatModel):
             out = model(**inputs, output_hidden_states=True, use_cache=False, logits_to_keep=1)
         return torch.stack([h[0, -1, :] for h in out.hidden_states]).float()
 
+    def _score_choices(self, messages: list[BaseMessage], choices: list[str]) -> ChatResult:
+        """One prefill, no decoding: how the model would split its first reply token among ``choices``.
+
+        A yes/no verdict read from the probabilities, not from one sampled word, ranks answers instead
+        of only splitting them in two. Each choice's probability sums its first-token spellings
+        ("yes", "Yes", " yes", ...) and the choices are renormalised among themselves. The reply text
+        is the likeliest choice, so a caller that only reads text still gets a verdict.
+        """
+        model, tokenizer, gen_lock = _load(self.model_path, self.dtype)
+        inputs = self._inputs(messages)
+        with gen_lock, torch.inference_mode():
+            logits = model(**inputs, use_cache=False, logits_to_keep=1).logits[0, -1].float()
+        probs = torch.softmax(logits, dim=-1)
+        mass = {}
+        for choice in choices:
+            ids = {tokenizer.encode(v, add_special_tokens=False)[0] for v in _spellings(choice)}
+            mass[choice] = float(probs[sorted(ids)].sum())
+        total = sum(mass.values()) or 1.0
+        shares = {c: round(m / total, 6) for c, m in mass.items()}
+        n_in = inputs["input_ids"].shape[1]
+        usage = {"input_tokens": n_in, "output_tokens": 1, "total_tokens": n_in + 1}
+        meta = {"model_name": self.model_name, "finish_reason": "stop", "choice_probs": shares}
+        message = AIMessage(content=max(shares, key=shares.get), usage_metadata=usage, response_metadata=meta)
+        return ChatResult(generations=[ChatGeneration(message=message)], llm_output={"token_usage": usage})
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -203,6 +232,8 @@ class ChatLocalTransformers(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         model, tokenizer, gen_lock = _load(self.model_path, self.dtype)
+        if kwargs.get("score_choices"):
+            return self._score_choices(messages, list(kwargs["score_choices"]))
         # `max_tokens` is accepted too, so callers can bind the same kwarg as for ChatOpenAI.
         cap = kwargs.get("max_new_tokens") or kwargs.get("max_tokens") or self.max_new_tokens
         temperature = kwargs.get("temperature", self.temperature)
