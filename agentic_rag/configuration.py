@@ -138,6 +138,10 @@ class Settings(BaseSettings):
     VERIFIER_MIN: float = Field(
         0.5, ge=0.0, le=1.0, description="P(yes) from the support verifier below which the answer is refused (0-1)."
     )
+    VERIFIER_COMBINE: Literal["alone", "mean_with_probe"] = Field(
+        "alone",
+        description="What VERIFIER_MIN cuts: the verifier's P(yes) alone, or its mean with the probe's answerability.",
+    )
     HEDGING_ENABLED: bool = Field(True, description="Layer 3: hedging or filler in the answer becomes an abstention.")
 
     # --- Ambiguity policy ---------------------------------------------------------------------
@@ -171,6 +175,11 @@ class Settings(BaseSettings):
     )
     PATH_MIN_SCORE: float = Field(
         0.3, ge=0.0, le=1.0, description="A path whose best passage scores below this ends as 'low_score' (0-1)."
+    )
+    PRUNE_FALLBACK_K: int = Field(
+        0, ge=0,
+        description="When pruning leaves every worker without a passage, the Supervisor packs this many of the best "
+        "passages it turned down and lets the confidence gate and the answer layers decide (passages; 0 = refuse as no evidence).",
     )
     NEW_HITS_EPS: float = Field(
         0.2, ge=0.0, le=1.0, description="New-hits ratio below which a path ends as 'no_novelty' (fraction)."

@@ -9,7 +9,7 @@ from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.llm.factory import count_tokens
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
-from tests.fakes import ScriptedChat
+from tests.fakes import ScriptedChat, sources_in
 
 PAGES = {
     "Oscars 2004": (
@@ -269,3 +269,24 @@ def test_support_verifier_is_not_asked_about_a_draft_already_refused(agent_setti
     result, fake, _ = run(agent_settings, ["I think it may be Finding Nemo {cite:76th academy}, but it is not mentioned."],
                           VERIFIER_ENABLED=True)
     assert result.reason == "ABSTAIN_HEDGING" and len(fake.calls) == 1
+
+
+def test_prune_fallback_hands_an_emptied_question_to_the_gate_instead_of_refusing(agent_settings):
+    # a fine-prune cut-off nothing passes: every worker comes back empty
+    result, fake, rows = run(agent_settings, ["never used"], FINE_MIN_SIM=0.99)
+    assert result.reason == "ABSTAIN_NO_EVIDENCE" and fake.calls == []
+    draft = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    result, fake, rows = run(agent_settings, [draft], FINE_MIN_SIM=0.99, PRUNE_FALLBACK_K=2)
+    assert len(fake.calls) == 1 and result.status == "ok" and result.reason == "STOP_OVERLAP_OK"
+    sources = sources_in(fake.calls[0]["prompt"])
+    assert len(sources) == 2 and any(QUOTE_2004 in text for text in sources.values())
+    # the confidence gate still decides on the fallback passages' own scores
+    result, fake, _ = run(agent_settings, ["never used"], FINE_MIN_SIM=0.99, PRUNE_FALLBACK_K=2, RETRIEVAL_MIN_SCORE=0.99)
+    assert fake.calls == [] and result.reason == "ABSTAIN_LOW_RETRIEVAL_SCORE"
+
+
+def test_prune_fallback_stays_out_when_a_worker_kept_a_passage(agent_settings):
+    draft = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    plain, fake_plain, _ = run(agent_settings, [draft])
+    with_k, fake_k, _ = run(agent_settings, [draft], PRUNE_FALLBACK_K=2)
+    assert fake_plain.calls[0]["prompt"] == fake_k.calls[0]["prompt"]

@@ -39,7 +39,7 @@ CASES = [
     ("ABSTAIN_LOW_SUPPORT", {**GOOD, "nli_entailment": 0.2}, flags(reflected=True)),
     ("ABSTAIN_NOT_ANSWERABLE", {**GOOD, "answerability": 0.05}, flags()),
     ("ABSTAIN_NOT_ANSWERABLE", {**WEAK, "answerability": 0.05}, flags()),  # no reflect: it cannot change the probe
-    ("ABSTAIN_NOT_VERIFIED", {**GOOD, "support_verdict": 0.1}, flags()),  # no reflect: same quotes, same verdict
+    ("ABSTAIN_NOT_VERIFIED", {**GOOD, "verified_score": 0.1}, flags()),  # no reflect: same quotes, same verdict
 ]
 
 

@@ -132,7 +132,7 @@ def test_policy_refuses_what_the_probe_calls_unanswerable(settings, answerabilit
 )
 def test_policy_refuses_what_the_support_verifier_disowns(settings, verdict, grounding, expected):
     s = settings.model_copy(update={"GROUNDING_ENABLED": grounding, "VERIFIER_MIN": 0.5})
-    signals = dict(SUPPORTED, **({} if verdict is None else {"support_verdict": verdict}))
+    signals = dict(SUPPORTED, **({} if verdict is None else {"verified_score": verdict}))
     flags = Flags(has_evidence=True, has_draft=True, reflected=False)
     assert decide(signals, flags, s).reason == expected
 
@@ -284,3 +284,18 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     assert [row["threshold"] for row in report["at_threshold"]] == [0.3, 0.4, 0.5]
     # both records carry the same question and pages, so the same prompt and the same score: a tie
     assert report["scored"] == 2 and report["auc"] == 0.5
+
+
+def test_verified_score_averages_with_the_probe_only_when_asked_and_the_refusal_says_so(settings):
+    from agentic_rag.gate.judge import verified_score
+    from agentic_rag.generator.finalize import explain_refusal
+
+    alone = settings.model_copy(update={"VERIFIER_MIN": 0.55})
+    mean = alone.model_copy(update={"VERIFIER_COMBINE": "mean_with_probe"})
+    assert verified_score(0.7, 0.3, alone) == 0.7 and verified_score(0.7, 0.3, mean) == 0.5
+    assert verified_score(0.7, None, mean) == 0.7  # no probe reading: the verdict alone
+    signals = {"support_verdict": 0.7, "answerability": 0.3, "verified_score": 0.5,
+               "sentences": [{"supported": True, "quote": "As of 2021, the player with the most wins was Navratilova."}]}
+    text, missing = explain_refusal("ABSTAIN_NOT_VERIFIED", signals, {}, mean)
+    assert "70%" in text and "30%" in text and "50%" in text and "55%" in text and "Navratilova" in text
+    assert missing == ["a source that states the answer to the question as asked"]

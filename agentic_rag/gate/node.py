@@ -15,7 +15,8 @@ from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Flags, decide
 from agentic_rag.gate.crossencoder import entailment_probability
 from agentic_rag.gate.judge import (
-    VERIFY_STAGE, in_gray_zone, judge_messages, run_judge, verify_messages, yes_no_cost, yes_probability,
+    VERIFY_STAGE, in_gray_zone, judge_messages, run_judge, verified_score, verify_messages, yes_no_cost,
+    yes_probability,
 )
 from agentic_rag.gate.signals import collect_signals
 from agentic_rag.generator.citations import strip_markup
@@ -100,6 +101,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         if can_afford(state, settings, yes_no_cost(request, settings)):
             verdict, verify_usage = yes_probability(request, settings, VERIFY_STAGE, model_from(config, settings))
             signals["support_verdict"] = round(verdict, 4)
+            signals["verified_score"] = verified_score(verdict, signals.get("answerability"), settings)
             used = tokens_used(state.get("usage", {})) + tokens_used(verify_usage)
             signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
             decision = decide(signals, flags, settings)
@@ -144,6 +146,7 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "faith_est": signals["faith_est"],
         "answerability": signals.get("answerability"),
         "support_verdict": signals.get("support_verdict"),
+        "verified_score": signals.get("verified_score"),
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
         "validator": validation.name,

@@ -125,7 +125,7 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide("ABSTAIN_HEDGING")
     nli = signals.get("nli_entailment")
     answerability = signals.get("answerability")
-    verdict = signals.get("support_verdict")  # only present when every other check let the draft through
+    verdict = signals.get("verified_score")  # only present when every other check let the draft through
     verified = verdict is None or not settings.GROUNDING_ENABLED or verdict >= settings.VERIFIER_MIN
     answerable = answerability is None or not settings.GROUNDING_ENABLED or answerability >= settings.ANSWERABILITY_MIN
     supported = answerable and verified and (not settings.GROUNDING_ENABLED or (

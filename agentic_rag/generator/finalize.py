@@ -96,9 +96,12 @@ def explain_refusal(
         quoted = [r["quote"] for r in signals.get("sentences", []) if r.get("supported") and r.get("quote")]
         text = (
             f"Asked whether the sentence{'s' if len(quoted) > 1 else ''} it quoted state{'' if len(quoted) > 1 else 's'} "
-            f"this answer to the question, the generator itself gives only {signals.get('support_verdict', 0.0):.0%} "
-            f"(at least {settings.VERIFIER_MIN:.0%} needed), so the draft was withheld."
+            f"this answer to the question, the generator itself gives {signals.get('support_verdict', 0.0):.0%}"
         )
+        if signals.get("verified_score") != signals.get("support_verdict"):
+            text += (f"; averaged with the answerability probe's {signals.get('answerability', 0.0):.0%} that is "
+                     f"{signals.get('verified_score', 0.0):.0%}")
+        text += f" (at least {settings.VERIFIER_MIN:.0%} needed), so the draft was withheld."
         if quoted:
             text += f' It rested on: "{quoted[0][:200]}".'
         text += " A source that states the answer to the question as asked is needed."

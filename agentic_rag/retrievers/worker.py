@@ -51,7 +51,8 @@ def explore(
     qv = index.embedder.embed([question])[0]
     q_tokens = set(tokenize(question))
     candidates = retrieve(index, query, settings, k=max(settings.WORKER_K * 3, settings.RETRIEVAL_K))
-    kept, pruned = _prune(candidates, anchor, q_tokens, qv, index, settings, hop=0)
+    kept, rejected = _prune(candidates, anchor, q_tokens, qv, index, settings, hop=0)
+    pruned = len(rejected)
     terminated_by = "complete"
     if settings.WORKER_HOPS >= 1 and kept and (deadline is None or time.time() < deadline):
         seen = {p["chunk_id"] for p in kept} | {c.chunk_id for c in candidates}
@@ -63,9 +64,9 @@ def explore(
                 seen.add(chunk.chunk_id)
                 reached.append((chunk, parent["fused_score"] * HOP_DECAY))
         hop_passages = index.score_chunks(reached, query, qv)
-        hop_kept, hop_pruned = _prune(hop_passages, anchor, q_tokens, qv, index, settings, hop=1)
+        hop_kept, hop_rejected = _prune(hop_passages, anchor, q_tokens, qv, index, settings, hop=1)
         kept.extend(hop_kept)
-        pruned += hop_pruned
+        pruned += len(hop_rejected)
     elif deadline is not None and time.time() >= deadline:
         terminated_by = "time"
     kept.sort(key=lambda p: (-p["path_score"], p["chunk_id"]))
@@ -82,6 +83,9 @@ def explore(
         "round": round_no,
         "query": query,
         "passages": kept if terminated_by != "low_score" else [],
+        # the best hop-0 candidates pruning turned down: the Supervisor's fallback when no path kept any
+        "pruned_best": sorted(rejected + ([{**p, "pruned_by": "path_score"} for p in kept] if terminated_by == "low_score" else []),
+                              key=lambda p: (-p["path_score"], p["chunk_id"]))[: settings.PRUNE_FALLBACK_K],
         "candidates": len(candidates),
         "pruned_count": pruned,
         "path_score": round(float(path_score), 4),
@@ -99,19 +103,14 @@ def _prune(
     index: HybridIndex,
     settings: Settings,
     hop: int,
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Passages kept and passages turned down, each scored the same way (``pruned_by`` says which stage)."""
     kept: list[dict[str, Any]] = []
-    pruned = 0
+    rejected: list[dict[str, Any]] = []
     for passage in passages:
         has_anchor = anchor is not None and anchor_in_text(anchor, passage.text)
         overlap = content_overlap(q_tokens, passage.text)
-        if not has_anchor and overlap < settings.ROUGH_MIN_OVERLAP:
-            pruned += 1  # rough prune: neither the anchor nor enough of the question's words
-            continue
         sim = float(index.vector(passage.chunk_id) @ qv)
-        if sim < settings.FINE_MIN_SIM:
-            pruned += 1  # fine prune: semantically off the question
-            continue
         row = passage.to_dict()
         row.update(
             page_id=passage.chunk.page_id,
@@ -122,5 +121,10 @@ def _prune(
             # path score blends semantic fit with the lexical evidence of the anchor (both 0-1)
             path_score=round(0.7 * max(sim, 0.0) + 0.3 * (1.0 if has_anchor else overlap), 4),
         )
-        kept.append(row)
-    return kept, pruned
+        if not has_anchor and overlap < settings.ROUGH_MIN_OVERLAP:
+            rejected.append({**row, "pruned_by": "rough"})  # neither the anchor nor enough of the question's words
+        elif sim < settings.FINE_MIN_SIM:
+            rejected.append({**row, "pruned_by": "fine"})  # semantically off the question
+        else:
+            kept.append(row)
+    return kept, rejected

@@ -11,7 +11,7 @@ from agentic_rag.configuration import Settings
 from agentic_rag.generator.generate import answer_messages, prompt_cost
 from agentic_rag.llm.factory import count_tokens
 from agentic_rag.state import RAGState
-from agentic_rag.supervisor.orchestrator import compose
+from agentic_rag.supervisor.orchestrator import compose, fallback_path
 from agentic_rag.utils import timed
 
 GENERATE, GATE, CONFIDENCE, DISAMBIGUATE = "generate", "baug", "confidence_gate", "disambiguate"
@@ -22,9 +22,13 @@ def supervise_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     anchors = [Anchor(**a) for a in state.get("anchors", [])]
     paths = state.get("paths", [])
+    fallback = fallback_path(paths, settings.PRUNE_FALLBACK_K)
     bundle = compose(
-        paths, anchors, settings.MAX_CONTEXT_TOKENS, settings.ANCHOR_BONUS, lambda t: count_tokens(t, settings)
+        paths + ([fallback] if fallback else []), anchors, settings.MAX_CONTEXT_TOKENS, settings.ANCHOR_BONUS,
+        lambda t: count_tokens(t, settings),
     )
+    if fallback:
+        bundle["prune_fallback"] = [p["chunk_id"] for p in fallback["passages"]]
     held = set(state.get("held_ids", []))
     round_no = state.get("round", 1)
     round_ids = {p["chunk_id"] for path in paths if path["round"] == round_no for p in path["passages"]}

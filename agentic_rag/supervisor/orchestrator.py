@@ -32,6 +32,28 @@ def merge_paths(paths: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(merged.values())
 
 
+def fallback_path(paths: list[dict[str, Any]], k: int) -> dict[str, Any] | None:
+    """When pruning left every path empty: the ``k`` best passages it turned down, as one more path.
+
+    Why: the workers' prune thresholds are fixed lexical and cosine cut-offs, while "is there evidence
+    at all" is the calibrated confidence gate's question (and after it the answer layers'). A question
+    whose wording misses its passage (a misspelt name, a paraphrase) then reaches the gate instead of
+    being refused as having no evidence. None when some path kept a passage or nothing was turned down.
+    """
+    if k <= 0 or any(p.get("passages") for p in paths):
+        return None
+    best: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        for passage in path.get("pruned_best", []):
+            if passage["path_score"] > best.get(passage["chunk_id"], {}).get("path_score", -1.0):
+                best[passage["chunk_id"]] = passage
+    chosen = sorted(best.values(), key=lambda p: (-p["path_score"], p["chunk_id"]))[:k]
+    if not chosen:
+        return None
+    return {"anchor": None, "round": max((p.get("round", 1) for p in paths), default=1), "passages": chosen,
+            "terminated_by": "prune_fallback", "path_score": chosen[0]["path_score"], "new_hits_ratio": 1.0}
+
+
 def rank_passages(passages: list[dict[str, Any]], anchors: list[Anchor], anchor_bonus: float) -> list[dict[str, Any]]:
     for p in passages:
         held = [a.text for a in anchors if anchor_in_text(a, p["text"])]
