@@ -37,6 +37,8 @@ def test_claims_are_numbers_and_names():
     assert claims_of("William Shirley took over after Braddock's death.") == ["William Shirley", "Braddock"]
     assert claims_of("The Huguenots' churches were burnt.") == ["Huguenots"]
     assert key_tokens("It is 3,696 feet long", "how long is the shortest highway in feet?") == ["3", "696"]
+    # an inflected echo of the question is no claim: only "steam" is what the answer adds
+    assert key_tokens("Water turns into steam when heated.", "What does water turn into when heated?") == ["steam"]
 
 
 def test_model_quote_verified_in_its_source(embedder):

@@ -108,9 +108,12 @@ def support_window(quote: str, passage_text: str) -> str:
 
 
 def key_tokens(plain: str, question: str) -> list[str]:
-    """What an answer adds to the question: its content words that the question does not contain."""
-    asked = set(tokenize(question))
-    return [t for t in dict.fromkeys(tokenize(plain)) if t not in asked]
+    """What an answer adds to the question: its content words that the question does not contain.
+
+    Compared by stem: "turns" answering "what does water turn into" echoes the question, it is not a
+    claim the source must hold (the source may say "transforms")."""
+    asked = {stem(t) for t in tokenize(question)}
+    return [t for t in dict.fromkeys(tokenize(plain)) if stem(t) not in asked]
 
 
 # words that say what is asked, not what it is about: never "missing" from a passage

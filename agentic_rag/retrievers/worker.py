@@ -78,14 +78,14 @@ def explore(
         terminated_by = "low_score"
     elif held_ids and new_hits_ratio < settings.NEW_HITS_EPS:
         terminated_by = "no_novelty"
+    turned_down = rejected + ([{**p, "pruned_by": "path_score"} for p in kept] if terminated_by == "low_score" else [])
     return {
         "anchor": anchor.to_dict() if anchor else None,
         "round": round_no,
         "query": query,
         "passages": kept if terminated_by != "low_score" else [],
         # the best hop-0 candidates pruning turned down: the Supervisor's fallback when no path kept any
-        "pruned_best": sorted(rejected + ([{**p, "pruned_by": "path_score"} for p in kept] if terminated_by == "low_score" else []),
-                              key=lambda p: (-p["path_score"], p["chunk_id"]))[: settings.PRUNE_FALLBACK_K],
+        "pruned_best": sorted(turned_down, key=lambda p: (-p["path_score"], p["chunk_id"]))[: settings.PRUNE_FALLBACK_K],
         "candidates": len(candidates),
         "pruned_count": pruned,
         "path_score": round(float(path_score), 4),
