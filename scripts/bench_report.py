@@ -182,11 +182,45 @@ def probe_section(t: dict) -> list[str]:
     return out + [""]
 
 
+def _step(path: Path) -> str:
+    """The step number of a ``<step>_<NAME>`` sweep folder ("" for the default generator's folders)."""
+    head = path.parent.name.partition("_")[0]
+    return head if head.isdigit() else ""
+
+
+def _step_order(path: Path) -> tuple:
+    step = _step(path)
+    return (path.parents[1].name, int(step) if step else 0, path.parent.name)
+
+
+def joint_choices(sweeps: list[dict]) -> list[str]:
+    """A step swept as a grid (one sweep of a setting per value of another) is decided by the same rule
+    over every row of the grid, not per sweep."""
+    out = []
+    steps: dict[tuple[str, str, str], list[dict]] = {}
+    for s in sweeps:
+        if s["step"]:
+            steps.setdefault((s["generator"], s["step"], s["param"]), []).append(s)
+    for (generator, step, _), group in steps.items():
+        if len(group) < 2:
+            continue
+        from agentic_rag.eval.calibrate import choose
+
+        rows = [{**r, "_sweep": i} for i, s in enumerate(group) for r in s["sweep"]]
+        best = choose(rows, group[0]["default"], group[0].get("max_false_refusal", 0.15))
+        s = group[best["_sweep"]]
+        fixed = ", ".join(f"{k}={v}" for k, v in (s.get("fixed") or {}).items() if k != "LLM_MODEL") or "defaults"
+        out.append(f"- {generator}, step {step} (a grid of {len(group)} sweeps): the rule over all {len(rows)} rows "
+                   f"chooses {s['param']}={best['value']} with {fixed}: false refusal {best['false_refusal_rate']}, refusal "
+                   f"on unanswerable {best['refusal_rate_unanswerable']}, score {best['score']}.")
+    return out
+
+
 def calibration_section() -> list[str]:
     """One row per committed sweep: what was swept, on which split, and the row the rule chose."""
     files = [("packaged 0.5B", f) for f in sorted(BENCH.glob("calibration/*/sweep.json"))]
-    files += [(f.parents[1].name, f) for f in sorted(BENCH.glob("calibration/*/*/sweep.json"))]
-    sweeps = [{**json.loads(f.read_text()), "generator": name} for name, f in files]
+    files += [(f.parents[1].name, f) for f in sorted(BENCH.glob("calibration/*/*/sweep.json"), key=_step_order)]
+    sweeps = [{**json.loads(f.read_text()), "generator": name, "step": _step(f)} for name, f in files]
     if not sweeps:
         return []
     out = [
@@ -208,7 +242,8 @@ def calibration_section() -> list[str]:
         out.append(f"| {s['generator']} | {s['param']} | {with_} | {Path(s['dataset']).name} | {values} | {s['default']} | "
                    f"{s['chosen']} | {row['accuracy_answerable']} | {row['false_refusal_rate']} | "
                    f"{row['refusal_rate_unanswerable']} | {row['hallucination']} | {row['score']} |")
-    return out + [""]
+    joint = joint_choices(sweeps)
+    return out + ([""] + joint if joint else []) + [""]
 
 
 def main() -> int:
