@@ -3,6 +3,9 @@
 test: ``prepare_squad2(n=200, seed=0)`` (100 answerable, 100 unanswerable).
 dev:  ``prepare_squad2(n=400, seed=1)`` minus every test question, then the first 50 answerable and
       50 unanswerable, interleaved. Thresholds are swept on dev only; figures are reported on test.
+dev2: the rest of that pool minus every question a probe was trained on (``artifacts/probe/*.npz``),
+      75 answerable and 75 unanswerable, interleaved; ``squad_dev250.jsonl`` is dev then dev2, and
+      ``dev350.jsonl`` adds the NQ near-miss split of ``scripts/make_nq_dev.py`` when it exists.
 
 Usage: python scripts/make_squad_splits.py [--out data]
 """
@@ -14,10 +17,13 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from agentic_rag.datasets.crag import IDK
 from agentic_rag.datasets.prepare import prepare_squad2
 
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad2" / "squad2_dev_half.jsonl"
+PROBE_DATA = Path(__file__).resolve().parents[1] / "artifacts" / "probe"
 
 
 def main() -> int:
@@ -33,7 +39,19 @@ def main() -> int:
     unanswerable = [r for r in rows if r["answer"] == IDK][:50]
     dev = [r for pair in zip(answerable, unanswerable) for r in pair]
     (args.out / "squad_dev100.jsonl").write_text("".join(json.dumps(r) + "\n" for r in dev))
-    print(f"test {len(test_ids)} questions, dev {len(dev)} questions, overlap 0")
+    probe_ids = {str(i) for f in sorted(PROBE_DATA.glob("*.npz")) for i in np.load(f, allow_pickle=True)["ids"]}
+    taken = {r["interaction_id"] for r in dev} | probe_ids
+    rest = [r for r in rows if r["interaction_id"] not in taken]
+    answerable = [r for r in rest if r["answer"] != IDK][:75]
+    unanswerable = [r for r in rest if r["answer"] == IDK][:75]
+    dev2 = [r for pair in zip(answerable, unanswerable) for r in pair]
+    (args.out / "squad_dev2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in dev2))
+    joined = "".join(json.dumps(r) + "\n" for r in dev + dev2)
+    (args.out / "squad_dev250.jsonl").write_text(joined)
+    nq = args.out / "nq_dev100.jsonl"
+    if nq.is_file():
+        (args.out / "dev350.jsonl").write_text(joined + nq.read_text())
+    print(f"test {len(test_ids)} questions, dev {len(dev)} questions, dev2 {len(dev2)} questions, overlap 0")
     return 0
 
 
