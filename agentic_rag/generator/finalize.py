@@ -103,7 +103,7 @@ def explain_refusal(
                      f"{signals.get('verified_score', 0.0):.0%}")
         text += f" (at least {settings.VERIFIER_MIN:.0%} needed), so the draft was withheld."
         if quoted:
-            text += f' It rested on: "{quoted[0][:200]}".'
+            text += f' It rested on: "{quoted[0][:200].rstrip(".")}".'
         text += " A source that states the answer to the question as asked is needed."
         return text, missing_anchors or ["a source that states the answer to the question as asked"]
     if reason == "ABSTAIN_MISSING_ANCHORS":
