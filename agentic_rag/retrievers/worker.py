@@ -84,7 +84,8 @@ def explore(
         "round": round_no,
         "query": query,
         "passages": kept if terminated_by != "low_score" else [],
-        # the best hop-0 candidates pruning turned down: the Supervisor's fallback when no path kept any
+        # what pruning turned down (hop 0, plus the whole path when its score was too low), best first:
+        # the Supervisor's fallback when no path kept a passage
         "pruned_best": sorted(turned_down, key=lambda p: (-p["path_score"], p["chunk_id"]))[: settings.PRUNE_FALLBACK_K],
         "candidates": len(candidates),
         "pruned_count": pruned,
