@@ -21,15 +21,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_probe import nq_records  # noqa: E402
+from train_probe import base_id, nq_records  # noqa: E402
 
 from agentic_rag.datasets.crag import IDK  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def base_id(interaction_id: str) -> str:
-    return interaction_id.rsplit("-", 1)[0]
 
 
 def main() -> int:

@@ -61,7 +61,8 @@ SHARED = ROOT.parent / "shared" / "data"
 def squad_records(n: int, exclude_files: list[Path], seed: int, tmp: Path) -> list[CragRecord]:
     for f in exclude_files:
         if not f.is_file():
-            raise SystemExit(f"{f} not found: run scripts/make_squad_splits.py first (the training set must exclude it)")
+            raise SystemExit(f"{f} not found: run scripts/make_squad_splits.py and scripts/make_nq_dev.py first "
+                             "(the training set must exclude it)")
     exclude = {r.interaction_id for f in exclude_files for r in iter_records(f)}
     path, _ = prepare_squad2(SHARED / "squad2" / "squad2_dev_half.jsonl", tmp / "squad_all.jsonl", progress=False)
     rows = [r for r in iter_records(path) if r.interaction_id not in exclude]
@@ -71,8 +72,15 @@ def squad_records(n: int, exclude_files: list[Path], seed: int, tmp: Path) -> li
     return rng.sample(ans, min(n // 2, len(ans))) + rng.sample(una, min(n - n // 2, len(una)))
 
 
-def nq_records(n: int, seed: int, tmp: Path, distractors: int = 4) -> list[CragRecord]:
-    """Half answerable (gold + near passages), half negative (near passages only, none with an answer)."""
+def base_id(interaction_id: str) -> str:
+    """An NQ record's question id without its "-answerable"/"-negative" variant suffix."""
+    return interaction_id.rsplit("-", 1)[0] if interaction_id.endswith(("-answerable", "-negative")) else interaction_id
+
+
+def nq_records(n: int, seed: int, tmp: Path, distractors: int = 4, exclude: frozenset[str] = frozenset()) -> list[CragRecord]:
+    """Half answerable (gold + near passages), half negative (near passages only, none with an answer).
+
+    ``exclude`` holds question ids (without variant suffix) never to draw, e.g. an NQ dev split's."""
     import bm25s
 
     path, _ = prepare_nq(SHARED / "nq" / "nq_open_oracle.jsonl", tmp / "nq_all.jsonl", progress=False)
@@ -83,7 +91,8 @@ def nq_records(n: int, seed: int, tmp: Path, distractors: int = 4) -> list[CragR
     retriever.index(bm25s.tokenize([passages[u].page_result for u in urls], stopwords="en", show_progress=False),
                     show_progress=False)
     rng = random.Random(seed)
-    chosen = rng.sample(rows, min(n, len(rows)))
+    pool = [r for r in rows if r.interaction_id not in exclude]
+    chosen = rng.sample(pool, min(n, len(pool)))
     out = []
     for i, r in enumerate(chosen):
         negative = i % 2 == 1
@@ -185,7 +194,8 @@ def collect(args: argparse.Namespace) -> int:
     tmp = args.out.parent
     tmp.mkdir(parents=True, exist_ok=True)
     records = squad_records(args.squad, args.exclude, args.seed, tmp) if args.squad else []
-    records += nq_records(args.nq, args.seed, tmp) if args.nq else []
+    held_out = frozenset(base_id(r.interaction_id) for f in args.exclude for r in iter_records(f))
+    records += nq_records(args.nq, args.seed, tmp, exclude=held_out) if args.nq else []
     if args.removed:
         twins = [t for r in records if r.answer != IDK and (t := answer_removed(r)) is not None]
         print(f"{len(twins)} answer-removed negatives from {sum(r.answer != IDK for r in records)} answerable records")
@@ -370,7 +380,9 @@ def main() -> int:
     c.add_argument("--squad", type=int, default=600)
     c.add_argument("--nq", type=int, default=400)
     c.add_argument("--seed", type=int, default=2)
-    c.add_argument("--exclude", type=Path, nargs="*", default=[ROOT / "data" / "squad200.jsonl", ROOT / "data" / "squad_dev100.jsonl"])
+    c.add_argument("--exclude", type=Path, nargs="*",
+                   default=[ROOT / "data" / f for f in ("squad200.jsonl", "squad_dev250.jsonl", "nq_dev100.jsonl")],
+                   help="evaluation files whose questions training never draws (SQuAD by id, NQ by question)")
     c.add_argument("--out", type=Path, default=ROOT / "artifacts" / "probe" / "train.npz")
     c.add_argument("--removed", action="store_true",
                    help="add each answerable record's answer-removed twin as a negative (same topic, answer cut)")

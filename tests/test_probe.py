@@ -203,6 +203,10 @@ def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_g
     for r in answerable:
         assert r.gold_page_urls and r.gold_page_urls[0] in {p.page_url for p in r.search_results}
         assert r.answer == originals[tp.group_of(r)].answer
+    # a held-out split's questions are never drawn again, whichever variant they were
+    held_out = frozenset(tp.base_id(r.interaction_id) for r in records)
+    again = tp.nq_records(8, seed=3, tmp=tmp_path, exclude=held_out)
+    assert len(again) == 8 and not {tp.base_id(r.interaction_id) for r in again} & held_out
 
 
 def test_answer_removed_twin_keeps_the_topic_and_loses_every_answer_sentence():
