@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentic_rag.gate.signals import supported_quotes
 from agentic_rag.generator.citations import strip_markup
 from agentic_rag.generator.generate import call_model, messages_for, prompt_cost
 from agentic_rag.llm.factory import get_chat_model
@@ -44,7 +45,7 @@ def judge_messages(question: str, answer: str, evidence: str) -> list:
 def verify_messages(question: str, answer: str, signals: dict[str, Any], cited_text: str) -> list:
     """The verifier sees the sentences the draft rests on (what it claims to quote), not whole passages,
     so a true sentence elsewhere in a passage cannot vouch for a claim the quote does not make."""
-    quotes = [r["quote"] for r in signals.get("sentences", []) if r.get("supported") and r.get("quote")]
+    quotes = supported_quotes(signals.get("sentences", []))
     evidence = "\n".join(dict.fromkeys(quotes)) or cited_text[:VERIFY_EVIDENCE_CHARS]
     return messages_for("verify", question=question, answer=strip_markup(answer), evidence=evidence)
 

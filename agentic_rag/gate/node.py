@@ -18,7 +18,7 @@ from agentic_rag.gate.judge import (
     VERIFY_STAGE, in_gray_zone, judge_messages, run_judge, verified_score, verify_messages, yes_no_cost,
     yes_probability,
 )
-from agentic_rag.gate.signals import collect_signals
+from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import strip_markup
 from agentic_rag.generator.generate import model_from
 from agentic_rag.prompts import is_hedging
@@ -72,7 +72,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
             state = {**state, "usage": merge_usage(usage, judge_usage)}
     # periods are checked next to the supporting sentences; with no support, against the cited text
-    claims = " ".join(r["quote"] for r in signals.get("sentences", []) if r.get("supported") and r.get("quote"))
+    claims = " ".join(supported_quotes(signals.get("sentences", [])))
     validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None,
                           claim_text=claims or None)
     if draft and settings.NLI_MODEL and cited_text:

@@ -121,6 +121,12 @@ _ASKING = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how
            "date", "name", "number", "kind", "type"}
 
 
+def supported_quotes(sentences: list[dict[str, Any]]) -> list[str]:
+    """The source sentences that back the draft's supported sentences, in draft order: what the
+    draft rests on (period checks, relevance, the verifier and its refusal all read these)."""
+    return [r["quote"] for r in sentences if r.get("supported") and r.get("quote")]
+
+
 def unmatched_question_terms(question: str, text: str) -> list[str]:
     """The question's content words (stemmed) that ``text`` never uses: what a refusal can name as
     missing when the sources look on topic but do not answer the question as asked."""
@@ -238,7 +244,7 @@ def collect_signals(
     relevance = 0.0
     if plain and embedder is not None:
         # a terse answer ("Finding Nemo.") is judged together with the source sentence behind it
-        quotes_used = " ".join(r["quote"] for r in rows if r["supported"])
+        quotes_used = " ".join(supported_quotes(rows))
         probe = plain if len(plain.split()) >= 6 or not quotes_used else f"{plain} {quotes_used}"
         qa = embedder.embed([question, probe])
         relevance = float(qa[0] @ qa[1])

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from agentic_rag.gate.policy import LAYER_CODES
+from agentic_rag.gate.signals import supported_quotes
 from agentic_rag.generator.citations import extract_citations, split_sentences, strip_markup
 from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
 from agentic_rag.state import AnswerRecord
@@ -93,7 +94,7 @@ def explain_refusal(
         text += " A source that states the answer to the question as asked is needed."
         return text, missing_anchors or unmatched[:5] or ["a source that answers the question as asked"]
     if reason == "ABSTAIN_NOT_VERIFIED":
-        quoted = [r["quote"] for r in signals.get("sentences", []) if r.get("supported") and r.get("quote")]
+        quoted = supported_quotes(signals.get("sentences", []))
         text = (
             f"Asked whether the sentence{'s' if len(quoted) > 1 else ''} it quoted state{'' if len(quoted) > 1 else 's'} "
             f"this answer to the question, the generator itself gives {signals.get('support_verdict', 0.0):.0%}"
