@@ -254,6 +254,7 @@ def test_support_verifier_withholds_a_draft_it_disowns_and_books_its_call(agent_
     assert "0%" in result.explanation and "Finding Nemo" in result.explanation
     assert result.tokens["detail"]["verify"]["calls"] == 1 and result.tokens["by_stage"]["verify"] > 0
     assert rows[-1]["support_verdict"] == 0.0
+    assert rows[-1]["tokens_by_stage"]["verify"] > 0 and rows[-1]["tokens_used"] == result.tokens["total"]
 
 
 def test_support_verifier_lets_a_confirmed_draft_through_and_is_off_by_default(agent_settings):

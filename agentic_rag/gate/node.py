@@ -40,6 +40,15 @@ def _round_paths(state: RAGState) -> list[dict[str, Any]]:
     return [p for p in state.get("paths", []) if p["round"] == state.get("round", 1)]
 
 
+def _charge(state: RAGState, signals: dict[str, Any], call_usage: dict[str, Any], settings: Settings) -> RAGState:
+    """Book a check's LLM call made inside BAUG: the signals' token figures and the state the next
+    affordability check reads both include it (the node's update still returns it for the reducer)."""
+    usage = merge_usage(state.get("usage", {}), call_usage)
+    used = tokens_used(usage)
+    signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
+    return {**state, "usage": usage}
+
+
 @timed("baug")
 def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
@@ -68,9 +77,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             score, judge_usage = run_judge(request, settings, model_from(config, settings))
             signals["judge_score"] = score
             signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
-            used = tokens_used(usage) + tokens_used(judge_usage)
-            signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
-            state = {**state, "usage": merge_usage(usage, judge_usage)}
+            state = _charge(state, signals, judge_usage, settings)
     # periods are checked next to the supporting sentences; with no support, against the cited text
     claims = " ".join(supported_quotes(signals.get("sentences", [])))
     validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None,
@@ -102,8 +109,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             verdict, verify_usage = yes_probability(request, settings, VERIFY_STAGE, model_from(config, settings))
             signals["support_verdict"] = round(verdict, 4)
             signals["verified_score"] = verified_score(verdict, signals.get("answerability"), settings)
-            used = tokens_used(state.get("usage", {})) + tokens_used(verify_usage)
-            signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
+            state = _charge(state, signals, verify_usage, settings)
             decision = decide(signals, flags, settings)
         else:
             signals["support_verdict_skipped"] = "budget"
