@@ -196,6 +196,8 @@ def _step_order(path: Path) -> tuple:
 def joint_choices(sweeps: list[dict]) -> list[str]:
     """A step swept as a grid (one sweep of a setting per value of another) is decided by the same rule
     over every row of the grid, not per sweep."""
+    from agentic_rag.eval.calibrate import choose
+
     out = []
     steps: dict[tuple[str, str, str], list[dict]] = {}
     for s in sweeps:
@@ -204,8 +206,6 @@ def joint_choices(sweeps: list[dict]) -> list[str]:
     for (generator, step, _), group in steps.items():
         if len(group) < 2:
             continue
-        from agentic_rag.eval.calibrate import choose
-
         rows = [{**r, "_sweep": i} for i, s in enumerate(group) for r in s["sweep"]]
         best = choose(rows, group[0]["default"], group[0].get("max_false_refusal", 0.15))
         s = group[best["_sweep"]]

@@ -106,33 +106,22 @@ SUPPORTED = {"overlap_est": 1.0, "faith_est": 1.0, "answer_relevance": 1.0, "anc
 
 
 @pytest.mark.parametrize(
-    "answerability, grounding, expected",
+    "signal, minimum, value, grounding, expected",
     [
-        (0.2, True, "ABSTAIN_NOT_ANSWERABLE"),
-        (0.8, True, "STOP_OVERLAP_OK"),
-        (None, True, "STOP_OVERLAP_OK"),  # probe unavailable: the other signals decide
-        (0.2, False, "STOP_OVERLAP_OK"),  # layer 2 switched off
+        ("answerability", "ANSWERABILITY_MIN", 0.2, True, "ABSTAIN_NOT_ANSWERABLE"),
+        ("answerability", "ANSWERABILITY_MIN", 0.8, True, "STOP_OVERLAP_OK"),
+        ("answerability", "ANSWERABILITY_MIN", None, True, "STOP_OVERLAP_OK"),  # probe unavailable: the rest decide
+        ("answerability", "ANSWERABILITY_MIN", 0.2, False, "STOP_OVERLAP_OK"),  # layer 2 switched off
+        ("verified_score", "VERIFIER_MIN", 0.3, True, "ABSTAIN_NOT_VERIFIED"),
+        ("verified_score", "VERIFIER_MIN", 0.7, True, "STOP_OVERLAP_OK"),
+        ("verified_score", "VERIFIER_MIN", None, True, "STOP_OVERLAP_OK"),  # verifier off or not yet asked
+        ("verified_score", "VERIFIER_MIN", 0.3, False, "STOP_OVERLAP_OK"),  # layer 2 switched off
     ],
 )
-def test_policy_refuses_what_the_probe_calls_unanswerable(settings, answerability, grounding, expected):
-    s = settings.model_copy(update={"GROUNDING_ENABLED": grounding, "ANSWERABILITY_MIN": 0.5})
-    signals = dict(SUPPORTED, **({} if answerability is None else {"answerability": answerability}))
-    flags = Flags(has_evidence=True, has_draft=True, reflected=False)
-    assert decide(signals, flags, s).reason == expected
-
-
-@pytest.mark.parametrize(
-    "verdict, grounding, expected",
-    [
-        (0.3, True, "ABSTAIN_NOT_VERIFIED"),
-        (0.7, True, "STOP_OVERLAP_OK"),
-        (None, True, "STOP_OVERLAP_OK"),  # verifier off or not yet asked
-        (0.3, False, "STOP_OVERLAP_OK"),  # layer 2 switched off
-    ],
-)
-def test_policy_refuses_what_the_support_verifier_disowns(settings, verdict, grounding, expected):
-    s = settings.model_copy(update={"GROUNDING_ENABLED": grounding, "VERIFIER_MIN": 0.5})
-    signals = dict(SUPPORTED, **({} if verdict is None else {"verified_score": verdict}))
+def test_policy_refuses_what_the_probe_or_the_support_verifier_turns_down(settings, signal, minimum, value, grounding,
+                                                                          expected):
+    s = settings.model_copy(update={"GROUNDING_ENABLED": grounding, minimum: 0.5})
+    signals = dict(SUPPORTED, **({} if value is None else {signal: value}))
     flags = Flags(has_evidence=True, has_draft=True, reflected=False)
     assert decide(signals, flags, s).reason == expected
 
