@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 from agentic_rag.eval.compare import copy_run_files
+from agentic_rag.eval.runner import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
-
 
 
 def load(run_dir: Path) -> dict:
@@ -30,10 +30,16 @@ def load(run_dir: Path) -> dict:
 
 
 def targets(agent: dict, base: dict) -> dict:
+    """Each target with the agent's figure, its 95% interval over the questions it is measured on
+    (sampling noise of the split: a miss inside it is not yet a measured miss, nor a pass a pass)."""
+    unanswerable = agent.get("unanswerable") or agent["n"]
     out = {
-        "refusal_rate_unanswerable >= 0.70": {"agent": agent["refusal_rate_unanswerable"],
-                                              "holds": (agent["refusal_rate_unanswerable"] or 0) >= 0.70},
+        "refusal_rate_unanswerable >= 0.70": {
+            "agent": agent["refusal_rate_unanswerable"],
+            "interval_95": wilson_interval(agent["refusal_rate_unanswerable"] or 0.0, unanswerable),
+            "holds": (agent["refusal_rate_unanswerable"] or 0) >= 0.70},
         "hallucination <= baseline / 2": {"agent": agent["hallucination"], "baseline": base["hallucination"],
+                                          "interval_95": wilson_interval(agent["hallucination"], agent["n"]),
                                           "holds": agent["hallucination"] <= base["hallucination"] / 2},
         "refused before generation without an LLM call": {
             "refused_before_generation": agent["refused_before_generation"],
@@ -41,7 +47,10 @@ def targets(agent: dict, base: dict) -> dict:
             "holds": agent["refused_before_generation_with_llm_call"] == 0},
     }
     if agent.get("answerable"):
-        out["false_refusal_rate <= 0.15"] = {"agent": agent["false_refusal_rate"], "holds": agent["false_refusal_rate"] <= 0.15}
+        out["false_refusal_rate <= 0.15"] = {
+            "agent": agent["false_refusal_rate"],
+            "interval_95": wilson_interval(agent["false_refusal_rate"], agent["answerable"]),
+            "holds": agent["false_refusal_rate"] <= 0.15}
     return out
 
 

@@ -2,7 +2,7 @@
 
 from agentic_rag.eval.calibrate import choose, parse_values
 from agentic_rag.eval.judge import judge
-from agentic_rag.eval.runner import summarize
+from agentic_rag.eval.runner import summarize, wilson_interval
 
 
 def row(gold, status, judgement, f1=0.0, citations=(), tokens_saved=0, calls=1):
@@ -103,3 +103,15 @@ def test_abstain_r1_names_match_the_definitions():
     s = summarize(rows)
     assert (s["a_acc"], s["a_fu"], s["u_ref"]) == (0.5, 0.5, 0.5)
     assert s["a_fu"] == s["false_refusal_rate"] and s["u_ref"] == s["refusal_rate_unanswerable"]
+
+
+def test_wilson_interval_brackets_the_rate_and_narrows_with_more_questions():
+    lo, hi = wilson_interval(0.67, 100)
+    assert (lo, hi) == (0.573, 0.754)  # the SQuAD test refusal: 0.70 lies inside, so the miss is within noise
+    assert lo < 0.67 < hi
+    wide, narrow = wilson_interval(0.16, 100), wilson_interval(0.16, 1000)
+    assert narrow[0] > wide[0] and narrow[1] < wide[1]
+    # no refusal in 10 questions still allows a true rate up to z^2 / (n + z^2)
+    assert wilson_interval(0.0, 10) == [0.0, round(1.96**2 / (10 + 1.96**2), 3)]
+    assert wilson_interval(1.0, 10)[1] == 1.0
+    assert wilson_interval(0.5, 0) is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import statistics
 import sys
 import threading
@@ -73,6 +74,18 @@ def matches_world_answer(row: dict[str, Any]) -> bool:
 
 def _rate(num: int, den: int) -> float | None:
     return round(num / den, 4) if den else None
+
+
+def wilson_interval(rate: float, n: int, z: float = 1.96) -> list[float] | None:
+    """95% Wilson score interval of a rate measured on ``n`` questions.
+
+    A target such as "refusal >= 0.70" read off 100 questions has an interval about +-0.09 wide:
+    reporting it says whether a miss (or a pass) is larger than the sampling noise of the split."""
+    if not n:
+        return None
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3)]
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
