@@ -219,7 +219,9 @@ def joint_choices(sweeps: list[dict]) -> list[str]:
 def calibration_section() -> list[str]:
     """One row per committed sweep: what was swept, on which split, and the row the rule chose."""
     files = [("packaged 0.5B", f) for f in sorted(BENCH.glob("calibration/*/sweep.json"))]
-    files += [(f.parents[1].name, f) for f in sorted(BENCH.glob("calibration/*/*/sweep.json"), key=_step_order)]
+    # `calibration/default/` holds later sweeps of the default generator, run with `--preset default`
+    files += [("packaged 0.5B" if f.parents[1].name == "default" else f.parents[1].name, f)
+              for f in sorted(BENCH.glob("calibration/*/*/sweep.json"), key=_step_order)]
     sweeps = [{**json.loads(f.read_text()), "generator": name, "step": _step(f)} for name, f in files]
     if not sweeps:
         return []
