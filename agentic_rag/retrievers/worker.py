@@ -22,6 +22,12 @@ from agentic_rag.retrievers.source import retrieve
 HOP_DECAY = 0.5  # a hop-1 passage inherits this share of its parent's fused score (fraction)
 
 
+def path_order(passage: dict[str, Any]) -> tuple[float, str]:
+    """Best path score first, ties by chunk id: one order for what a path keeps and for what the
+    Supervisor's fallback takes from what it turned down, so "best" means the same in both."""
+    return -passage["path_score"], passage["chunk_id"]
+
+
 def content_overlap(question_tokens: set[str], text: str) -> float:
     if not question_tokens:
         return 0.0
@@ -69,7 +75,7 @@ def explore(
         pruned += len(hop_rejected)
     elif deadline is not None and time.time() >= deadline:
         terminated_by = "time"
-    kept.sort(key=lambda p: (-p["path_score"], p["chunk_id"]))
+    kept.sort(key=path_order)
     kept = kept[: settings.WORKER_K]
     path_score = max((p["path_score"] for p in kept), default=0.0)
     new = [p for p in kept if p["chunk_id"] not in held_ids]
@@ -86,7 +92,7 @@ def explore(
         "passages": kept if terminated_by != "low_score" else [],
         # what pruning turned down (hop 0, plus the whole path when its score was too low), best first:
         # the Supervisor's fallback when no path kept a passage
-        "pruned_best": sorted(turned_down, key=lambda p: (-p["path_score"], p["chunk_id"]))[: settings.PRUNE_FALLBACK_K],
+        "pruned_best": sorted(turned_down, key=path_order)[: settings.PRUNE_FALLBACK_K],
         "candidates": len(candidates),
         "pruned_count": pruned,
         "path_score": round(float(path_score), 4),

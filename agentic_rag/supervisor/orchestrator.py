@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from agentic_rag.anchors.predictor import Anchor, anchor_in_text
+from agentic_rag.retrievers.worker import path_order
 from agentic_rag.supervisor.packing import pack_evidence
 
 
@@ -47,7 +48,7 @@ def fallback_path(paths: list[dict[str, Any]], k: int) -> dict[str, Any] | None:
         for passage in path.get("pruned_best", []):
             if passage["path_score"] > best.get(passage["chunk_id"], {}).get("path_score", -1.0):
                 best[passage["chunk_id"]] = passage
-    chosen = sorted(best.values(), key=lambda p: (-p["path_score"], p["chunk_id"]))[:k]
+    chosen = sorted(best.values(), key=path_order)[:k]
     if not chosen:
         return None
     return {"anchor": None, "round": max((p.get("round", 1) for p in paths), default=1), "passages": chosen,
