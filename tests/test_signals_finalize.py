@@ -4,7 +4,8 @@ import pytest
 
 from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.configuration import Settings
-from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens
+from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens, says_something
+from agentic_rag.generator.citations import split_sentences
 from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
 
@@ -181,3 +182,34 @@ def test_a_period_must_be_near_the_supporting_sentence():
     assert "2018" in near and validate("person", anchors, chunk, period_text=near).ok
     assert validate("person", anchors, chunk, period_text="Crowds were large. Rybakina won the final on Saturday.").ok is False
     assert "Rybakina" in far
+
+
+def test_abbreviations_and_initials_do_not_end_a_sentence():
+    text = "Coco Gauff made her U.S. Open debut in 2019. Mrs. Rost taught in Kansas. J. K. Rowling wrote it."
+    assert split_sentences(text) == [
+        "Coco Gauff made her U.S. Open debut in 2019.", "Mrs. Rost taught in Kansas.", "J. K. Rowling wrote it."
+    ]
+    # "No." and month abbreviations hold only before a number; a final "no." is an answer
+    assert split_sentences("Ranked No. 1 on Aug. 12, 2019. The answer is no. It was 1990.") == [
+        "Ranked No. 1 on Aug. 12, 2019.", "The answer is no.", "It was 1990."
+    ]
+    # source text also breaks at line ends and before lower case, and drops crumbs
+    assert split_sentences("Sep 10, 2020 ... with Djokovic out.\nOK.\nThe U.S. team won", loose=True) == [
+        "Sep 10, 2020 ...", "with Djokovic out.", "The U.S. team won"
+    ]
+
+
+def test_a_bare_date_or_number_supports_nothing(embedder):
+    assert not says_something("Aug 12, 2022.") and not says_something("Dec 9, 2022 ...")
+    assert says_something("Release Date: 10/27/2017.") and says_something("$10.4 billion")
+    bundle = {"passages": [{"n": 1, "chunk_id": "s:0", "page_name": "Spider-Man", "page_url": "u",
+                            "text": "Aug 12, 2022 ... The PC port of the game adds ray tracing."}]}
+    question = "When was Marvel's Spider-Man released?"
+    for answer in ("Marvel's Spider-Man was released on August 12, 2022 [1].",
+                   'It came out on 12, 2022 [1] "Aug 12, 2022 ...".'):
+        row = collect_signals(question, answer, bundle, [], {}, S, embedder)["sentences"][0]
+        assert not row["supported"] and row["quote"] != "Aug 12, 2022 ...", answer
+    # the same date inside a sentence that says what happened on it is support
+    bundle["passages"][0]["text"] = "Marvel's Spider-Man was released for the PlayStation 4 on 12 August 2022."
+    row = collect_signals(question, "It was released on 12 August 2022 [1].", bundle, [], {}, S, embedder)["sentences"][0]
+    assert row["supported"] and row["mode"] == "attributed"

@@ -88,6 +88,11 @@ def wilson_interval(rate: float, n: int, z: float = 1.96) -> list[float] | None:
     return [round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3)]
 
 
+def is_refusal(row: dict[str, Any]) -> bool:
+    """A refusal by the system (any non-ok status) or an answer that only says it does not know."""
+    return row["status"] != "ok" or row["judge_rule"] == "abstained"
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """CRAG scores plus the abstention metrics (definitions in the README's evaluation section)."""
     n = len(rows)
@@ -100,7 +105,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     gold = [str(r["gold"]).strip().lower() for r in rows]
     unans = [r for r, g in zip(rows, gold) if g == IDK]
     answerable = [r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)]
-    refused = lambda r: r["status"] != "ok" or r["judge_rule"] == "abstained"  # noqa: E731
+    refused = is_refusal
     signals = [r.get("signals") or {} for r in rows]
     answered_signals = [s for r, s in zip(rows, signals) if not refused(r) and "overlap_est" in s]
     return {

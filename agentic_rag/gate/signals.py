@@ -81,8 +81,20 @@ def claim_in(claim: str, text: str) -> bool:
 
 
 def _chunk_sentences(text: str) -> list[str]:
-    parts = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 3]
-    return parts or [text.strip()]
+    return split_sentences(text, loose=True) or [text.strip()]
+
+
+_MONTHS = frozenset(
+    "jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june july august september "
+    "october november december".split()
+)
+
+
+def says_something(text: str) -> bool:
+    """Whether a source sentence holds a word beyond dates, numbers and stopwords. One that does not
+    ("Aug 12, 2022 ...", the page date a search snippet opens with) names no subject and no relation,
+    so it cannot show that its value answers the question, however well the value matches the draft."""
+    return any(w not in _STOP and w not in _MONTHS for w in re.findall(r"[a-z]+", text.lower()))
 
 
 def new_claims(plain: str, question: str, kind: str = "other") -> list[str]:
@@ -146,18 +158,20 @@ def sentence_support(
 
     A sentence is supported when (a) a quote it gives occurs verbatim in a source it cites, or (b)
     code attribution finds a source sentence (or, for a list spread over several sentences, a source
-    passage) that holds its new claims (at least ``min_claims`` of them; the rest are left to faithfulness) (numbers and names it adds to the question; for plain
-    words, the words it adds) and is semantically close to it (cosine >= ``tau``; short answers are
-    compared together with the question they answer). Attribution looks in the sources the model
-    cited, or in the whole bundle when it cited none. Either way the quote shown to the user is exact
-    source text, so a citation can always be checked.
+    passage) that holds its new claims (numbers and names it adds to the question; for plain words,
+    the words it adds; at least ``min_claims`` of them, the rest are left to faithfulness) and is
+    semantically close to it (cosine >= ``tau``; short answers are compared together with the
+    question they answer). Attribution looks in the sources the model cited, or in the whole bundle
+    when it cited none. Either way the quote shown to the user is exact source text, so a citation
+    can always be checked, and it must say something besides a date or a number (``says_something``).
     """
     passages = bundle.get("passages", [])
     by_n = {p["n"]: p for p in passages}
     all_cited = [n for n in cited_numbers(answer) if n in by_n]
     # candidate supports: every source sentence, and every whole passage (for multi-sentence lists)
-    source_sents = [(p["n"], sent) for p in passages for sent in _chunk_sentences(p["text"])]
-    source_sents += [(p["n"], p["text"]) for p in passages if len(_chunk_sentences(p["text"])) > 1]
+    sents_of = {p["n"]: [s for s in _chunk_sentences(p["text"]) if says_something(s)] for p in passages}
+    source_sents = [(n, sent) for n, sents in sents_of.items() for sent in sents]
+    source_sents += [(n, " ".join(sents)) for n, sents in sents_of.items() if len(sents) > 1]
     vec_cache: dict[str, np.ndarray] = {}
 
     def vectors(texts: list[str]) -> np.ndarray:
@@ -180,7 +194,7 @@ def sentence_support(
                                "similarity": 0.0, "claims_found": 0.0, "supported": False}
         for q in quotes(sent):
             hit = next((n for n in nums if quote_in(q, by_n[n]["text"])), None)
-            if hit is not None and all(claim_in(c, q) for c in needed):
+            if hit is not None and says_something(q) and all(claim_in(c, q) for c in needed):
                 row.update(n=hit, quote=q, mode="model_quote", claims_found=1.0, similarity=1.0, supported=True)
                 break
         if not row["supported"]:

@@ -13,14 +13,40 @@ from typing import Any
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]|\bsource\s+(\d+)\b", re.IGNORECASE)
 _QUOTE = re.compile(r"[\"\u201c]([^\"\u201d]{8,}?)[\"\u201d]")
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"\u201c])")
+_ANY_END = re.compile(r"(?<=[.!?])\s+")
+# a period that ends one of these does not end the sentence: "Mrs. Rost", "the U.S. Open", "J. K. Rowling"
+_ABBREV = re.compile(
+    r"(?:\b(?:mr|mrs|ms|dr|prof|st|mt|jr|sr|vs|gen|gov|sen|rep|rev|capt|col|lt|sgt|inc|corp|ltd|approx|e\.g|i\.e)"
+    r"|(?:^|[\s(])(?:[a-z]\.)*[a-z])\.$",
+    re.IGNORECASE,
+)
+# these only before a number: "No. 1", "Aug. 12", "Vol. 3" (a final "no." is an answer)
+_ABBREV_NUM = re.compile(r"\b(?:no|nos|vol|fig|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$", re.IGNORECASE)
 
 
 def fold(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT.split(text.strip()) if s.strip()]
+def split_sentences(text: str, loose: bool = False) -> list[str]:
+    """Sentences of an answer; with ``loose``, of source text, which web snippets run on: also broken
+    at line ends and before a lower-case word, and fragments of three characters or less dropped.
+
+    A period after an abbreviation or an initial does not end a sentence. Split there, "Coco Gauff
+    made her U.S." becomes a source sentence that seems to say she won something, and "Mrs." a quote
+    that backs any answer about a Mrs."""
+    out: list[str] = []
+    for line in text.split("\n") if loose else [text]:
+        joined: list[str] = []
+        for piece in (p.strip() for p in (_ANY_END if loose else _SENT).split(line.strip())):
+            if not piece:
+                continue
+            if joined and (_ABBREV.search(joined[-1]) or (_ABBREV_NUM.search(joined[-1]) and piece[0].isdigit())):
+                joined[-1] = f"{joined[-1]} {piece}"
+            else:
+                joined.append(piece)
+        out += joined
+    return [s for s in out if len(s) > 3] if loose else out
 
 
 def cited_numbers(text: str) -> list[int]:
