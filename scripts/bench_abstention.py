@@ -69,6 +69,33 @@ def probe_auc(run_dir: Path) -> dict:
             "median_unanswerable": round(float(np.median(s[y == 0])), 3) if (y == 0).any() else None}
 
 
+def leaked_negatives(run_dir: Path) -> dict | None:
+    """RGB chose its negative snippets by *not containing the answer string*; some still state the
+    answer in other words ("Tampa Bay, Florida" for "Tampa, Florida"), and answering those is not
+    hallucinating. A property of the data, not of any system: a negative counts as leaked when every
+    content word of the real answer (or of one of its alternatives) occurs in its snippets. The
+    target is still measured on all of them; this says how much of the miss such questions explain."""
+    from agentic_rag.datasets.crag import iter_records
+    from agentic_rag.eval.runner import is_refusal, read_results
+    from agentic_rag.retrieval.hybrid import tokenize
+
+    config = json.loads((run_dir / "config.json").read_text())
+    leaked = set()
+    for rec in iter_records(ROOT / config["dataset"]):
+        answers = [getattr(rec, "world_answer", None) or ""] + list(getattr(rec, "world_alternatives", None) or [])
+        words = set(tokenize(" ".join(f"{r.page_snippet} {r.page_result}" for r in rec.search_results)))
+        if any(tokenize(a) and set(tokenize(a)) <= words for a in answers):
+            leaked.add(rec.interaction_id)
+    rows = read_results(run_dir / "results.jsonl")
+    if not any(r.get("world_answer") for r in rows):
+        return None
+    clean = [r for r in rows if r["id"] not in leaked]
+    refused = sum(map(is_refusal, clean))
+    return {"leaked": len(rows) - len(clean), "clean": len(clean),
+            "refusal_rate_clean": round(refused / len(clean), 3) if clean else None,
+            "interval_95": wilson_interval(refused / len(clean), len(clean)) if clean else None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--squad", type=Path, default=ROOT / "artifacts" / "runs" / "agent_vs_baseline" / "squad200")
@@ -84,6 +111,9 @@ def main() -> int:
                 "tokens_per_q")
         report[name] = {"agent": {k: agent.get(k) for k in keys}, "baseline": {k: base.get(k) for k in keys},
                         "targets": targets(agent, base), "probe": probe_auc(runs / "agent")}
+        leaks = leaked_negatives(runs / "agent")
+        if leaks:
+            report[name]["leaked_negatives"] = leaks
         dest = runs_dest / name
         dest.mkdir(parents=True, exist_ok=True)
         for system in ("agent", "baseline"):

@@ -134,6 +134,11 @@ def abstention_section(reports: list[tuple[str, dict]]) -> list[str]:
             if p:
                 auc = f"AUC {p['auc']}" if p.get("auc") is not None else "AUC undefined (one class only)"
                 out.append(f"- {name}: {p['scored']} scored, {auc}, median P(answerable) on unanswerable {p['median_unanswerable']}.")
+        for name, v in a.items():
+            if leak := v.get("leaked_negatives"):
+                out += ["", f"{name}: {leak['leaked']} of the negatives hold every word of the real answer in their snippets "
+                        "(RGB filtered them by the exact answer string only; answering those is not hallucinating). "
+                        f"Agent refusal on the other {leak['clean']}: {leak['refusal_rate_clean']} {leak['interval_95']}."]
         out.append("")
     return out
 
