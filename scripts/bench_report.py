@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from agentic_rag.eval.plots import plot_targets
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -116,6 +118,8 @@ def abstention_section(reports: list[tuple[str, dict]]) -> list[str]:
         "baseline use the same generator, prompt, retrieval and context budget.",
         "",
     ]
+    plot_targets([(GENERATORS.get(tag, tag).split(" (")[0], a) for tag, a in reports], BENCH / "abstention_targets.png")
+    out += ["![Abstention targets: each generator's figure with its 95% interval, and the target](abstention_targets.png)", ""]
     for tag, a in reports:
         out += [f"### {GENERATORS.get(tag, tag)}", "", "| dataset | metric | baseline | agent |", "|---|---|---|---|"]
         for name, v in a.items():

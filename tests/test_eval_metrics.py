@@ -115,3 +115,36 @@ def test_wilson_interval_brackets_the_rate_and_narrows_with_more_questions():
     assert wilson_interval(0.0, 10) == [0.0, round(1.96**2 / (10 + 1.96**2), 3)]
     assert wilson_interval(1.0, 10)[1] == 1.0
     assert wilson_interval(0.5, 0) is None
+
+
+def test_targets_plot_has_a_row_per_rate_target_and_each_generators_own_bar(tmp_path, monkeypatch):
+    from agentic_rag.eval import plots
+
+    def report(refusal, halluc, baseline):
+        return {"squad": {"targets": {
+            "refusal_rate_unanswerable >= 0.70": {"agent": refusal, "interval_95": wilson_interval(refusal, 100)},
+            "hallucination <= baseline / 2": {"agent": halluc, "baseline": baseline, "interval_95": wilson_interval(halluc, 200)},
+            "refused before generation without an LLM call": {"refused_before_generation": 2, "with_llm_call": 0},
+        }}}
+
+    drawn = []
+    real = plots._plt
+
+    def spy():
+        plt = real()
+        orig = plt.subplots
+
+        def subplots(*a, **k):
+            fig, ax = orig(*a, **k)
+            ax_plot = ax.plot
+            ax.plot = lambda xs, ys, **kw: drawn.append((xs[0], round(sum(ys) / 2, 3))) or ax_plot(xs, ys, **kw)
+            return fig, ax
+        plt.subplots = subplots
+        return plt
+
+    monkeypatch.setattr(plots, "_plt", spy)
+    path = plots.plot_targets([("0.5B", report(0.56, 0.34, 0.725)), ("1.5B", report(0.65, 0.23, 0.59))], tmp_path / "t.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    # two rows (the count target has no interval), a target bar per generator beside its own point:
+    # refusal at 0.70 for both, hallucination at each one's baseline halved
+    assert sorted(drawn) == sorted([(0.70, -0.075), (0.70, 0.075), (0.3625, 0.925), (0.295, 1.075)])

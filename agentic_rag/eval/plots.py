@@ -59,6 +59,45 @@ def plot_pareto(runs: list[dict[str, Any]], path: Path) -> Path:
                    "overlap (evidence consistency)")
 
 
+def plot_targets(reports: list[tuple[str, dict[str, Any]]], path: Path) -> Path:
+    """Each rate target of the abstention reports, one row per target: every generator's figure with
+    its 95% interval, and beside it a black bar at its target, marked with the side that passes.
+    ``reports`` are (generator label, report) pairs, each report as ``bench_abstention`` writes it."""
+    plt = _plt()
+    rows = list(dict.fromkeys((dataset, name) for _, report in reports for dataset, v in report.items()
+                              for name, t in v["targets"].items() if "interval_95" in t))
+    fig, ax = plt.subplots(figsize=(6.5, 0.75 * len(rows) + 1.2))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, report) in enumerate(reports):
+        offset = 0.15 * (i - (len(reports) - 1) / 2)
+        for y, (dataset, name) in enumerate(rows):
+            t = report.get(dataset, {}).get("targets", {}).get(name)
+            if not t or not t.get("interval_95"):
+                continue
+            lo, hi = t["interval_95"]
+            ax.errorbar([t["agent"]], [y + offset], xerr=[[t["agent"] - lo], [hi - t["agent"]]], fmt="o", capsize=3,
+                        color=colors[i % len(colors)], label=label if label not in ax.get_legend_handles_labels()[1] else None)
+            # the target, which for hallucination is this generator's own baseline halved
+            at_least = " >= " in name
+            value = t["baseline"] / 2 if "baseline" in t else float(name.rsplit(" ", 1)[1])
+            ax.plot([value, value], [y + offset - 0.09, y + offset + 0.09], color="black", lw=2.5)
+            if i == 0:
+                ax.annotate("pass \u2192" if at_least else "\u2190 pass", (value, y - 0.3), fontsize=7,
+                            ha="left" if at_least else "right")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{d}\n{n}" for d, n in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_xlabel("rate (point: agent; whiskers: 95% interval; black bar: target)")
+    ax.set_title("Abstention targets", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _finish(plt, fig, ax, path: Path, title: str, xlabel: str, ylabel: str) -> Path:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
