@@ -7,7 +7,9 @@ with BM25 near-miss passages (the probe's second training source) has the second
 questions keep their gold passage among near misses, half get near misses only.
 
 Every question whose NQ id is in a probe's training rows is left out, so no dev question was seen
-by a probe. Usage: python scripts/make_nq_dev.py [--n 100] [--seed 11] [--out data/nq_dev100.jsonl]
+by a probe. ``--snippets`` writes the same questions as web-search snippets (``train_probe.as_snippets``),
+the form CRAG and RGB give. Usage:
+python scripts/make_nq_dev.py [--n 100] [--seed 11] [--snippets] [--out data/nq_dev100.jsonl]
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_probe import base_id, nq_records  # noqa: E402
+from train_probe import as_snippets, base_id, nq_records  # noqa: E402
 
 from agentic_rag.datasets.crag import IDK  # noqa: E402
 
@@ -33,6 +35,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--out", type=Path, default=ROOT / "data" / "nq_dev100.jsonl")
+    ap.add_argument("--snippets", action="store_true", help="each passage cut to a web-search snippet")
     ap.add_argument("--exclude", type=Path, nargs="*", default=sorted((ROOT / "artifacts" / "probe").glob("*.npz")),
                     help="probe training files whose questions are left out")
     args = ap.parse_args()
@@ -43,6 +46,7 @@ def main() -> int:
     answerable = [r for r in fresh if r.answer != IDK][: args.n // 2]
     negative = [r.model_copy(update={"question_type": "unanswerable"}) for r in fresh if r.answer == IDK][: args.n // 2]
     rows = [r for pair in zip(answerable, negative) for r in pair]
+    rows = [as_snippets(r) for r in rows] if args.snippets else rows
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r.model_dump(mode="json")) + "\n" for r in rows))
     print(f"{len(rows)} questions ({len(answerable)} answerable, {len(negative)} near-miss only) -> {args.out}; "

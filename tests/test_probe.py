@@ -292,3 +292,25 @@ def test_verified_score_averages_with_the_probe_only_when_asked_and_the_refusal_
     text, missing = explain_refusal("ABSTAIN_NOT_VERIFIED", signals, {}, mean)
     assert "70%" in text and "30%" in text and "50%" in text and "55%" in text and "Navratilova" in text
     assert missing == ["a source that states the answer to the question as asked"]
+
+
+def test_snippet_view_keeps_the_answer_window_of_the_gold_page_and_groups_with_its_question():
+    from agentic_rag.datasets.crag import CragRecord, SearchResult
+
+    tp = _train_probe_script()
+    filler = " ".join(f"word{i}" for i in range(60))
+    gold = SearchResult(page_name="Titanic", page_url="nq://1", page_result=(
+        f"{filler} Titanic's keel was laid down on 31 March 1909 at Harland and Wolff. {filler}"))
+    other = SearchResult(page_name="Olympic", page_url="nq://2", page_result=(
+        f"{filler} The Olympic keel was laid in December 1908 at the same Belfast yard. {filler}"))
+    record = CragRecord(interaction_id="nq-7-answerable", query="when was the keel of the titanic laid down",
+                        answer="31 March 1909", search_results=[gold, other], gold_page_urls=[gold.page_url])
+    view = tp.as_snippets(record, words=20)
+    g, o = view.search_results
+    assert "31 March 1909" in g.page_snippet and g.page_snippet == g.page_result
+    assert g.page_snippet.startswith("... ") and g.page_snippet.endswith(" ...") and len(g.page_snippet.split()) == 22
+    # a page without the answer keeps the window most on the question
+    assert "keel" in o.page_snippet and "word0 " not in o.page_snippet
+    assert view.interaction_id == "nq-7-answerable-snippets" and tp.base_id(view.interaction_id) == "nq-7"
+    assert tp.group_of(view) == tp.group_of(record) == "nq-7"
+    assert tp.source_of(view.interaction_id, tp.group_of(view)) == "nq_snippets"
