@@ -127,22 +127,23 @@ def test_targets_plot_has_a_row_per_rate_target_and_each_generators_own_bar(tmp_
             "refused before generation without an LLM call": {"refused_before_generation": 2, "with_llm_call": 0},
         }}}
 
-    drawn = []
-    real = plots._plt
+    plt = plots._plt()
+    drawn = []  # (x, middle y) of every vertical target bar
+    subplots = plt.subplots
 
-    def spy():
-        plt = real()
-        orig = plt.subplots
+    def spying_subplots(*args, **kwargs):
+        fig, ax = subplots(*args, **kwargs)
+        plot = ax.plot
 
-        def subplots(*a, **k):
-            fig, ax = orig(*a, **k)
-            ax_plot = ax.plot
-            ax.plot = lambda xs, ys, **kw: drawn.append((xs[0], round(sum(ys) / 2, 3))) or ax_plot(xs, ys, **kw)
-            return fig, ax
-        plt.subplots = subplots
-        return plt
+        def spy(*a, **kw):
+            if kw.get("color") == "black":
+                drawn.append((a[0][0], round(sum(a[1]) / 2, 3)))
+            return plot(*a, **kw)
 
-    monkeypatch.setattr(plots, "_plt", spy)
+        ax.plot = spy
+        return fig, ax
+
+    monkeypatch.setattr(plt, "subplots", spying_subplots)
     path = plots.plot_targets([("0.5B", report(0.56, 0.34, 0.725)), ("1.5B", report(0.65, 0.23, 0.59))], tmp_path / "t.png")
     assert path.read_bytes()[:4] == b"\x89PNG"
     # two rows (the count target has no interval), a target bar per generator beside its own point:
