@@ -4,7 +4,7 @@ import pytest
 
 from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.configuration import Settings
-from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens, says_something
+from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens, new_claims, says_something
 from agentic_rag.generator.citations import split_sentences
 from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
@@ -34,6 +34,9 @@ def test_claims_are_numbers_and_names():
     assert "2005" in claims and "Incredibles" in claims and "Brad Bird" in claims
     assert claim_in("3696", "only 3,696 feet") and claim_in("3,696", "3696 ft")
     assert not claim_in("369", "3,696 feet")
+    # a number inside a name is there ("X.25"); the tail of a decimal is not
+    assert claim_in("25", "The X.25 protocol suite") and not claim_in("25", "it weighs 3.25 kg")
+    assert new_claims("X.25 uses the datagram model.", "X.25 uses what type of network?") == []
     # a possessive claims the name itself: the source says "the death of Braddock"
     assert claims_of("William Shirley took over after Braddock's death.") == ["William Shirley", "Braddock"]
     assert claims_of("The Huguenots' churches were burnt.") == ["Huguenots"]

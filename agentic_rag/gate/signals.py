@@ -71,7 +71,9 @@ def stem(word: str) -> str:
 def claim_in(claim: str, text: str) -> bool:
     if _NUM.fullmatch(claim):
         digits = claim.replace(",", "")
-        return bool(re.search(rf"(?<![\d.]){re.escape(digits)}(?![\d])", text.replace(",", "")))
+        # not the tail of a longer number or of a decimal ("25" is not in "125" or "3.25"), but it is
+        # in a name that carries it ("X.25", "B-52")
+        return bool(re.search(rf"(?<!\d)(?<!\d\.){re.escape(digits)}(?![\d])", text.replace(",", "")))
     if fold(claim) in fold(text):
         return True
     if " " not in claim.strip() and claim.islower():  # a plain word the answer adds: match its stem
