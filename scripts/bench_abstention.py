@@ -79,16 +79,16 @@ def leaked_negatives(run_dir: Path) -> dict | None:
     from agentic_rag.eval.runner import is_refusal, read_results
     from agentic_rag.retrieval.hybrid import tokenize
 
+    rows = read_results(run_dir / "results.jsonl")
+    if not any(r.get("world_answer") for r in rows):
+        return None
     config = json.loads((run_dir / "config.json").read_text())
     leaked = set()
     for rec in iter_records(ROOT / config["dataset"]):
         answers = [getattr(rec, "world_answer", None) or ""] + list(getattr(rec, "world_alternatives", None) or [])
         words = set(tokenize(" ".join(f"{r.page_snippet} {r.page_result}" for r in rec.search_results)))
-        if any(tokenize(a) and set(tokenize(a)) <= words for a in answers):
+        if any((needed := set(tokenize(a))) and needed <= words for a in answers):
             leaked.add(rec.interaction_id)
-    rows = read_results(run_dir / "results.jsonl")
-    if not any(r.get("world_answer") for r in rows):
-        return None
     clean = [r for r in rows if r["id"] not in leaked]
     refused = sum(map(is_refusal, clean))
     return {"leaked": len(rows) - len(clean), "clean": len(clean),

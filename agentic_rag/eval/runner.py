@@ -105,9 +105,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     gold = [str(r["gold"]).strip().lower() for r in rows]
     unans = [r for r, g in zip(rows, gold) if g == IDK]
     answerable = [r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)]
-    refused = is_refusal
     signals = [r.get("signals") or {} for r in rows]
-    answered_signals = [s for r, s in zip(rows, signals) if not refused(r) and "overlap_est" in s]
+    answered_signals = [s for r, s in zip(rows, signals) if not is_refusal(r) and "overlap_est" in s]
     return {
         "n": n,
         "accuracy": round(acc, 4),
@@ -119,18 +118,18 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "answerable": len(answerable),
         "unanswerable": len(unans),
         "accuracy_answerable": _rate(sum(r["judgement"] == "accurate" for r in answerable), len(answerable)),
-        "refusal_rate_unanswerable": _rate(sum(refused(r) for r in unans), len(unans)),
-        "false_refusal_rate": _rate(sum(refused(r) for r in answerable), len(answerable)),
-        "false_acceptance_rate": _rate(sum(not refused(r) for r in unans), len(unans)),
+        "refusal_rate_unanswerable": _rate(sum(is_refusal(r) for r in unans), len(unans)),
+        "false_refusal_rate": _rate(sum(is_refusal(r) for r in answerable), len(answerable)),
+        "false_acceptance_rate": _rate(sum(not is_refusal(r) for r in unans), len(unans)),
         # Abstain-R1's names for the same quantities: accuracy and false unknowns on answerable
         # questions, refusals on unanswerable ones
         "a_acc": _rate(sum(r["judgement"] == "accurate" for r in answerable), len(answerable)),
-        "a_fu": _rate(sum(refused(r) for r in answerable), len(answerable)),
-        "u_ref": _rate(sum(refused(r) for r in unans), len(unans)),
+        "a_fu": _rate(sum(is_refusal(r) for r in answerable), len(answerable)),
+        "u_ref": _rate(sum(is_refusal(r) for r in unans), len(unans)),
         "wrong_on_answerable": _rate(
-            sum(not refused(r) and r["f1"] == 0 and r["judgement"] != "accurate" for r in answerable), len(answerable)
+            sum(not is_refusal(r) and r["f1"] == 0 and r["judgement"] != "accurate" for r in answerable), len(answerable)
         ),
-        "idk_with_citations": sum(refused(r) and bool(r.get("citations")) for r in rows),
+        "idk_with_citations": sum(is_refusal(r) and bool(r.get("citations")) for r in rows),
         # of the unanswerable-labelled questions answered, those answered with the real answer
         "answered_with_world_answer": (sum(bool(r.get("matches_world_answer")) for r in unans)
                                        if any(r.get("world_answer") for r in unans) else None),

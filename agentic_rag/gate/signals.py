@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.anchors.predictor import Anchor, anchor_coverage
+from agentic_rag.anchors.predictor import MONTH_ABBR, MONTHS, Anchor, anchor_coverage
 from agentic_rag.budget import llm_calls, tokens_used
 from agentic_rag.generator.citations import cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup
 from agentic_rag.retrieval.hybrid import tokenize
@@ -86,10 +86,7 @@ def _chunk_sentences(text: str) -> list[str]:
     return split_sentences(text, loose=True) or [text.strip()]
 
 
-_MONTHS = frozenset(
-    "jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june july august september "
-    "october november december".split()
-)
+_MONTHS = frozenset(MONTHS) | frozenset(MONTH_ABBR)
 
 
 def says_something(text: str) -> bool:
