@@ -26,15 +26,21 @@ def records():
     return [recs[9], recs[6]]  # DreamWorks (answerable from its pages), highway (pages about dogs)
 
 
-def test_batch_interface_with_a_scripted_model(records, settings):
-    long = "DreamWorks Animation is owned by Universal Pictures {cite:universal}. " + "It is a studio. " * 60
+def test_batch_interface_with_a_scripted_model(records, settings, monkeypatch):
+    import agentic_rag.crag_adapter as adapter
+
+    # a cold start (model, embedder and spaCy loads) can use up the kit's 10 s per question, which the
+    # next test covers; here the answer must reach the trim. The reply fits the generation cap
+    # (160 words) but not the kit's 75 tokens.
+    monkeypatch.setattr(adapter, "SECONDS_PER_QUESTION", 300.0)
+    long = "DreamWorks Animation is owned by Universal Pictures {cite:universal}. " + "It is a studio. " * 30
     model = UserModel(settings=settings, batch_size=2, llm=ScriptedChat(replies=[long]))
     assert model.get_batch_size() == 2
     answers = [a for batch in kit_batches(records, model.get_batch_size()) for a in model.batch_generate_answer(batch)]
     assert len(answers) == 2 and all(isinstance(a, str) for a in answers)
     assert answers[1] == CRAG_IDK  # no evidence: the kit's abstention string
-    if answers[0] != CRAG_IDK:
-        assert len(get_tokenizer(settings).encode(answers[0], add_special_tokens=False)) <= MAX_ANSWER_TOKENS
+    assert answers[0].startswith("DreamWorks Animation is owned by Universal Pictures")
+    assert len(get_tokenizer(settings).encode(answers[0], add_special_tokens=False)) == MAX_ANSWER_TOKENS
 
 
 def test_time_limit_answers_idk_instead_of_overrunning(records, settings, monkeypatch):
