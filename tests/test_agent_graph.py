@@ -83,6 +83,21 @@ def test_wrong_year_triggers_one_anchor_retrieval_then_abstains(agent_settings):
     assert len(fake.calls) <= 2
 
 
+def test_period_scope_sentence_wants_the_year_in_the_quoted_sentence_itself(agent_settings):
+    # the year is in the sentence before the quoted one: enough for "window", not for "sentence"
+    pages = {**PAGES, "Oscars 2004": ("The 76th Academy Awards were held in 2004 at the Kodak Theatre. "
+                                      "Finding Nemo won the Oscar for Best Animated Feature. Pixar produced the film.")}
+    reply = 'Finding Nemo won. {cite:finding nemo won} "Finding Nemo won the Oscar for Best Animated Feature"'
+    near, _, _ = run(agent_settings, [reply], record(pages=pages))
+    assert near.status == "ok" and near.reason == "STOP_OVERLAP_OK"
+    strict, _, rows = run(agent_settings, [reply], record(pages=pages), PERIOD_SCOPE="sentence")
+    assert rows[-2]["reason"] == "RETRIEVE_MISSING_ANCHORS"
+    assert strict.status == "refuse" and "2004" in strict.missing
+    # with the year in the quoted sentence both scopes let the answer stand
+    quoted, _, _ = run(agent_settings, [f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'], PERIOD_SCOPE="sentence")
+    assert quoted.status == "ok"
+
+
 def test_no_regeneration_when_the_extra_round_brings_nothing_new(agent_settings):
     # the toy corpus is small: round 1 already holds every passage, so round 2 finds no new hits
     wrong = f'The Incredibles won. {{cite:77th academy}} "{QUOTE_2005}"'
