@@ -143,10 +143,11 @@ class Settings(BaseSettings):
         description="What VERIFIER_MIN cuts: the verifier's P(yes) alone, or its mean with the probe's answerability.",
     )
     HEDGING_ENABLED: bool = Field(True, description="Layer 3: hedging or filler in the answer becomes an abstention.")
-    PERIOD_SCOPE: Literal["window", "sentence"] = Field(
+    PERIOD_SCOPE: Literal["window", "content", "sentence"] = Field(
         "window",
         description="Where a year, quarter or date the question names must be stated for the answer to stand: "
-        "'window' = the supporting sentence or a neighbour of it; 'sentence' = the supporting sentence itself.",
+        "'window' = the supporting sentence or a neighbour of it; 'content' = the same, but a neighbour that is "
+        "only a date (a snippet's page date) does not count; 'sentence' = the supporting sentence itself.",
     )
 
     # --- Ambiguity policy ---------------------------------------------------------------------

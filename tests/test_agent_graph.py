@@ -93,6 +93,10 @@ def test_period_scope_sentence_wants_the_year_in_the_quoted_sentence_itself(agen
     strict, _, rows = run(agent_settings, [reply], record(pages=pages), PERIOD_SCOPE="sentence")
     assert rows[-2]["reason"] == "RETRIEVE_MISSING_ANCHORS"
     assert strict.status == "refuse" and "2004" in strict.missing
+    # a page date beside the quote: enough for "window", not for "content"
+    dated = {**PAGES, "Oscars 2004": "Feb 29, 2004 ...\nFinding Nemo won the Oscar for Best Animated Feature."}
+    assert run(agent_settings, [reply], record(pages=dated))[0].status == "ok"
+    assert run(agent_settings, [reply], record(pages=dated), PERIOD_SCOPE="content")[0].status == "refuse"
     # with the year in the quoted sentence both scopes let the answer stand
     quoted, _, _ = run(agent_settings, [f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'], PERIOD_SCOPE="sentence")
     assert quoted.status == "ok"

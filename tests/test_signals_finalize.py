@@ -187,6 +187,19 @@ def test_a_period_must_be_near_the_supporting_sentence():
     assert "Rybakina" in far
 
 
+def test_a_page_date_beside_the_quote_scopes_nothing_when_content_only():
+    from agentic_rag.gate.signals import support_window
+
+    snippet = "Aug 27, 2019 ...\nCoco Gauff made her U.S. Open singles debut on Tuesday. She lost in round three."
+    quote = "Coco Gauff made her U.S. Open singles debut on Tuesday."
+    assert "2019" in support_window(quote, snippet)
+    strict = support_window(quote, snippet, content_only=True)
+    assert "2019" not in strict and strict.startswith("Coco Gauff") and "round three" in strict
+    # a neighbour that states something keeps its year
+    prose = "The 2015 Rugby World Cup was the eighth. The tournament was hosted by England."
+    assert "2015" in support_window("The tournament was hosted by England.", prose, content_only=True)
+
+
 def test_abbreviations_and_initials_do_not_end_a_sentence():
     text = "Coco Gauff made her U.S. Open debut in 2019. Mrs. Rost taught in Kansas. J. K. Rowling wrote it."
     assert split_sentences(text) == [

@@ -105,16 +105,18 @@ def new_claims(plain: str, question: str, kind: str = "other") -> list[str]:
     return [c for c in claims if not claim_in(c, question)]
 
 
-def support_window(quote: str, passage_text: str) -> str:
+def support_window(quote: str, passage_text: str, content_only: bool = False) -> str:
     """The supporting sentence with its neighbours in the passage: where a period must be stated.
 
     A year elsewhere in a long chunk does not scope the claim; one in the same or an adjacent
-    sentence does ("The 2018 final ... Kerber beat Williams")."""
+    sentence does ("The 2018 final ... Kerber beat Williams"). With ``content_only`` a neighbour that
+    is only a date ("Aug 27, 2019 ...", the page date a search snippet opens with) is left out: it
+    says when the page was written, not which season the claim is about."""
     sents = _chunk_sentences(passage_text)
     folded = fold(quote)
     for i, s in enumerate(sents):
         if folded and (folded in fold(s) or fold(s) in folded):
-            return " ".join(sents[max(0, i - 1) : i + 2])
+            return " ".join(n for n in sents[max(0, i - 1) : i + 2] if n is s or not content_only or says_something(n))
     return quote
 
 
@@ -241,7 +243,8 @@ def collect_signals(
     )
     by_n = {p["n"]: p for p in bundle.get("passages", [])}
     windows = "\n".join(
-        dict.fromkeys(support_window(r["quote"], by_n[r["n"]]["text"]) for r in rows if r["supported"] and r["n"] in by_n)
+        dict.fromkeys(support_window(r["quote"], by_n[r["n"]]["text"], settings.PERIOD_SCOPE == "content")
+                      for r in rows if r["supported"] and r["n"] in by_n)
     )
     overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
     claims = new_claims(strip_markup(answer), question, kind)
