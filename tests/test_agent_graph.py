@@ -83,7 +83,7 @@ def test_wrong_year_triggers_one_anchor_retrieval_then_abstains(agent_settings):
     assert len(fake.calls) <= 2
 
 
-def test_period_scope_sentence_wants_the_year_in_the_quoted_sentence_itself(agent_settings):
+def test_period_scope_decides_which_sentences_may_state_the_year(agent_settings):
     # the year is in the sentence before the quoted one: enough for "window", not for "sentence"
     pages = {**PAGES, "Oscars 2004": ("The 76th Academy Awards were held in 2004 at the Kodak Theatre. "
                                       "Finding Nemo won the Oscar for Best Animated Feature. Pixar produced the film.")}
@@ -97,7 +97,7 @@ def test_period_scope_sentence_wants_the_year_in_the_quoted_sentence_itself(agen
     dated = {**PAGES, "Oscars 2004": "Feb 29, 2004 ...\nFinding Nemo won the Oscar for Best Animated Feature."}
     assert run(agent_settings, [reply], record(pages=dated))[0].status == "ok"
     assert run(agent_settings, [reply], record(pages=dated), PERIOD_SCOPE="content")[0].status == "refuse"
-    # with the year in the quoted sentence both scopes let the answer stand
+    # with the year in the quoted sentence even the strictest scope lets the answer stand
     quoted, _, _ = run(agent_settings, [f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'], PERIOD_SCOPE="sentence")
     assert quoted.status == "ok"
 

@@ -78,11 +78,10 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             signals["judge_score"] = score
             signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
             state = _charge(state, signals, judge_usage, settings)
-    # periods are checked next to (or, with PERIOD_SCOPE "sentence", in) the supporting sentences; with
-    # no support, against the cited text
+    # periods are checked where PERIOD_SCOPE says, around the supporting sentences; with no support,
+    # against the cited text
     claims = " ".join(supported_quotes(signals.get("sentences", [])))
-    period_text = claims if settings.PERIOD_SCOPE == "sentence" and claims else windows
-    validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=period_text or None,
+    validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None,
                           claim_text=claims or None)
     if draft and settings.NLI_MODEL and cited_text:
         signals["nli_entailment"] = entailment_probability(settings.NLI_MODEL, cited_text[:4000], strip_markup(draft))

@@ -242,10 +242,11 @@ def collect_signals(
         answer, bundle, embedder, settings.OVERLAP_TAU, question, kind, settings.ATTRIBUTION_MIN_CLAIMS
     )
     by_n = {p["n"]: p for p in bundle.get("passages", [])}
-    windows = "\n".join(
-        dict.fromkeys(support_window(r["quote"], by_n[r["n"]]["text"], settings.PERIOD_SCOPE == "content")
-                      for r in rows if r["supported"] and r["n"] in by_n)
-    )
+    scope = settings.PERIOD_SCOPE  # where a period the question names must be stated (see Settings)
+    windows = "\n".join(dict.fromkeys(
+        r["quote"] if scope == "sentence" else support_window(r["quote"], by_n[r["n"]]["text"], scope == "content")
+        for r in rows if r["supported"] and r["n"] in by_n
+    ))
     overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
     claims = new_claims(strip_markup(answer), question, kind)
     if claims and cited_text:
