@@ -20,10 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_probe import as_snippets, base_id, nq_records  # noqa: E402
+from train_probe import as_snippets, base_id, nq_records, probe_training_ids  # noqa: E402
 
 from agentic_rag.datasets.crag import IDK  # noqa: E402
 
@@ -39,7 +38,7 @@ def main() -> int:
     ap.add_argument("--exclude", type=Path, nargs="*", default=sorted((ROOT / "artifacts" / "probe").glob("*.npz")),
                     help="probe training files whose questions are left out")
     args = ap.parse_args()
-    seen = {base_id(str(i)) for f in args.exclude for i in np.load(f, allow_pickle=True)["ids"]}
+    seen = probe_training_ids(args.exclude)
     with tempfile.TemporaryDirectory() as tmp:
         records = nq_records(args.n * 4, args.seed, Path(tmp))
     fresh = [r for r in records if base_id(r.interaction_id) not in seen]

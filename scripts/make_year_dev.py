@@ -18,13 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_probe import as_snippets, base_id, nq_records  # noqa: E402
+from train_probe import as_snippets, nq_records, probe_training_ids  # noqa: E402
 
 from agentic_rag.anchors.predictor import RE_YEAR  # noqa: E402
-from agentic_rag.datasets.crag import iter_records  # noqa: E402
+from agentic_rag.datasets.crag import IDK, iter_records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +36,7 @@ def main() -> int:
                     help="probe training files whose questions are left out")
     ap.add_argument("--out", type=Path, default=ROOT / "data" / "year_dev.jsonl")
     args = ap.parse_args()
-    seen = {base_id(str(i)) for f in args.exclude for i in np.load(f, allow_pickle=True)["ids"]}
+    seen = probe_training_ids(args.exclude)
     seen |= {r.interaction_id for r in iter_records(args.test)}
     squad = [r for r in iter_records(args.squad) if RE_YEAR.search(r.query) and r.interaction_id not in seen]
     with tempfile.TemporaryDirectory() as tmp:
@@ -46,7 +45,7 @@ def main() -> int:
     rows = squad + nq
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r.model_dump(mode="json")) + "\n" for r in rows))
-    unans = sum(r.question_type == "unanswerable" or r.answer == "i don't know" for r in rows)
+    unans = sum(r.question_type == "unanswerable" or r.answer == IDK for r in rows)
     print(f"{len(rows)} questions ({len(squad)} SQuAD, {len(nq)} NQ; {unans} unanswerable) -> {args.out}")
     return 0
 

@@ -91,6 +91,12 @@ def base_id(interaction_id: str) -> str:
 SNIPPETS_SUFFIX = "-snippets"
 
 
+def probe_training_ids(files: list[Path]) -> set[str]:
+    """The question ids in probe training files (``collect`` outputs), variant suffixes dropped: what
+    a dev split must leave out so that no probe has seen its questions."""
+    return {base_id(str(i)) for f in files for i in np.load(f, allow_pickle=True)["ids"]}
+
+
 def as_snippets(record: CragRecord, words: int = 40) -> CragRecord:
     """The record as a web search shows it (CRAG's and RGB's form): each passage cut to a window of
     about ``words`` words, "..." where it was cut; around the answer in a gold passage, elsewhere
