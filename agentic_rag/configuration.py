@@ -138,9 +138,12 @@ class Settings(BaseSettings):
     VERIFIER_MIN: float = Field(
         0.5, ge=0.0, le=1.0, description="P(yes) from the support verifier below which the answer is refused (0-1)."
     )
-    VERIFIER_COMBINE: Literal["alone", "mean_with_probe"] = Field(
+    VERIFIER_COMBINE: Literal["alone", "mean_with_probe", "mean_with_probes", "probes"] = Field(
         "alone",
-        description="What VERIFIER_MIN cuts: the verifier's P(yes) alone, or its mean with the probe's answerability.",
+        description="What VERIFIER_MIN cuts: the verifier's P(yes) alone ('alone'); its mean with the probe's "
+        "answerability ('mean_with_probe'); its mean with that and the quote probe's ('mean_with_probes'); or the "
+        "mean of the two probe readings without the verifier call ('probes'). The quote probe is the same probe "
+        "read on an answer prompt whose only source is the sentences the draft quotes (one prefill, stage 'verify').",
     )
     HEDGING_ENABLED: bool = Field(True, description="Layer 3: hedging or filler in the answer becomes an abstention.")
     PERIOD_SCOPE: Literal["window", "content", "sentence"] = Field(

@@ -285,6 +285,17 @@ def test_support_verifier_lets_a_confirmed_draft_through_and_is_off_by_default(a
     assert result.status == "ok" and len(fake.calls) == 1 and "verify" not in result.tokens["detail"]
 
 
+def test_quote_probe_modes_fall_back_to_the_verifier_on_a_backend_without_hidden_states(agent_settings):
+    # the scripted model exposes no hidden states: neither probe can read, so even the mode that skips
+    # the verifier call when both probes read makes it, and the refusal names only what was read
+    draft = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    for combine in ("probes", "mean_with_probes"):
+        result, fake, rows = run(agent_settings, [draft, "no"], VERIFIER_ENABLED=True, VERIFIER_COMBINE=combine)
+        assert len(fake.calls) == 2 and result.reason == "ABSTAIN_NOT_VERIFIED"
+        assert rows[-1]["quote_answerability"] is None and rows[-1]["verified_score"] == 0.0
+        assert "generator itself gives 0%" in result.explanation and "probe" not in result.explanation
+
+
 def test_support_verifier_is_not_asked_about_a_draft_already_refused(agent_settings):
     result, fake, _ = run(agent_settings, ["I think it may be Finding Nemo {cite:76th academy}, but it is not mentioned."],
                           VERIFIER_ENABLED=True)

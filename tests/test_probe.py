@@ -255,6 +255,30 @@ def test_learning_curve_subsamples_training_folds():
 
 
 @pytest.mark.model
+def test_real_model_quote_probe_reads_the_quoted_sentences_alone_in_one_booked_call(settings):
+    """The quote probe is the packaged probe on the answer prompt whose only source is the quote: its
+    reading equals a forward pass over that prompt, and its call decodes one token under 'verify'."""
+    from agentic_rag.gate.judge import VERIFY_STAGE
+    from agentic_rag.gate.probe import quote_probe_messages, read_quote_probe
+    from agentic_rag.llm.factory import get_chat_model
+
+    model = get_chat_model(settings)
+    request = probe_request(model, settings)
+    bundle = {"passages": [{"n": 1, "page_name": "France", "text": "France is in Europe. Paris is the capital of France."}]}
+    sentences = [{"supported": True, "n": 1, "quote": "Paris is the capital of France."}]
+    messages = quote_probe_messages("What is the capital of France?", sentences, bundle)
+    assert "France is in Europe" not in messages[1].content
+    reading, usage = read_quote_probe(messages, request, settings, VERIFY_STAGE, model)
+    probe = load_probe(request["path"])
+    forward = probe.score(model.prompt_states(messages)[probe.layer].numpy())
+    assert reading["status"] == "scored" and abs(reading["answerability"] - forward) < 0.05
+    assert usage[VERIFY_STAGE]["calls"] == 1 and usage[VERIFY_STAGE]["output_tokens"] == 1
+    # a backend that exposes no hidden states gets no reading and makes no call
+    assert read_quote_probe(messages, {"status": "unavailable", "why": "x"}, settings, VERIFY_STAGE, None) == (
+        {"status": "unavailable", "why": "x"}, {})
+
+
+@pytest.mark.model
 def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_model(settings, tmp_path):
     """score runs the agent's own prompt building, reads the real model's states and fits nothing."""
     import argparse
@@ -279,19 +303,49 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     assert report["scored"] == 2 and report["auc"] == 0.5
 
 
-def test_verified_score_averages_with_the_probe_only_when_asked_and_the_refusal_says_so(settings):
-    from agentic_rag.gate.judge import verified_score
+def test_verified_score_averages_the_readings_its_mode_names_and_the_refusal_says_so(settings):
+    from agentic_rag.gate.judge import needs_verdict, verified_score
     from agentic_rag.generator.finalize import explain_refusal
 
     alone = settings.model_copy(update={"VERIFIER_MIN": 0.55})
-    mean = alone.model_copy(update={"VERIFIER_COMBINE": "mean_with_probe"})
-    assert verified_score(0.7, 0.3, alone) == 0.7 and verified_score(0.7, 0.3, mean) == 0.5
-    assert verified_score(0.7, None, mean) == 0.7  # no probe reading: the verdict alone
-    signals = {"support_verdict": 0.7, "answerability": 0.3, "verified_score": 0.5,
+    mode = {m: alone.model_copy(update={"VERIFIER_COMBINE": m}) for m in ("mean_with_probe", "mean_with_probes", "probes")}
+    read = {"support_verdict": 0.7, "answerability": 0.3, "quote_answerability": 0.2}
+    assert verified_score(read, alone) == 0.7 and verified_score(read, mode["mean_with_probe"]) == 0.5
+    assert verified_score(read, mode["mean_with_probes"]) == 0.4 and verified_score(read, mode["probes"]) == 0.25
+    assert verified_score({"support_verdict": 0.7}, mode["mean_with_probe"]) == 0.7  # no probe reading: the verdict alone
+    assert verified_score({}, mode["probes"]) is None  # nothing read: nothing to cut
+    # the verifier call is skipped only when its mode does not read it and both probe readings are there
+    assert not needs_verdict(read, mode["probes"]) and needs_verdict({"answerability": 0.3}, mode["probes"])
+    assert needs_verdict(read, mode["mean_with_probes"])
+    signals = {**read, "verified_score": 0.4,
                "sentences": [{"supported": True, "quote": "As of 2021, the player with the most wins was Navratilova."}]}
-    text, missing = explain_refusal("ABSTAIN_NOT_VERIFIED", signals, {}, mean)
-    assert "70%" in text and "30%" in text and "50%" in text and "55%" in text and "Navratilova" in text
+    text, missing = explain_refusal("ABSTAIN_NOT_VERIFIED", signals, {}, mode["mean_with_probes"])
+    assert all(f in text for f in ("70%", "30%", "20%", "40%", "55%", "Navratilova"))
     assert missing == ["a source that states the answer to the question as asked"]
+    text, _ = explain_refusal("ABSTAIN_NOT_VERIFIED", {**signals, "verified_score": 0.25}, {}, mode["probes"])
+    assert "70%" not in text and "30%" in text and "20%" in text and "25%" in text  # no verdict was read
+
+
+def test_quote_bundle_keeps_only_the_quoted_sentences_under_their_own_source():
+    from agentic_rag.gate.probe import quote_bundle, quote_probe_messages
+
+    bundle = {"passages": [
+        {"n": 1, "page_name": "Wimbledon 2019", "page_last_modified": "2019-07-14", "text": "A. Serena lost the final."},
+        {"n": 2, "page_name": "Halep", "text": "Simona Halep won the 2019 title. She beat Serena."},
+    ]}
+    sentences = [
+        {"supported": True, "n": 2, "quote": "Simona Halep won the 2019 title."},
+        {"supported": False, "n": 1, "quote": "A."},  # an unsupported sentence's source is not shown
+        {"supported": True, "n": 2, "quote": "Simona Halep won the 2019 title."},  # said twice, shown once
+        {"supported": True, "n": 1, "quote": "Serena lost the final."},
+    ]
+    quoted = quote_bundle(sentences, bundle)
+    assert [(p["n"], p["page_name"], p["text"]) for p in quoted["passages"]] == [
+        (1, "Halep", "Simona Halep won the 2019 title."), (2, "Wimbledon 2019", "Serena lost the final.")]
+    assert quoted["passages"][1]["page_last_modified"] == "2019-07-14"
+    user = quote_probe_messages("Who won Wimbledon in 2019?", sentences, bundle)[1].content
+    assert "[1] Halep\nSimona Halep won the 2019 title." in user and "She beat Serena" not in user
+    assert quote_probe_messages("Who won?", [sentences[1]], bundle) is None  # nothing quoted: no reading
 
 
 def test_snippet_view_keeps_the_answer_window_of_the_gold_page_and_groups_with_its_question():

@@ -12,12 +12,13 @@ pytestmark = pytest.mark.model
 
 # 9: DreamWorks owner (answerable from its pages); 6: shortest highway (its pages are about dog breeds)
 IDS = (9, 6)
+FINAL_CHECK_ID = 5  # a draft the 0.5B writes that passes every text check, so the final check reads it
 
 
 @pytest.fixture(scope="module")
 def records():
     recs = list(iter_records("example"))
-    return {i: recs[i] for i in IDS}
+    return {i: recs[i] for i in (*IDS, FINAL_CHECK_ID)}
 
 
 def _check_contract(result, settings):
@@ -50,6 +51,22 @@ def test_baseline_end_to_end_and_same_record_shape(records, agent_settings):
     assert base.status == "ok" and base.llm_calls == 1 and base.tokens["by_stage"]["generation"] > 0
     assert base.reason == "STOP_SINGLE_PASS"
     json.dumps(base.model_dump())  # JSON-ready
+
+
+def test_final_check_reads_the_quote_probe_and_skips_the_verifier_only_when_its_mode_allows(records, agent_settings):
+    """The quote probe on a real draft: one more call under 'verify', and the cut value is the mean of
+    what the mode names; 'probes' reads both probes and makes no verifier call."""
+    base = agent_settings.replace(VERIFIER_ENABLED=True, VERIFIER_MIN=0.0)
+    three = answer("agent", base.replace(VERIFIER_COMBINE="mean_with_probes"), record=records[FINAL_CHECK_ID])
+    s = three.signals
+    assert three.reason == "STOP_OVERLAP_OK" and 0.0 <= s["quote_answerability"] <= 1.0
+    assert s["verified_score"] == pytest.approx((s["support_verdict"] + s["answerability"] + s["quote_answerability"]) / 3, abs=1e-3)
+    assert three.tokens["detail"]["verify"]["calls"] == 2
+    probes = answer("agent", base.replace(VERIFIER_COMBINE="probes"), record=records[FINAL_CHECK_ID])
+    assert probes.tokens["detail"]["verify"]["calls"] == 1 and "support_verdict" not in probes.signals
+    assert probes.signals["verified_score"] == pytest.approx((s["answerability"] + s["quote_answerability"]) / 2, abs=1e-3)
+    assert probes.tokens["total"] < three.tokens["total"]
+    _check_contract(probes, agent_settings)
 
 
 def test_optional_1_5b_generator_runs_the_agent_with_its_own_probe(records, agent_settings):

@@ -67,15 +67,43 @@ def yes_probability(messages: list, settings, stage: str, llm=None) -> tuple[flo
     return (1.0 if _YES.match(str(message.content).strip()) else 0.0), usage
 
 
-def verified_score(verdict: float, answerability: float | None, settings) -> float:
-    """What ``VERIFIER_MIN`` is compared with: the verdict alone, or its mean with the probe's reading.
+# which readings each VERIFIER_COMBINE mode averages; a reading that is absent (no probe on this
+# backend, no verifier call) is left out of the mean
+COMBINE_PARTS = {
+    "alone": ("support_verdict",),
+    "mean_with_probe": ("support_verdict", "answerability"),
+    "mean_with_probes": ("support_verdict", "answerability", "quote_answerability"),
+    "probes": ("answerability", "quote_answerability"),
+}
+
+
+def needs_verdict(signals: dict[str, Any], settings) -> bool:
+    """Whether the verifier call is needed: its mode reads it, or (``probes``) a probe reading is missing,
+    so that a backend without hidden states still gets a final check."""
+    parts = COMBINE_PARTS[settings.VERIFIER_COMBINE]
+    return "support_verdict" in parts or any(signals.get(p) is None for p in parts)
+
+
+def verified_score(signals: dict[str, Any], settings) -> float | None:
+    """What ``VERIFIER_MIN`` is compared with: the mean of the readings ``VERIFIER_COMBINE`` names.
 
     Why a mean: the probe reads the sources and the question, the verifier the quoted sentence and the
     answer; on the dev split each ranks the shown drafts about as well (AUC 0.72 both) and their mean
-    better (0.78), so one cut on the mean refuses more wrong drafts per right one than two cuts."""
-    if settings.VERIFIER_COMBINE == "mean_with_probe" and answerability is not None:
-        return round((verdict + answerability) / 2, 4)
-    return round(verdict, 4)
+    better (0.78), so one cut on the mean refuses more wrong drafts per right one than two cuts. The
+    quote probe (the probe on the quoted sentences alone) ranks them better than either (AUC 0.84 on
+    dev350's drafts): it asks whether *those sentences* answer the question, which the full-context
+    probe cannot, since a passage that answers a nearby question looks answerable as a whole."""
+    parts = list(combined_readings(signals, settings).values())
+    return round(sum(parts) / len(parts), 4) if parts else None
+
+
+def combined_readings(signals: dict[str, Any], settings) -> dict[str, float]:
+    """The readings ``verified_score`` averages: those its mode names that were read, else the verdict
+    (the fallback call made when no probe could read)."""
+    parts = {p: signals[p] for p in COMBINE_PARTS[settings.VERIFIER_COMBINE] if signals.get(p) is not None}
+    if not parts and signals.get("support_verdict") is not None:
+        parts = {"support_verdict": signals["support_verdict"]}
+    return parts
 
 
 def run_judge(messages: list, settings, llm=None) -> tuple[float, dict[str, Any]]:

@@ -15,9 +15,10 @@ from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Flags, decide
 from agentic_rag.gate.crossencoder import entailment_probability
 from agentic_rag.gate.judge import (
-    VERIFY_STAGE, in_gray_zone, judge_messages, run_judge, verified_score, verify_messages, yes_no_cost,
-    yes_probability,
+    COMBINE_PARTS, VERIFY_STAGE, in_gray_zone, judge_messages, needs_verdict, run_judge, verified_score,
+    verify_messages, yes_no_cost, yes_probability,
 )
+from agentic_rag.gate.probe import probe_request, quote_probe_messages, read_quote_probe
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import strip_markup
 from agentic_rag.generator.generate import model_from
@@ -47,6 +48,32 @@ def _charge(state: RAGState, signals: dict[str, Any], call_usage: dict[str, Any]
     used = tokens_used(usage)
     signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
     return {**state, "usage": usage}
+
+
+def _final_check(state: RAGState, config: RunnableConfig, settings: Settings, signals: dict[str, Any],
+                 cited_text: str) -> tuple[RAGState, dict[str, Any]]:
+    """The readings ``VERIFIER_COMBINE`` asks for on a draft every other check let through: the quote
+    probe and/or the support verifier, each checked against the budget before its call. Their mean
+    becomes ``verified_score`` (None when nothing could be read, and then nothing is withheld)."""
+    model = model_from(config, settings)
+    usage: dict[str, Any] = {}
+    if "quote_answerability" in COMBINE_PARTS[settings.VERIFIER_COMBINE]:
+        messages = quote_probe_messages(state["question"], signals.get("sentences", []), state.get("bundle") or {})
+        if messages and can_afford(state, settings, prompt_cost(messages, settings.replace(MAX_OUTPUT_TOKENS=1))):
+            reading, call_usage = read_quote_probe(messages, probe_request(model, settings), settings, VERIFY_STAGE, model)
+            if reading.get("status") == "scored":
+                signals["quote_answerability"] = reading["answerability"]
+            state, usage = _charge(state, signals, call_usage, settings), merge_usage(usage, call_usage)
+    if needs_verdict(signals, settings):
+        request = verify_messages(state["question"], state.get("draft", ""), signals, cited_text)
+        if can_afford(state, settings, yes_no_cost(request, settings)):
+            verdict, call_usage = yes_probability(request, settings, VERIFY_STAGE, model)
+            signals["support_verdict"] = round(verdict, 4)
+            state, usage = _charge(state, signals, call_usage, settings), merge_usage(usage, call_usage)
+        else:
+            signals["support_verdict_skipped"] = "budget"
+    signals["verified_score"] = verified_score(signals, settings)
+    return state, usage
 
 
 @timed("baug")
@@ -105,15 +132,9 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     decision = decide(signals, flags, settings)
     verify_usage: dict[str, Any] = {}
     if decision.reason == "STOP_OVERLAP_OK" and settings.VERIFIER_ENABLED and settings.GROUNDING_ENABLED:
-        request = verify_messages(state["question"], draft, signals, cited_text)
-        if can_afford(state, settings, yes_no_cost(request, settings)):
-            verdict, verify_usage = yes_probability(request, settings, VERIFY_STAGE, model_from(config, settings))
-            signals["support_verdict"] = round(verdict, 4)
-            signals["verified_score"] = verified_score(verdict, signals.get("answerability"), settings)
-            state = _charge(state, signals, verify_usage, settings)
+        state, verify_usage = _final_check(state, config, settings, signals, cited_text)
+        if signals.get("verified_score") is not None:
             decision = decide(signals, flags, settings)
-        else:
-            signals["support_verdict_skipped"] = "budget"
     write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, paths, validation))
     update: dict[str, Any] = {
         "usage": merge_usage(judge_usage, verify_usage),
@@ -153,6 +174,7 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "faith_est": signals["faith_est"],
         "answerability": signals.get("answerability"),
         "support_verdict": signals.get("support_verdict"),
+        "quote_answerability": signals.get("quote_answerability"),
         "verified_score": signals.get("verified_score"),
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),

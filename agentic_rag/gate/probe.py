@@ -156,6 +156,45 @@ def read_probe(message: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {"status": "scored", "answerability": round(probe.score(state["state"]), 4), "layer": state["layer"]}
 
 
+def quote_bundle(sentences: list[dict[str, Any]], bundle: dict[str, Any]) -> dict[str, Any]:
+    """An evidence bundle that holds only the sentences the draft quotes, grouped under their own
+    source's name and date and renumbered as the generator numbers sources."""
+    by_source: dict[Any, list[str]] = {}
+    for row in sentences:
+        if row.get("supported") and row.get("quote"):
+            quotes = by_source.setdefault(row.get("n"), [])
+            if row["quote"] not in quotes:
+                quotes.append(row["quote"])
+    meta = {p["n"]: p for p in bundle.get("passages", [])}
+    keep = ("page_name", "page_url", "page_last_modified")
+    return {"passages": [
+        {**{k: meta.get(n, {}).get(k) for k in keep}, "n": i, "text": " ".join(quotes)}
+        for i, (n, quotes) in enumerate(by_source.items(), 1)
+    ]}
+
+
+def quote_probe_messages(question: str, sentences: list[dict[str, Any]], bundle: dict[str, Any]) -> list | None:
+    """The answer prompt with the quoted sentences as its only sources (None when nothing is quoted).
+
+    Why the answer prompt: the probe was trained on the states of that prompt, so on this one it still
+    reads "do these sources answer this question", now asked of the quoted sentences alone."""
+    from agentic_rag.generator.generate import answer_messages
+
+    quoted = quote_bundle(sentences, bundle)
+    return answer_messages(question, quoted) if quoted["passages"] else None
+
+
+def read_quote_probe(messages: list, request: dict[str, Any], settings: Any, stage: str, llm: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The probe's reading of ``messages`` (from ``quote_probe_messages``) and the call's usage: one
+    prefill and a single decoded token, since the state is taken from the generation call's prefill."""
+    from agentic_rag.generator.generate import call_model
+
+    if request.get("status") != "requested":
+        return read_probe(None, request), {}
+    message, usage = call_model(messages, settings.replace(MAX_OUTPUT_TOKENS=1), stage, llm, **request["kwargs"])
+    return read_probe(message, request), usage
+
+
 _WARNED: set[str] = set()
 
 

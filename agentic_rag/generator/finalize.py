@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.policy import LAYER_CODES
 from agentic_rag.gate.signals import supported_quotes
 from agentic_rag.generator.citations import extract_citations, split_sentences, strip_markup
@@ -95,14 +96,19 @@ def explain_refusal(
         return text, missing_anchors or unmatched[:5] or ["a source that answers the question as asked"]
     if reason == "ABSTAIN_NOT_VERIFIED":
         quoted = supported_quotes(signals.get("sentences", []))
-        text = (
-            f"Asked whether the sentence{'s' if len(quoted) > 1 else ''} it quoted state{'' if len(quoted) > 1 else 's'} "
-            f"this answer to the question, the generator itself gives {signals.get('support_verdict', 0.0):.0%}"
-        )
-        if signals.get("verified_score") != signals.get("support_verdict"):
-            text += (f"; averaged with the answerability probe's {signals.get('answerability', 0.0):.0%} that is "
-                     f"{signals.get('verified_score', 0.0):.0%}")
-        text += f" (at least {settings.VERIFIER_MIN:.0%} needed), so the draft was withheld."
+        these = f"the sentence{'s' if len(quoted) > 1 else ''} it quoted"
+        readings = {
+            "support_verdict": f"asked whether {these} state{'' if len(quoted) > 1 else 's'} this answer, "
+                               f"the generator itself gives {{:.0%}}",
+            "answerability": "the answerability probe gives {:.0%} that the sources answer the question",
+            "quote_answerability": f"the same probe on {these} alone gives {{:.0%}}",
+        }
+        shown = [readings[k].format(v) for k, v in combined_readings(signals, settings).items()]
+        text = "; ".join(shown) or f"the final check gives {signals.get('verified_score', 0.0):.0%}"
+        text = text[0].upper() + text[1:]
+        if len(shown) > 1:
+            text += f"; their mean is {signals.get('verified_score', 0.0):.0%}"
+        text += f" (at least {settings.VERIFIER_MIN * 100:g}% needed), so the draft was withheld."
         if quoted:
             text += f' It rested on: "{quoted[0][:200].rstrip(".")}".'
         text += " A source that states the answer to the question as asked is needed."
