@@ -18,7 +18,7 @@ from agentic_rag.gate.judge import (
     COMBINE_PARTS, VERIFY_STAGE, in_gray_zone, judge_messages, needs_verdict, run_judge, verified_score,
     verify_messages, yes_no_cost, yes_probability,
 )
-from agentic_rag.gate.probe import probe_request, quote_probe_messages, read_quote_probe
+from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quote_probe_messages, read_quote_probe
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import strip_markup
 from agentic_rag.generator.generate import model_from
@@ -59,7 +59,8 @@ def _final_check(state: RAGState, config: RunnableConfig, settings: Settings, si
     usage: dict[str, Any] = {}
     if "quote_answerability" in COMBINE_PARTS[settings.VERIFIER_COMBINE]:
         messages = quote_probe_messages(state["question"], signals.get("sentences", []), state.get("bundle") or {})
-        if messages and can_afford(state, settings, prompt_cost(messages, settings.replace(MAX_OUTPUT_TOKENS=1))):
+        capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)
+        if messages and can_afford(state, settings, prompt_cost(messages, capped)):
             reading, call_usage = read_quote_probe(messages, probe_request(model, settings), settings, VERIFY_STAGE, model)
             if reading.get("status") == "scored":
                 signals["quote_answerability"] = reading["answerability"]

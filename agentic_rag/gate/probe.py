@@ -25,6 +25,7 @@ import numpy as np
 
 PROBES_DIR = Path(__file__).resolve().parents[1] / "data" / "probes"
 PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
+QUOTE_PROBE_OUTPUT_TOKENS = 1  # the quote probe reads the prefill; its call decodes one token (tokens)
 
 
 class ProbeMismatchError(ValueError):
@@ -191,7 +192,8 @@ def read_quote_probe(messages: list, request: dict[str, Any], settings: Any, sta
 
     if request.get("status") != "requested":
         return read_probe(None, request), {}
-    message, usage = call_model(messages, settings.replace(MAX_OUTPUT_TOKENS=1), stage, llm, **request["kwargs"])
+    capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)
+    message, usage = call_model(messages, capped, stage, llm, **request["kwargs"])
     return read_probe(message, request), usage
 
 
