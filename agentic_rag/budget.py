@@ -32,7 +32,7 @@ def can_afford(state: dict[str, Any], settings, cost_tokens: int) -> bool:
     )
 
 
-STAGES = ("predictor", "retrieval", "generation", "reflect", "judge", "verify")
+STAGES = ("predictor", "retrieval", "grade", "generation", "reflect", "judge", "verify")
 
 
 def tokens_summary(usage: dict[str, Any] | None) -> dict[str, Any]:

@@ -82,10 +82,18 @@ class Settings(BaseSettings):
     HYBRID_BM25_WEIGHT: float = Field(1.0, ge=0.0, description="Weight of the BM25 ranking in RRF (unitless).")
 
     USE_RERANKER: bool = Field(
-        False, description="Gate tier 1: score the packed passages with the cross-encoder at RERANKER_MODEL."
+        False, description="Gate tier 1: grade the packed passages 0-3 with the grader RERANKER_KIND names."
+    )
+    RERANKER_KIND: Literal["cross_encoder", "llm"] = Field(
+        "cross_encoder",
+        description="Tier 1's grader: the cross-encoder at RERANKER_MODEL, or the generator asked for a 0-3 "
+        "digit per passage (one call each, stage 'grade'; see gate/grader.py).",
     )
     RERANKER_MODEL: str | None = Field(
         None, description="Local folder of a relevance cross-encoder (e.g. a saved ms-marco-MiniLM-L-6-v2)."
+    )
+    GRADE_MAX_PASSAGES: int = Field(
+        4, ge=1, description="RERANKER_KIND=llm: passages graded, in rank order; each is one LLM call (passages)."
     )
     USE_HYDE: Literal[False] = Field(
         False, description="HyDE query expansion is not implemented; accepted (False only) for runbook compatibility."
@@ -249,8 +257,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _reranker_needs_a_model(self) -> "Settings":
-        if self.USE_RERANKER and not self.RERANKER_MODEL:
-            raise ValueError("USE_RERANKER=True needs RERANKER_MODEL (a local cross-encoder folder)")
+        if self.USE_RERANKER and self.RERANKER_KIND == "cross_encoder" and not self.RERANKER_MODEL:
+            raise ValueError("USE_RERANKER=True needs RERANKER_MODEL (a local cross-encoder folder) "
+                             "or RERANKER_KIND=llm (the generator grades the passages)")
         return self
 
     # -----------------------------------------------------------------------------------------

@@ -44,7 +44,8 @@ def targets(agent: dict, base: dict) -> dict:
         "refused before generation without an LLM call": {
             "refused_before_generation": agent["refused_before_generation"],
             "with_llm_call": agent["refused_before_generation_with_llm_call"],
-            "holds": agent["refused_before_generation_with_llm_call"] == 0},
+            "with_generator_call": agent["refused_before_generation_with_generator_call"],
+            "holds": agent["refused_before_generation_with_generator_call"] == 0},
     }
     if agent.get("answerable"):
         out["false_refusal_rate <= 0.15"] = {

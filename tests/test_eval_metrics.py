@@ -16,16 +16,20 @@ def test_abstention_metrics():
         row("paris", "ok", "accurate", f1=1.0),
         row("paris", "refuse", "missing"),
         {**row("i don't know", "refuse", "missing", tokens_saved=500, calls=0), "reason": "ABSTAIN_LOW_RETRIEVAL_SCORE"},
+        # refused by an LLM-graded tier 1: two grading calls, no generator call
+        {**row("i don't know", "refuse", "missing", tokens_saved=400, calls=2), "reason": "ABSTAIN_LOW_RETRIEVAL_SCORE",
+         "tokens": {"total": 300, "detail": {"grade": {"calls": 2, "total_tokens": 300}}}},
         row("i don't know", "ok", "incorrect"),
         row("i don't know", "refuse", "missing", citations=[{"n": 1}]),
     ]
     s = summarize(rows)
-    assert (s["answerable"], s["unanswerable"]) == (2, 3)
-    assert s["refusal_rate_unanswerable"] == round(2 / 3, 4) and s["false_acceptance_rate"] == round(1 / 3, 4)
+    assert (s["answerable"], s["unanswerable"]) == (2, 4)
+    assert s["refusal_rate_unanswerable"] == 0.75 and s["false_acceptance_rate"] == 0.25
     assert s["false_refusal_rate"] == 0.5 and s["accuracy_answerable"] == 0.5
-    assert s["hallucination"] == 0.2 and s["score"] == 0.0
+    assert s["hallucination"] == round(1 / 6, 4) and s["score"] == 0.0
     assert s["idk_with_citations"] == 1
-    assert s["refused_before_generation"] == 1 and s["refused_before_generation_with_llm_call"] == 0
+    assert s["refused_before_generation"] == 2 and s["refused_before_generation_with_llm_call"] == 1
+    assert s["refused_before_generation_with_generator_call"] == 0
 
 
 def test_answers_to_negatives_that_match_the_real_answer_are_counted_apart_and_stay_incorrect():
@@ -149,3 +153,26 @@ def test_targets_plot_has_a_row_per_rate_target_and_each_generators_own_bar(tmp_
     # two rows (the count target has no interval), a target bar per generator beside its own point:
     # refusal at 0.70 for both, hallucination at each one's baseline halved
     assert sorted(drawn) == sorted([(0.70, -0.075), (0.70, 0.075), (0.3625, 0.925), (0.295, 1.075)])
+
+
+def test_frontier_replays_only_the_final_check_from_stored_readings():
+    from agentic_rag.eval.frontier import frontier, reading_of, replay
+
+    def drafted(gold, status, p, q, v):
+        readings = {"answerability": p, "quote_answerability": q, "support_verdict": v}
+        return {**row(gold, status, "accurate" if status == "ok" else "missing"),
+                "signals": {**readings, "verified_score": round((p + q + v) / 3, 4)}}
+
+    right = drafted("paris", "ok", 0.8, 0.4, 0.6)
+    early = row("paris", "refuse", "missing")  # refused before the final check: no readings, stays refused
+    wrong = drafted("i don't know", "ok", 0.3, 0.3, 0.3)
+    withheld = drafted("i don't know", "refuse", 0.45, 0.45, 0.45)  # refused by the final check at 0.5
+    rows = [right, early, wrong, withheld]
+    assert reading_of(early, "answerability") is None and reading_of(right, "mean_with_probes") == 0.6
+    assert replay(rows, "answerability", 0.5) == {"refusal_unanswerable": 1.0, "false_refusal": 0.5}
+    assert replay(rows, "quote_answerability", 0.5) == {"refusal_unanswerable": 1.0, "false_refusal": 1.0}
+    # a lower cut lets the withheld draft and the wrong one through; the early refusal never moves
+    assert replay(rows, "mean_with_probes", 0.2) == {"refusal_unanswerable": 0.0, "false_refusal": 0.5}
+    curves = frontier(rows, [0.0, 1.0])
+    assert curves["probes"][0] == {"threshold": 0.0, "refusal_unanswerable": 0.0, "false_refusal": 0.5}
+    assert curves["probes"][1] == {"threshold": 1.0, "refusal_unanswerable": 1.0, "false_refusal": 1.0}

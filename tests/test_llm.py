@@ -226,6 +226,25 @@ def test_support_verifier_reads_a_graded_yes_from_one_prefill_of_the_real_model(
 
 
 @pytest.mark.model
+def test_relevance_grader_ranks_the_passage_that_answers_above_an_unrelated_one_with_the_real_model(settings, local_llm):
+    from agentic_rag.gate.grader import GRADE_STAGE, grade_messages, llm_grades
+
+    question = "What is the capital of France?"
+    passages = [{"text": "Paris is the capital and largest city of France."},
+                {"text": "France is a country in Western Europe with many cities."},
+                {"text": "Tomatoes grow best in warm soil with six hours of sun a day."}]
+    s = settings.replace(USE_RERANKER=True, RERANKER_KIND="llm", MAX_LLM_CALLS=8)
+    grades, usage = llm_grades(question, passages, {}, s, local_llm)
+    # the 0.5B grades in a narrow band (about 1.5-1.7 here), but in the right order:
+    # states the answer > same topic > unrelated
+    assert 0.0 <= grades[2] < grades[1] < grades[0] <= 3.0
+    # one prefill per passage: its prompt tokens and one output token, booked under the grade stage
+    assert usage[GRADE_STAGE]["calls"] == 3 and usage[GRADE_STAGE]["output_tokens"] == 3
+    expected_in = sum(local_llm.get_num_tokens_from_messages(grade_messages(question, p["text"])) for p in passages)
+    assert usage[GRADE_STAGE]["input_tokens"] == expected_in
+
+
+@pytest.mark.model
 def test_chat_models_and_tokenizers_are_cached(settings, local_llm):
     assert get_chat_model(settings, max_tokens=12) is local_llm
     assert get_tokenizer(settings) is local_llm.tokenizer

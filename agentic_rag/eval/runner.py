@@ -93,6 +93,11 @@ def is_refusal(row: dict[str, Any]) -> bool:
     return row["status"] != "ok" or row["judge_rule"] == "abstained"
 
 
+def stage_calls(row: dict[str, Any], stage: str) -> int:
+    """LLM calls a result row booked under ``stage`` (0 when it carries no per-stage detail)."""
+    return int((((row.get("tokens") or {}).get("detail") or {}).get(stage) or {}).get("calls", 0))
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """CRAG scores plus the abstention metrics (definitions in the README's evaluation section)."""
     n = len(rows)
@@ -136,6 +141,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "refused_before_generation": sum(r.get("reason") in PRE_GENERATION_REFUSALS for r in rows),
         "refused_before_generation_with_llm_call": sum(
             r.get("reason") in PRE_GENERATION_REFUSALS and r["llm_calls"] > 0 for r in rows
+        ),
+        # what the target asks: the generator skipped (an LLM grader in tier 1 may still have run)
+        "refused_before_generation_with_generator_call": sum(
+            r.get("reason") in PRE_GENERATION_REFUSALS and stage_calls(r, "generation") > 0 for r in rows
         ),
         "tokens_saved_per_q": round(statistics.fmean(r.get("tokens_saved", 0) for r in rows), 1),
         "overlap_mean": round(statistics.fmean(s["overlap_est"] for s in answered_signals), 4) if answered_signals else None,

@@ -1,7 +1,9 @@
 """Confidence gate: refuse before any LLM call when the packed evidence is weak.
 
-Tier 1 (a reranker is configured): relevance on a 0-3 scale; the top passage needs
-``RELEVANCE_THRESHOLD`` and at least ``MIN_CHUNKS_REQUIRED`` passages must reach it.
+Tier 1 (``USE_RERANKER``): relevance on a 0-3 scale, from a cross-encoder (``RERANKER_KIND=cross_encoder``,
+gate/crossencoder.py) or from the generator asked for a grade per passage (``llm``, gate/grader.py);
+the top passage needs ``RELEVANCE_THRESHOLD`` and at least ``MIN_CHUNKS_REQUIRED`` graded passages
+must reach it.
 Tier 2 (otherwise): retrieval scores normalised to [0, 1] so one threshold means the same thing for
 every score source (``GATE_SCORE_SOURCE``):
 

@@ -10,6 +10,8 @@ from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.confidence import confidence_gate
 from agentic_rag.gate.crossencoder import rerank_scores
+from agentic_rag.gate.grader import llm_grades
+from agentic_rag.generator.generate import model_from
 from agentic_rag.state import RAGState
 from agentic_rag.supervisor.node import GATE, GENERATE
 from agentic_rag.utils import timed
@@ -18,11 +20,21 @@ from agentic_rag.utils import timed
 @timed("confidence_gate")
 def confidence_gate_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
-    passages = (state.get("bundle") or {}).get("passages", [])
-    rerank = None
-    if settings.USE_RERANKER and passages:
-        rerank = rerank_scores(settings.RERANKER_MODEL, state["question"], [p["text"] for p in passages])
-    return {"confidence": confidence_gate(passages, settings, rerank).to_dict()}
+    bundle = state.get("bundle") or {}
+    passages = bundle.get("passages", [])
+    rerank, usage = None, {}
+    if settings.GATE_ENABLED and settings.USE_RERANKER and passages:
+        if settings.RERANKER_KIND == "llm":
+            # fewer grades than passages: the rest were not graded (budget), not graded low
+            rerank, usage = llm_grades(state["question"], passages, state, settings, model_from(config, settings),
+                                       answer_cost=bundle.get("generation_cost", 0))
+            rerank = rerank or None  # nothing graded: tier 2 decides
+        else:
+            rerank = rerank_scores(settings.RERANKER_MODEL, state["question"], [p["text"] for p in passages])
+    result = confidence_gate(passages, settings, rerank).to_dict()
+    if rerank is not None:
+        result["grader"] = settings.RERANKER_KIND
+    return {"confidence": result, "usage": usage}
 
 
 def route_after_gate(state: RAGState, config: RunnableConfig) -> str:

@@ -30,7 +30,6 @@ from agentic_rag.llm.factory import get_chat_model
 YES_NO_MAX_OUTPUT_TOKENS = 4  # "yes" / "no" when the backend must decode its verdict (tokens)
 VERIFY_EVIDENCE_CHARS = 1500  # cited text shown to the verifier when the draft quoted no sentence (chars)
 VERIFY_STAGE = "verify"
-_YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 
 
 def in_gray_zone(signals: dict[str, Any], settings) -> bool:
@@ -54,17 +53,30 @@ def yes_no_cost(messages: list, settings) -> int:
     return prompt_cost(messages, settings) - settings.MAX_OUTPUT_TOKENS + YES_NO_MAX_OUTPUT_TOKENS
 
 
-def yes_probability(messages: list, settings, stage: str, llm=None) -> tuple[float, dict[str, Any]]:
-    """P(yes) for a yes/no prompt, and the call's usage under ``stage``."""
+def choice_probabilities(messages: list, settings, stage: str, choices: list[str], llm=None,
+                         max_output_tokens: int = YES_NO_MAX_OUTPUT_TOKENS) -> tuple[dict[str, float], dict[str, Any]]:
+    """How the model splits its reply among ``choices``, and the call's usage under ``stage``.
+
+    The in-process backend reads the split from one prefill (first-token probabilities, no decoding);
+    other backends decode up to ``max_output_tokens`` and the first choice the reply opens with gets
+    1.0 (a reply that opens with none of them reads as all zeros)."""
     from agentic_rag.llm.local import ChatLocalTransformers
 
-    capped = settings.replace(MAX_OUTPUT_TOKENS=YES_NO_MAX_OUTPUT_TOKENS)
+    capped = settings.replace(MAX_OUTPUT_TOKENS=max_output_tokens)
     llm = llm if llm is not None else get_chat_model(settings)
     if isinstance(llm, ChatLocalTransformers):
-        message, usage = call_model(messages, capped, stage, llm, score_choices=["yes", "no"])
-        return float(message.response_metadata["choice_probs"]["yes"]), usage
+        message, usage = call_model(messages, capped, stage, llm, score_choices=list(choices))
+        return {c: float(p) for c, p in message.response_metadata["choice_probs"].items()}, usage
     message, usage = call_model(messages, capped, stage, llm)
-    return (1.0 if _YES.match(str(message.content).strip()) else 0.0), usage
+    opened = re.match(r"^\W*(\w+)", str(message.content))
+    word = opened.group(1).lower() if opened else ""
+    return {c: float(word == c.lower()) for c in choices}, usage
+
+
+def yes_probability(messages: list, settings, stage: str, llm=None) -> tuple[float, dict[str, Any]]:
+    """P(yes) for a yes/no prompt, and the call's usage under ``stage``."""
+    split, usage = choice_probabilities(messages, settings, stage, ["yes", "no"], llm)
+    return split["yes"], usage
 
 
 # which readings each VERIFIER_COMBINE mode averages; a reading that is absent (no probe on this
