@@ -147,6 +147,23 @@ def abstention_section(reports: list[tuple[str, dict]]) -> list[str]:
     return out
 
 
+def frontier_section(tag: str, f: dict) -> list[str]:
+    """The final check replayed at every threshold (``scripts/bench_frontier.py``)."""
+    runs = list(next(iter(f["summary"].values())))
+    out = [f"## Final-check frontier, {GENERATORS.get(tag, tag)} (`scripts/bench_frontier.py`)", "",
+           "Each run's final check replayed from its stored readings at every threshold from 0 to 1: can any cut on",
+           "any reading meet refusal >= 0.70 at false refusal <= 0.15? A run of unanswerable questions only takes its",
+           f"false refusal from {f['false_refusal_of_runs_without_answerables']} at the same threshold. Nothing is chosen "
+           "here. Runs: " + ", ".join(f"{k} (`{v}`)" for k, v in f["runs"].items()) + ".", "",
+           f"![Final-check frontier](frontier_{tag}.png)", "",
+           "| reading | " + " | ".join(f"{r}: best refusal at FR <= 0.15 / FR to refuse 0.70" for r in runs) + " |",
+           "|---|" + "---|" * len(runs)]
+    for reading, by_run in f["summary"].items():
+        out.append(f"| {reading} | " + " | ".join(
+            f"{by_run[r]['best_refusal_within_cap']} / {by_run[r]['false_refusal_to_reach_target']}" for r in runs) + " |")
+    return out + [""]
+
+
 _SCORED = ("squad200", "rgb40")  # evaluation files `train_probe.py score` is run on
 
 
@@ -268,6 +285,8 @@ def main() -> int:
     reports = [(f.stem.partition("_")[2], json.loads(f.read_text())) for f in sorted(BENCH.glob("abstention*.json"))]
     if reports:
         lines += abstention_section(reports)
+    for f in sorted(BENCH.glob("frontier_*.json")):
+        lines += frontier_section(f.stem.partition("_")[2], json.loads(f.read_text()))
     lines += calibration_section()
     if (t := _load("probe/training.json")) is not None:
         lines += probe_section(t)
