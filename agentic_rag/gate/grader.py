@@ -9,10 +9,10 @@ of only bucketing them; other backends decode a digit. Each call is checked agai
 before it is made and booked under the ``grade`` stage; passages the budget cannot pay for are not
 graded, and with none graded the gate falls back to tier 2.
 
-Measured (1.5B preset, exploratory, before this was built): the best passage's grade ranks answerable
-over unanswerable questions with AUC 0.85 on 80 dev350 questions and 0.89 on the NQ snippet dev
-split, where the answerability probe, read for free from the answer call, gives 0.95 and 0.89.
-So it is a tier-1 option for offline users, not a default.
+Measured with the 1.5B preset on the 350 dev questions: the best passage's grade ranks answerable over
+unanswerable questions with AUC 0.84, where the answerability probe, read for free from the answer
+call, gives 0.885; every threshold that refuses anything lifts false refusal over the 0.15 cap
+(benchmarks/calibration/qwen-1.5b/18_*). So it is a tier-1 option for offline users, not a default.
 """
 
 from __future__ import annotations
