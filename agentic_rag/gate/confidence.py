@@ -1,4 +1,4 @@
-"""Confidence gate: refuse before any LLM call when the packed evidence is weak.
+"""Confidence gate: refuse before the generator is called when the packed evidence is weak.
 
 Tier 1 (``USE_RERANKER``): relevance on a 0-3 scale, from a cross-encoder (``RERANKER_KIND=cross_encoder``,
 gate/crossencoder.py) or from the generator asked for a grade per passage (``llm``, gate/grader.py);
