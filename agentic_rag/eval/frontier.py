@@ -12,7 +12,7 @@ from __future__ import annotations
 from statistics import fmean
 from typing import Any
 
-from agentic_rag.eval.runner import is_refusal
+from agentic_rag.eval.runner import gold_groups, is_refusal
 from agentic_rag.gate.judge import COMBINE_PARTS
 
 # each reading the replay can cut: the single readings, and the means VERIFIER_COMBINE offers
@@ -34,10 +34,6 @@ def reading_of(row: dict[str, Any], reading: str) -> float | None:
     return fmean(parts) if parts else None
 
 
-def unanswerable(row: dict[str, Any]) -> bool:
-    return row["gold"].strip().lower() == "i don't know"
-
-
 def replay(rows: list[dict[str, Any]], reading: str, threshold: float) -> dict[str, float | None]:
     """Refusal on unanswerable and false refusal on answerable questions had the final check cut
     ``reading`` at ``threshold``."""
@@ -48,8 +44,8 @@ def replay(rows: list[dict[str, Any]], reading: str, threshold: float) -> dict[s
     def rate(group: list[dict[str, Any]]) -> float | None:
         return round(sum(map(refused, group)) / len(group), 4) if group else None
 
-    return {"refusal_unanswerable": rate([r for r in rows if unanswerable(r)]),
-            "false_refusal": rate([r for r in rows if not unanswerable(r)])}
+    answerable, unanswerable = gold_groups(rows)
+    return {"refusal_unanswerable": rate(unanswerable), "false_refusal": rate(answerable)}
 
 
 def frontier(rows: list[dict[str, Any]], thresholds: list[float]) -> dict[str, list[dict[str, float | None]]]:

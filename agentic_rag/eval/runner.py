@@ -98,6 +98,13 @@ def stage_calls(row: dict[str, Any], stage: str) -> int:
     return int((((row.get("tokens") or {}).get("detail") or {}).get(stage) or {}).get("calls", 0))
 
 
+def gold_groups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(answerable, unanswerable) result rows by their gold; false-premise questions are in neither."""
+    gold = [str(r["gold"]).strip().lower() for r in rows]
+    return ([r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)],
+            [r for r, g in zip(rows, gold) if g == IDK])
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """CRAG scores plus the abstention metrics (definitions in the README's evaluation section)."""
     n = len(rows)
@@ -107,9 +114,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     latencies = sorted(r["latency_ms"] for r in rows)
     tokens = [r["tokens"].get("total", 0) for r in rows]
     acc, hal, miss = count("accurate") / n, count("incorrect") / n, count("missing") / n
-    gold = [str(r["gold"]).strip().lower() for r in rows]
-    unans = [r for r, g in zip(rows, gold) if g == IDK]
-    answerable = [r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)]
+    answerable, unans = gold_groups(rows)
     signals = [r.get("signals") or {} for r in rows]
     answered_signals = [s for r, s in zip(rows, signals) if not is_refusal(r) and "overlap_est" in s]
     return {
