@@ -232,9 +232,8 @@ def test_local_decoding_stops_at_the_deadline(settings):
 
 
 @pytest.mark.model
-def test_batch_with_the_real_model(records, settings, tmp_path):
-    model = UserModel(settings=settings.replace(CRAG_ARTIFACTS_DIR=str(tmp_path / "cache")), batch_size=2)
+def test_batch_with_the_real_model(records, kit_settings):
+    model = UserModel(settings=kit_settings, batch_size=2)  # time to spare: the deadline tests are above
     answers = model.batch_generate_answer(next(kit_batches(records, 2)))
     assert len(answers) == 2 and answers[1] == CRAG_IDK and answers[0]
-    assert model.last_batch[1]["status"] == "refused"
-    assert model.last_batch[0]["status"] in {"answered", "refused", "deadline"}
+    assert model.last_batch[0]["status"] in {"answered", "refused"} and model.last_batch[1]["status"] == "refused"
