@@ -275,20 +275,17 @@ def calibration_section() -> list[str]:
 
 
 def crag_kit_section(ck: dict) -> list[str]:
-    out = [
+    from bench_crag_kit import summary_table  # this folder is on sys.path when the script runs
+
+    return [
         "## Inside the official CRAG starter kit (`scripts/bench_crag_kit.py KIT_DIR`)",
         "",
         f"The kit's own prediction loop ({ck['kit']}) over its 10 example questions; each batch timed against",
         "batch size x the per-query seconds. Per-question answers in `crag_kit.md`.",
         "",
-        "| run | per-query s | init s | batch wall s (limit s) | started | answered | files written in the kit | load avg |",
-        "|---|---|---|---|---|---|---|---|",
+        *summary_table(ck),
+        "",
     ]
-    for label, r in ck["runs"].items():
-        walls = ", ".join(f"{b['wall_s']} ({b['limit_s']:g})" for b in r["batches"])
-        out.append(f"| {label} | {r['per_query_s']:g} | {r['init_s']} | {walls} | {r['questions_started']}/10 | "
-                   f"{r['questions_answered']}/10 | {len(r['files_written_in_kit'])} | {r['load_average_1m']['start']} |")
-    return out + [""]
 
 
 def main() -> int:
