@@ -2,12 +2,58 @@
 
 Every LLM call is checked *before* it is made against the worst case (its exact prompt tokens plus
 the output cap), so the caps hold whatever the model or the signals do.
+
+Those checks only decide whether to *start* work. A caller that must return by a fixed time (the CRAG
+starter kit's per-query limit) also opens a ``hard_deadline`` scope: work already under way when it
+passes, local decoding and embedding, stops and raises ``DeadlineExceeded``, so the question ends as
+a refusal instead of as whatever partial text the clock left.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterable, Iterator
+
+# A context variable, not an argument: the deadline must reach model calls deep inside graph nodes,
+# and LangGraph copies the context into the threads that run parallel branches.
+_DEADLINE: ContextVar[float | None] = ContextVar("agentic_rag_hard_deadline", default=None)
+
+
+class DeadlineExceeded(TimeoutError):
+    """The question's hard deadline passed while its work was under way."""
+
+
+@contextmanager
+def hard_deadline(at: float | None) -> Iterator[None]:
+    """Within this scope, decoding and embedding stop once ``time.monotonic()`` reaches ``at``."""
+    token = _DEADLINE.set(at)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def current_deadline() -> float | None:
+    return _DEADLINE.get()
+
+
+def check_deadline(what: str) -> None:
+    """Raise ``DeadlineExceeded`` if the scope's deadline has passed."""
+    at = current_deadline()
+    if at is not None and time.monotonic() >= at:
+        raise DeadlineExceeded(f"{what} stopped: the question's deadline passed")
+
+
+def stop_modules_at_deadline(modules: Iterable[Any], what: str) -> None:
+    """Make each torch module check the scope's deadline before its forward pass.
+
+    Hooked on a network's blocks, one long forward pass (a prefill, a batch of embeddings) stops
+    between two blocks once the deadline passes; with no deadline the hook only reads a variable.
+    """
+    for module in modules:
+        module.register_forward_pre_hook(lambda _module, _args: check_deadline(what))
 
 
 def tokens_used(usage: dict[str, Any] | None) -> int:

@@ -249,6 +249,39 @@ class Settings(BaseSettings):
         None, description="JSONL file of per-round telemetry; default ARTIFACTS_DIR/telemetry/<system>.jsonl."
     )
 
+    # --- CRAG starter kit (agentic_rag/crag_adapter.py) --------------------------------------
+    CRAG_SECONDS_PER_QUERY: float = Field(
+        30.0, gt=0,
+        description="Time each question of a kit batch may take; a batch of n has n times this (s). The official kit "
+        "(facebookresearch/CRAG, models/dummy_model.py) asks a model to respond to each query within 30 seconds.",
+    )
+    CRAG_MARGIN_S: float = Field(
+        3.0, ge=0,
+        description="Kept free before a question's limit: its hard deadline falls this much earlier, to cover the "
+        "last step that cannot be cut (one transformer block, or the output layer) and returning (s).",
+    )
+    CRAG_MIN_START_S: float = Field(
+        2.0, ge=0, description="A question with less time than this before its deadline is not started: 'i don't know' (s)."
+    )
+    CRAG_BATCH_SIZE: int = Field(
+        4, ge=1, le=16, description="Questions per batch the adapter asks the kit for (questions; the kit allows 1-16)."
+    )
+    CRAG_ANSWER_TOKENS: int = Field(
+        75, ge=2,
+        description="Answers are cut to this many tokens of the kit's own tokenizer, at a word boundary (tokens; "
+        "the kit trims predictions to 75).",
+    )
+    CRAG_TOKENIZER_PATH: Path | None = Field(
+        None,
+        description="Folder of the kit's trimming tokenizer (its tokenizer/); None = the kit's models.utils tokenizer "
+        "when importable, else at most CRAG_ANSWER_TOKENS - 1 UTF-8 bytes (no Llama token is shorter than a byte).",
+    )
+    CRAG_ARTIFACTS_DIR: Path = Field(
+        Path(user_cache_dir("agentic-rag")) / "crag-kit",
+        description="ARTIFACTS_DIR of runs inside the kit (per-question indexes, telemetry), kept out of the kit's "
+        "working directory.",
+    )
+
     # --- Data and runs -----------------------------------------------------------------------
     BAD_RECORDS: Literal["skip", "fail"] = Field(
         "skip", description="On a malformed input record: report it and skip, or stop with an error."

@@ -1,63 +1,208 @@
 """Adapter for the official CRAG starter kit (``local_evaluation.py`` imports ``UserModel``).
 
-Copy or import this class in the kit's ``models/user_config.py``::
+Import this class in the kit's ``models/user_config.py``::
 
     from agentic_rag.crag_adapter import UserModel
 
 The kit calls ``get_batch_size()`` and then ``batch_generate_answer(batch)`` with a dict of lists
-(``interaction_id``, ``query``, ``search_results``, ``query_time``) and expects one answer string per
-question. CRAG's rules are kept: an abstention is answered "i don't know", every answer is trimmed to
-``MAX_ANSWER_TOKENS`` tokens, and a batch never runs past its time limit (questions left when the
-limit nears are answered "i don't know" rather than risk the whole batch).
+(``interaction_id``, ``query``, ``search_results``, ``query_time``) and takes one answer string per
+question. The adapter keeps the kit's rules:
+
+- everything a question needs is loaded and run once in ``__init__``, which the kit does not time,
+  so no batch pays for loading;
+- each question has ``CRAG_SECONDS_PER_QUERY`` (the kit's per-query limit) less ``CRAG_MARGIN_S`` as a
+  hard deadline: embedding and local decoding stop there, and a question cut by it answers
+  "i don't know", never with the partial text the clock left (an answer that finished in time is
+  the one an unconstrained run gives);
+- a question that fails answers "i don't know" and is logged; the batch goes on;
+- answers are cut to ``CRAG_ANSWER_TOKENS`` tokens of the kit's own tokenizer, at a word boundary, so
+  the kit's trim does not cut them again;
+- per-question indexes and telemetry go to ``CRAG_ARTIFACTS_DIR``, not the kit's working directory.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
+from agentic_rag.budget import DeadlineExceeded, hard_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
-from agentic_rag.llm.factory import get_tokenizer
+from agentic_rag.ingest.ingest import index_for_record
 from agentic_rag.runner import answer
+from agentic_rag.telemetry import write_row
 
 CRAG_IDK = "i don't know"
-MAX_ANSWER_TOKENS = 75  # CRAG trims predictions to 75 tokens (tokens)
-SECONDS_PER_QUESTION = 10.0  # the kit's budget: batch_size x 10 s per batch (s)
-MIN_SECONDS_TO_START = 2.0  # do not start a question with less time than this left in the batch (s)
+_WARM_HTML = (
+    "<html><body><h1>DreamWorks Animation</h1><p>DreamWorks Animation was founded in 1994 by Steven Spielberg, "
+    "Jeffrey Katzenberg and David Geffen. Universal Pictures bought the studio in 2016.</p></body></html>"
+)
+_WARM_QUESTION = "Who founded DreamWorks Animation in 1994?"
+
+
+def kit_logger() -> Any:
+    """loguru when installed (the kit logs with it, so our lines sit among its own), else logging."""
+    try:
+        from loguru import logger
+    except ImportError:
+        return logging.getLogger(__name__)
+    return logger
+
+
+def kit_tokenizer(settings: Settings) -> Any | None:
+    """The tokenizer the kit trims predictions with, or None when it cannot be had.
+
+    ``CRAG_TOKENIZER_PATH`` names its folder; otherwise, inside the kit, its ``models/utils.py`` holds
+    the loaded tokenizer its own trim uses.
+    """
+    if settings.CRAG_TOKENIZER_PATH is not None:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(settings.CRAG_TOKENIZER_PATH))
+    try:
+        from models.utils import tokenizer  # the kit's module; absent outside the kit
+    except Exception:  # not inside the kit, or its tokenizer folder is missing
+        return None
+    return tokenizer
+
+
+class AnswerTrimmer:
+    """Cuts an answer to the kit's token cap at a word boundary, counted in the kit's own units.
+
+    Without the kit's tokenizer the count is in UTF-8 bytes plus one: the kit's Llama tokenizer never
+    makes a token shorter than one byte (it falls back to byte tokens), and adds one leading space
+    marker, so that many bytes is a cap the kit cannot cut further.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.cap = settings.CRAG_ANSWER_TOKENS
+        self.tokenizer = kit_tokenizer(settings)
+        self.unit = "kit tokens" if self.tokenizer is not None else "UTF-8 bytes (kit tokenizer not found)"
+
+    def size(self, text: str) -> int:
+        if self.tokenizer is None:
+            return len(text.encode("utf-8")) + 1
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def __call__(self, text: str) -> str:
+        text = text.strip()
+        if self.size(text) <= self.cap:
+            return text
+        words = text.split(" ")
+        lo, hi = 0, len(words)  # the longest word prefix that fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.size(" ".join(words[:mid])) <= self.cap:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo:
+            return " ".join(words[:lo]).rstrip()
+        head = words[0][: self.cap * 8]  # a single word longer than the cap: cut inside it
+        while head and self.size(head) > self.cap:
+            head = head[:-1]
+        return head
+
+
+def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
+    """Load and run once every model a question touches: graph, tokenizer, spaCy and the anchor
+    lexicon, page extraction, the embedder and both indexes, the generator and its probe."""
+    from langchain_core.messages import HumanMessage
+
+    from agentic_rag.anchors.predictor import get_nlp, propose_anchors
+    from agentic_rag.gate.probe import probe_request
+    from agentic_rag.ingest.ingest import pages_from_record
+    from agentic_rag.llm.factory import get_chat_model, get_tokenizer
+    from agentic_rag.llm.local import ChatLocalTransformers
+    from agentic_rag.retrieval.embeddings import get_embedder
+    from agentic_rag.retrieval.hybrid import HybridIndex
+    from agentic_rag.retrievers.source import retrieve
+    from graphs import get_graph
+
+    get_graph(system)
+    get_tokenizer(settings)
+    get_nlp()
+    propose_anchors(_WARM_QUESTION.lower(), top_m=settings.ANCHOR_TOP_M)  # kit questions come lower-cased
+    record = CragRecord(interaction_id="warm-up", query=_WARM_QUESTION,
+                        search_results=[{"page_name": "DreamWorks", "page_result": _WARM_HTML}])
+    index = HybridIndex.build(pages_from_record(record, settings), get_embedder(settings),
+                              settings.CHUNK_SIZE_CHARS, settings.CHUNK_OVERLAP_CHARS, settings.MIN_CHUNK_CHARS)
+    retrieve(index, _WARM_QUESTION, settings)
+    model = llm if llm is not None else get_chat_model(settings)
+    if isinstance(model, ChatLocalTransformers):
+        probe_request(model, settings)
+        model.invoke([HumanMessage(content=_WARM_QUESTION)], max_tokens=1)
+
+
+def _item(batch: dict[str, list[Any]], key: str, i: int, default: Any) -> Any:
+    values = batch.get(key) or []
+    return values[i] if i < len(values) and values[i] is not None else default
 
 
 class UserModel:
-    def __init__(self, system: str = "agent", settings: Settings | None = None, batch_size: int = 4, llm: Any = None):
+    def __init__(self, system: str = "agent", settings: Settings | None = None, batch_size: int | None = None, llm: Any = None):
+        given = settings or Settings.load()
+        self.settings = given.replace(ARTIFACTS_DIR=str(given.CRAG_ARTIFACTS_DIR))
         self.system = system
-        self.settings = settings or Settings.load()
-        self.batch_size = batch_size
+        self.batch_size = batch_size or self.settings.CRAG_BATCH_SIZE
         self._extra = {"llm": llm} if llm is not None else None
+        self.log = kit_logger()
+        self.last_batch: list[dict[str, Any]] = []  # one row per question of the last batch (status, seconds)
+        self._telemetry = self.settings.ARTIFACTS_DIR / "telemetry" / "crag_kit.jsonl"
+        t0 = time.perf_counter()
+        self.trim = AnswerTrimmer(self.settings)
+        warm_up(system, self.settings, llm)
+        self.load_seconds = round(time.perf_counter() - t0, 2)
+        self.log.info(f"agentic-rag {system} loaded in {self.load_seconds} s; answers trimmed in {self.trim.unit}")
 
     def get_batch_size(self) -> int:
         return self.batch_size
 
     def batch_generate_answer(self, batch: dict[str, list[Any]]) -> list[str]:
+        s = self.settings
         n = len(batch["query"])
-        deadline = time.monotonic() + SECONDS_PER_QUESTION * n
-        answers = []
+        batch_end = time.monotonic() + n * s.CRAG_SECONDS_PER_QUERY - s.CRAG_MARGIN_S
+        answers, self.last_batch = [], []
         for i in range(n):
-            left = deadline - time.monotonic()
-            if left < MIN_SECONDS_TO_START:
-                answers.append(CRAG_IDK)
-                continue
-            record = CragRecord(
-                interaction_id=str(batch.get("interaction_id", [str(j) for j in range(n)])[i]),
-                query=batch["query"][i],
-                query_time=str(batch.get("query_time", [""] * n)[i] or ""),
-                search_results=batch["search_results"][i] or [],
-            )
-            settings = self.settings.replace(WALL_TIME_S=max(1.0, left - 1.0))
-            result = answer(self.system, settings, record=record, extra_config=self._extra)
-            answers.append(self._trim(result.answer) if result.status == "ok" else CRAG_IDK)
+            started = time.monotonic()
+            # each question its own share: one slow question cannot take a later one's time
+            deadline = min(started + s.CRAG_SECONDS_PER_QUERY - s.CRAG_MARGIN_S, batch_end)
+            text, row = self._answer_one(batch, i, deadline)
+            row["seconds"] = round(time.monotonic() - started, 3)
+            answers.append(text)
+            self.last_batch.append(row)
+            write_row(self._telemetry, row)
         return answers
 
-    def _trim(self, text: str) -> str:
-        tok = get_tokenizer(self.settings)
-        ids = tok.encode(text, add_special_tokens=False)
-        return text if len(ids) <= MAX_ANSWER_TOKENS else tok.decode(ids[:MAX_ANSWER_TOKENS]).strip()
+    def _answer_one(self, batch: dict[str, list[Any]], i: int, deadline: float) -> tuple[str, dict[str, Any]]:
+        qid = str(_item(batch, "interaction_id", i, i))
+        left = deadline - time.monotonic()
+        row: dict[str, Any] = {"interaction_id": qid, "budget_s": round(left, 3)}
+        if left < self.settings.CRAG_MIN_START_S:
+            self.log.warning(f"{qid}: {left:.1f} s left in the batch, not started; answered \"{CRAG_IDK}\"")
+            return CRAG_IDK, {**row, "status": "not_started"}
+        try:
+            record = CragRecord(
+                interaction_id=qid,
+                query=_item(batch, "query", i, ""),
+                query_time=str(_item(batch, "query_time", i, "")),
+                search_results=_item(batch, "search_results", i, []),
+            )
+            with hard_deadline(deadline):
+                if record.search_results:
+                    index_for_record(record, self.settings)  # once here, not once per parallel worker
+                settings = self.settings.replace(WALL_TIME_S=max(deadline - time.monotonic(), 1e-3))
+                result = answer(self.system, settings, record=record, extra_config=self._extra)
+        except DeadlineExceeded as exc:
+            self.log.info(f"{qid}: {exc}; answered \"{CRAG_IDK}\"")
+            return CRAG_IDK, {**row, "status": "deadline"}
+        except Exception as exc:  # one bad question must not cost the batch
+            self.log.exception(f"{qid}: failed ({type(exc).__name__}: {exc}); answered \"{CRAG_IDK}\"")
+            return CRAG_IDK, {**row, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        if time.monotonic() > deadline:  # a budget check the clock tripped may have shaped this answer
+            self.log.info(f"{qid}: finished after its deadline; answered \"{CRAG_IDK}\"")
+            return CRAG_IDK, {**row, "status": "deadline"}
+        if result.status != "ok" or not result.answer.strip():
+            return CRAG_IDK, {**row, "status": "refused", "reason": result.reason}
+        return self.trim(result.answer), {**row, "status": "answered"}

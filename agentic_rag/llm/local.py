@@ -25,6 +25,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field, PrivateAttr, model_validator
 from transformers import StoppingCriteria
 
+from agentic_rag.budget import current_deadline, hard_deadline, stop_modules_at_deadline
 from agentic_rag.llm.packaged import converted_source_key
 
 _LOAD_LOCK = threading.Lock()
@@ -55,6 +56,9 @@ def _load(path: str, dtype: str) -> tuple[Any, Any, threading.Lock]:
         if key not in _LOADED:
             model = AutoModelForCausalLM.from_pretrained(key[0], dtype=getattr(torch, dtype))
             model.eval()
+            # Every decoder block checks the question's hard deadline first, so a prefill and each
+            # decoding step stop between two blocks (DeadlineExceeded) once it passes.
+            stop_modules_at_deadline(model.get_decoder().layers, "local model forward pass")
             _LOADED[key] = (model, tokenizer, threading.Lock())
         return _LOADED[key]
 
@@ -231,6 +235,12 @@ class ChatLocalTransformers(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        """``deadline`` (a ``time.monotonic()`` instant; default: the enclosing ``hard_deadline``) ends
+        the call with DeadlineExceeded, its partial text dropped: an answer is never the clock's cut."""
+        with hard_deadline(kwargs.pop("deadline", None) or current_deadline()):
+            return self._generate_by_deadline(messages, stop, **kwargs)
+
+    def _generate_by_deadline(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> ChatResult:
         model, tokenizer, gen_lock = _load(self.model_path, self.dtype)
         if kwargs.get("score_choices"):
             return self._score_choices(messages, list(kwargs["score_choices"]))

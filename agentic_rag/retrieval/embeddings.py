@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agentic_rag.budget import stop_modules_at_deadline
+
 _LOCK = threading.Lock()
 
 
@@ -38,7 +40,17 @@ def _load_once(model: str):
     path = packaged_embedding_path() if model == "packaged" else Path(model)
     if not path.exists():
         raise FileNotFoundError(f"embedding model folder {path} does not exist")
-    return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    loaded = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    # A question's hard deadline (budget.hard_deadline) stops a long page's embedding between two
+    # transformer blocks, not after the whole batch or page; the computation itself is unchanged.
+    stop_modules_at_deadline(_blocks(loaded), "embedding")
+    return loaded
+
+
+def _blocks(model) -> list:
+    import torch
+
+    return [block for stack in model.modules() if isinstance(stack, torch.nn.ModuleList) for block in stack]
 
 
 class Embedder:
