@@ -44,7 +44,8 @@ class Browser:
         port = int(port_file.read_text().split()[0])
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=timeout) as resp:
             page = next(t for t in json.load(resp) if t["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout)
+        self._conn = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=timeout)
+        self.ws = self._conn.__enter__()
         self.timeout = timeout
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
@@ -84,7 +85,7 @@ class Browser:
     def click(self, selector: str) -> None:
         """A real mouse click at the element's centre (not a synthetic DOM event)."""
         box = self.eval(f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
-                        " return [r.x + r.width / 2, r.y + r.height / 2]; }})()")
+                        " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
 
@@ -112,9 +113,8 @@ class Browser:
         return out
 
     def close(self) -> None:
-        ws = getattr(self, "ws", None)
-        if ws is not None:
-            ws.close()
+        if getattr(self, "_conn", None) is not None:
+            self._conn.__exit__(None, None, None)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:

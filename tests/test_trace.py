@@ -91,13 +91,14 @@ def test_trace_cli_table_and_one_question(agent_run):
         assert text in res.stdout
     res = runner.invoke(app, ["trace", str(agent_run), "--id", "toy-ok"])
     assert res.exit_code == 0, res.output
-    out = res.stdout
+    head, out = res.stdout.split("\ntimeline\n", 1)
+    assert "decided at baug (round 1): STOP STOP_OVERLAP_OK" in head
     assert out.index("anchors") < out.index("worker") < out.index("baug") < out.index("finalize")
     assert "OVERLAP_MIN" in out and "pass" in out and "-> STOP (STOP_OVERLAP_OK)" in out
     assert "PATH_MIN_SCORE" in out and "evidence" in out and "Finding Nemo" in out
     # a refusal says which check failed
     res = runner.invoke(app, ["trace", str(agent_run), "--id", "toy-none", "--brief"])
-    assert res.exit_code == 0 and "ABSTAIN_NO_EVIDENCE" in res.stdout
+    assert res.exit_code == 0 and "decided at baug (round 1): ABSTAIN ABSTAIN_NO_EVIDENCE" in res.stdout
 
 
 def test_trace_cli_mistakes_are_one_line_errors(agent_run, tmp_path):
@@ -207,3 +208,13 @@ def test_ask_streams_nodes_and_json_stays_one_object(tmp_path):
     data = json.loads(res.stdout)
     assert data["reason"] == "ABSTAIN_LOW_RETRIEVAL_SCORE" and data["latency_by_node_ms"]["confidence_gate"] >= 0
     assert data["latency_ms"] > 0 and [e["node"] for e in data["events"]][0] == "anchors"
+
+
+def test_verdict_names_the_deciding_node_and_the_checks_below_threshold():
+    from agentic_rag.trace.run import verdict
+
+    events = [{"node": "confidence_gate", "round": 1, "confidence": {"passed": False, "tier": "retrieval", "scores": [0.5, 0.2]}},
+              {"node": "baug", "round": 1, "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_LOW_RETRIEVAL_SCORE"}}]
+    v = verdict(events, {"RETRIEVAL_MIN_SCORE": 0.6, "RETRIEVAL_MIN_RATIO": 1.5, "GATE_SCORE_SOURCE": "vector"})
+    assert (v["node"], v["reason"]) == ("baug", "ABSTAIN_LOW_RETRIEVAL_SCORE")
+    assert [(c["setting"], c["value"]) for c in v["failed"]] == [("RETRIEVAL_MIN_SCORE", 0.5)]  # ratio 2.5 passes

@@ -276,6 +276,19 @@ def evidence(row: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str
     return out
 
 
+def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
+    """Where the outcome was decided and which checks then stood below their thresholds."""
+    decisions = [e for e in events if e.get("decision")]
+    last_signals = next((e["signals"] for e in reversed(events) if e.get("signals")), {})
+    last_gate = next((e["confidence"] for e in reversed(events) if e.get("confidence")), {})
+    failed = [c for c in signal_checks(last_signals, settings) + gate_checks(last_gate, settings) if c["passed"] is False]
+    if not decisions:
+        return {"node": "", "round": None, "action": "", "reason": "", "failed": failed}
+    d = decisions[-1]
+    return {"node": d["node"], "round": d.get("round", 1), "action": d["decision"].get("action", ""),
+            "reason": d["decision"].get("reason", ""), "failed": failed}
+
+
 def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     """Everything shown about one question."""
     settings = run.settings
@@ -306,6 +319,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
         "latency_by_node_ms": row.get("latency_by_node_ms") or {},
         "citations": row.get("citations") or [], "timeline": timeline, "rounds": rounds(row, events, settings),
+        "verdict": verdict(events, settings),
         "evidence": evidence(row, events), "note": note,
     }
 

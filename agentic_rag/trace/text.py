@@ -63,6 +63,16 @@ def _block(console: Console, block: dict[str, Any]) -> None:
         console.print(Text(f"    {block.get('text', '')}"))
 
 
+def verdict_line(verdict: dict[str, Any]) -> Text:
+    line = Text("decided" + (f" at {verdict['node']} (round {verdict['round']}): {verdict['action']} {verdict['reason']}"
+                             if verdict["node"] else ": no decision was recorded"))
+    if verdict["failed"]:
+        line.append("; below threshold: ")
+        line.append(", ".join(f"{c['signal']} {_fmt(c['value'])} < {c['setting']} {_fmt(c['threshold'])}"
+                              for c in verdict["failed"]), style="red")
+    return line
+
+
 def event_line(entry: dict[str, Any]) -> Text:
     """One node of a timeline (also what `ask` prints as each node finishes)."""
     cost = f" {entry['tokens']} tok" if entry.get("tokens") else ""
@@ -81,6 +91,7 @@ def print_question(console: Console, run: Run, qid: str, detail: bool = True) ->
     head.append(f"  gold {v['gold']}  tokens {v['tokens']}  llm calls {v['llm_calls']}  {v['latency_ms']:.0f} ms")
     console.print(head)
     console.print(Text(f"answer: {v['prediction']}"))
+    console.print(verdict_line(v["verdict"]))
     if v["note"]:
         console.print(Text(v["note"], style="yellow"))
     console.print(Text("timeline", style="bold underline"))
