@@ -5,11 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from graphs.server import input_problem
+from tests.servers import free_port, running
 
 REPO = Path(__file__).resolve().parents[1]
 STARTUP_S = 300
@@ -30,12 +27,6 @@ def test_input_problem_names_the_field():
     assert input_problem({"input": {"question": "who won?"}}, False) is None
     assert input_problem({"input": None}, on_thread=True) is None  # continues a thread
     assert input_problem({"command": {"resume": 1}}, False) is None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _post(port: int, body: dict, timeout: float = 600) -> tuple[int, dict]:
@@ -53,34 +44,13 @@ def server(tmp_path):
     exe = shutil.which("langgraph") or str(Path(sys.executable).with_name("langgraph"))
     if not Path(exe).is_file():
         pytest.skip("langgraph-cli is not installed (extra: dev)")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false", "AGENTIC_RAG_ARTIFACTS_DIR": str(tmp_path)}
-    log = open(tmp_path / "server.log", "wb")
-    proc = subprocess.Popen(
-        [exe, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-         "--config", str(REPO / "langgraph.json")],
-        # from the repo: langgraph.json's http.app path is read relative to the working directory
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    try:
-        deadline = time.time() + STARTUP_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ok", timeout=5):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    pytest.fail(f"langgraph dev did not start:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
-                time.sleep(2)
+    cmd = [exe, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+           "--config", str(REPO / "langgraph.json")]
+    # from the repo: langgraph.json's http.app path is read relative to the working directory
+    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp_path / "server.log", STARTUP_S, cwd=REPO, env=env):
         yield port
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
 
 
 def test_served_graph_checks_its_input_and_reports_timings(server, tmp_path):

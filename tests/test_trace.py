@@ -18,7 +18,7 @@ from agentic_rag.runner import answer
 from agentic_rag.trace.html import render_html
 from agentic_rag.trace.run import load_run, question_view
 from tests.fakes import ScriptedChat
-from tests.test_agent_graph import PAGES, QUESTION, QUOTE_2004, QUOTE_2005, record
+from tests.test_agent_graph import PAGES, QUOTE_2004, QUOTE_2005, record
 
 runner = CliRunner()
 HOSTILE = "</script><script>window.__pwned=2</script> <img src=x onerror=window.__pwned=3>"

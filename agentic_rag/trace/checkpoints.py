@@ -23,15 +23,88 @@ def thread_id(state: dict[str, Any]) -> str:
     return state.get("question_id") or "q-" + hashlib.sha1(state["question"].encode()).hexdigest()[:12]
 
 
-def saver(path: str | Path):
-    """One saver per file for the process (its lock serialises the eval's parallel questions)."""
+def _blob_saver_class():
+    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    class ChannelBlobSaver(SqliteSaver):
+        """SqliteSaver storing each channel value once per version instead of inside every checkpoint.
+
+        The stock saver writes the whole state at every step, so a CRAG question's pages (megabytes
+        of HTML in ``record``) were stored ten times over. Here a checkpoint keeps only its channel
+        versions; the values live in a ``blobs`` table keyed by (thread, namespace, channel, version),
+        as LangGraph's Postgres saver does, and are put back when a checkpoint is read.
+        """
+
+        _blobs_ready = False
+
+        def setup(self) -> None:
+            super().setup()
+            if not self._blobs_ready:
+                self.conn.execute(
+                    "CREATE TABLE IF NOT EXISTS blobs (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+                    "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT, value BLOB, "
+                    "PRIMARY KEY (thread_id, checkpoint_ns, channel, version))")
+                self._blobs_ready = True
+
+        def put(self, config, checkpoint, metadata, new_versions):
+            conf = config["configurable"]
+            key = (str(conf["thread_id"]), conf.get("checkpoint_ns", ""))
+            versions = checkpoint.get("channel_versions", {})
+            rows = [(*key, ch, str(versions.get(ch)), *self.serde.dumps_typed(value))
+                    for ch, value in checkpoint.get("channel_values", {}).items()
+                    if ch in new_versions or not self._has_blob(*key, ch, str(versions.get(ch)))]
+            with self.cursor() as cur:
+                cur.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?, ?, ?)", rows)
+            return super().put(config, {**checkpoint, "channel_values": {}}, metadata, new_versions)
+
+        def _has_blob(self, thread: str, ns: str, channel: str, version: str) -> bool:
+            with self.cursor(transaction=False) as cur:
+                cur.execute("SELECT 1 FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
+                            (thread, ns, channel, version))
+                return cur.fetchone() is not None
+
+        def _fill(self, tup):
+            if tup is None or tup.checkpoint.get("channel_values"):
+                return tup
+            conf = tup.config["configurable"]
+            values = {}
+            with self.cursor(transaction=False) as cur:
+                for ch, version in tup.checkpoint.get("channel_versions", {}).items():
+                    cur.execute("SELECT type, value FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
+                                "AND version = ?", (str(conf["thread_id"]), conf.get("checkpoint_ns", ""), ch, str(version)))
+                    row = cur.fetchone()
+                    if row is not None:
+                        values[ch] = self.serde.loads_typed(row)
+            tup.checkpoint["channel_values"] = values
+            return tup
+
+        def get_tuple(self, config):
+            return self._fill(super().get_tuple(config))
+
+        def list(self, config, **kwargs):
+            tuples = list(super().list(config, **kwargs))  # the parent holds the lock while it yields
+            for tup in tuples:
+                yield self._fill(tup)
+
+        def delete_thread(self, thread_id: str) -> None:
+            super().delete_thread(thread_id)
+            with self.cursor() as cur:
+                cur.execute("DELETE FROM blobs WHERE thread_id = ?", (str(thread_id),))
+
+        # the parent's fast path reads values stored inline; the generic walk reads them through get_tuple
+        get_delta_channel_history = BaseCheckpointSaver.get_delta_channel_history
+
+    return ChannelBlobSaver
+
+
+def saver(path: str | Path):
+    """One saver per file for the process (its lock serialises the eval's parallel questions)."""
     key = str(Path(path).resolve())
     with _LOCK:
         if key not in _SAVERS:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
-            _SAVERS[key] = SqliteSaver(sqlite3.connect(key, check_same_thread=False))
+            _SAVERS[key] = _blob_saver_class()(sqlite3.connect(key, check_same_thread=False))
             _SAVERS[key].setup()
         return _SAVERS[key]
 

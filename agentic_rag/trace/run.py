@@ -289,6 +289,10 @@ def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str,
             "reason": d["decision"].get("reason", ""), "failed": failed}
 
 
+def _ms(value: Any) -> Any:
+    return round(value, 1) if isinstance(value, (int, float)) else value
+
+
 def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     """Everything shown about one question."""
     settings = run.settings
@@ -305,7 +309,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         timeline.append({
             "i": i, "node": e["node"], "round": e.get("round", 1),
             "offset_ms": round((e["start"] - t0) * 1000.0, 1) if "start" in e else None,
-            "ms": e.get("ms", (row.get("latency_by_node_ms") or {}).get(e["node"])),
+            "ms": _ms(e.get("ms", (row.get("latency_by_node_ms") or {}).get(e["node"]))),
             "tokens": e.get("tokens", 0), "llm_calls": e.get("llm_calls", 0),
             "summary": summary, "blocks": blocks,
         })
@@ -317,7 +321,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "explanation": row.get("explanation", ""), "missing": row.get("missing", []),
         "tokens": tokens.get("total", 0), "tokens_by_stage": {k: v for k, v in (tokens.get("by_stage") or {}).items() if v},
         "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
-        "latency_by_node_ms": row.get("latency_by_node_ms") or {},
+        "latency_by_node_ms": {k: _ms(v) for k, v in (row.get("latency_by_node_ms") or {}).items()},
         "citations": row.get("citations") or [], "timeline": timeline, "rounds": rounds(row, events, settings),
         "verdict": verdict(events, settings),
         "evidence": evidence(row, events), "note": note,
