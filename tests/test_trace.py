@@ -218,3 +218,28 @@ def test_verdict_names_the_deciding_node_and_the_checks_below_threshold():
     v = verdict(events, {"RETRIEVAL_MIN_SCORE": 0.6, "RETRIEVAL_MIN_RATIO": 1.5, "GATE_SCORE_SOURCE": "vector"})
     assert (v["node"], v["reason"]) == ("baug", "ABSTAIN_LOW_RETRIEVAL_SCORE")
     assert [(c["setting"], c["value"]) for c in v["failed"]] == [("RETRIEVAL_MIN_SCORE", 0.5)]  # ratio 2.5 passes
+
+
+def test_checkpoints_do_not_store_the_pages_at_every_step(tmp_path):
+    import random
+
+    rng = random.Random(0)
+    words = [w for text in PAGES.values() for w in text.split()]
+    bulk = " ".join(rng.choice(words) for _ in range(10_000))  # about 60 kB, as a real page's text
+    rec = record(pages={**PAGES, "Padding": bulk})
+    ck = tmp_path / "checkpoints.sqlite"
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "a"), "CHECKPOINT_PATH": str(ck)})
+    fake = ScriptedChat(replies=[REPLIES[0]], count_tokens=lambda t: count_tokens(t, settings))
+    answer("agent", settings, record=rec, extra_config={"llm": fake})
+    from graphs import get_graph
+    from agentic_rag.trace.checkpoints import history
+
+    steps = history(get_graph("agent"), ck, "toy-1")
+    assert len(steps) >= 8 and steps[-1].values["record"]["search_results"][-1]["page_result"] == bulk
+    import sqlite3
+
+    with sqlite3.connect(ck) as conn:
+        stored = sum(conn.execute(f"SELECT COALESCE(SUM(LENGTH({col})), 0) FROM {table}").fetchone()[0]
+                     for table, col in (("checkpoints", "checkpoint"), ("writes", "value"), ("blobs", "value")))
+    # the stock saver kept a copy per step (ten and more); here one per version, compressed
+    assert stored < 4 * len(bulk), stored

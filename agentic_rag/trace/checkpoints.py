@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,28 @@ def thread_id(state: dict[str, Any]) -> str:
     return state.get("question_id") or "q-" + hashlib.sha1(state["question"].encode()).hexdigest()[:12]
 
 
+class ZlibSerde:
+    """LangGraph's serializer with its bytes compressed: a question's pages (HTML) and the worker
+    payloads that carry them shrink several times over."""
+
+    SUFFIX = "+zlib"
+
+    def __init__(self, inner=None) -> None:
+        from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+        self.inner = inner or JsonPlusSerializer()
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = self.inner.dumps_typed(obj)
+        return kind + self.SUFFIX, zlib.compress(data, 6)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        kind, raw = data
+        if kind.endswith(self.SUFFIX):
+            return self.inner.loads_typed((kind[: -len(self.SUFFIX)], zlib.decompress(raw)))
+        return self.inner.loads_typed(data)
+
+
 def _blob_saver_class():
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -31,9 +54,10 @@ def _blob_saver_class():
         """SqliteSaver storing each channel value once per version instead of inside every checkpoint.
 
         The stock saver writes the whole state at every step, so a CRAG question's pages (megabytes
-        of HTML in ``record``) were stored ten times over. Here a checkpoint keeps only its channel
+        of HTML in ``record``) were stored at every step. Here a checkpoint keeps only its channel
         versions; the values live in a ``blobs`` table keyed by (thread, namespace, channel, version),
-        as LangGraph's Postgres saver does, and are put back when a checkpoint is read.
+        as LangGraph's Postgres saver does, and are put back when a checkpoint is read. (The worker
+        payloads still carry the record; ``ZlibSerde`` shrinks those.)
         """
 
         _blobs_ready = False
@@ -104,7 +128,7 @@ def saver(path: str | Path):
     with _LOCK:
         if key not in _SAVERS:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
-            _SAVERS[key] = _blob_saver_class()(sqlite3.connect(key, check_same_thread=False))
+            _SAVERS[key] = _blob_saver_class()(sqlite3.connect(key, check_same_thread=False), serde=ZlibSerde())
             _SAVERS[key].setup()
         return _SAVERS[key]
 
