@@ -376,9 +376,11 @@ def _print_steps(run, qid: str, step: int | None) -> None:
     from agentic_rag.trace.checkpoints import history, snapshot_at
     from agentic_rag.trace.run import TraceError
 
-    path = run.settings.get("CHECKPOINT_PATH") or run.path / "checkpoints.sqlite"
-    if not Path(path).is_file():
+    # the folder's own file first: a run folder may have been moved since it was written
+    found = [p for p in (run.path / "checkpoints.sqlite", run.settings.get("CHECKPOINT_PATH")) if p and Path(p).is_file()]
+    if not found:
         raise TraceError(f"{run.path} has no checkpoints; run `agentic-rag eval --checkpoints` to record them")
+    path = found[0]
     graph = get_graph(run.system or "agent")
     if step is None:
         table = Table(title=f"checkpoints of {qid} ({path})")

@@ -218,6 +218,8 @@ def test_verdict_names_the_deciding_node_and_the_checks_below_threshold():
     v = verdict(events, {"RETRIEVAL_MIN_SCORE": 0.6, "RETRIEVAL_MIN_RATIO": 1.5, "GATE_SCORE_SOURCE": "vector"})
     assert (v["node"], v["reason"]) == ("baug", "ABSTAIN_LOW_RETRIEVAL_SCORE")
     assert [(c["setting"], c["value"]) for c in v["failed"]] == [("RETRIEVAL_MIN_SCORE", 0.5)]  # ratio 2.5 passes
+    events.insert(1, {"node": "baug", "validation": {"name": "tournament", "ok": False, "missing": ["masters"]}})
+    assert verdict(events, {})["invalid"] == "type validator tournament (missing masters)"
 
 
 def test_checkpoints_do_not_store_the_pages_at_every_step(tmp_path):

@@ -282,11 +282,14 @@ def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str,
     last_signals = next((e["signals"] for e in reversed(events) if e.get("signals")), {})
     last_gate = next((e["confidence"] for e in reversed(events) if e.get("confidence")), {})
     failed = [c for c in signal_checks(last_signals, settings) + gate_checks(last_gate, settings) if c["passed"] is False]
+    validation = next((e["validation"] for e in reversed(events) if e.get("validation")), {})
+    invalid = "" if validation.get("ok", True) else (
+        f"type validator {validation.get('name')}" + (f" (missing {', '.join(validation['missing'])})" if validation.get("missing") else ""))
     if not decisions:
-        return {"node": "", "round": None, "action": "", "reason": "", "failed": failed}
+        return {"node": "", "round": None, "action": "", "reason": "", "failed": failed, "invalid": invalid}
     d = decisions[-1]
     return {"node": d["node"], "round": d.get("round", 1), "action": d["decision"].get("action", ""),
-            "reason": d["decision"].get("reason", ""), "failed": failed}
+            "reason": d["decision"].get("reason", ""), "failed": failed, "invalid": invalid}
 
 
 def _ms(value: Any) -> Any:

@@ -70,6 +70,9 @@ def verdict_line(verdict: dict[str, Any]) -> Text:
         line.append("; below threshold: ")
         line.append(", ".join(f"{c['signal']} {_fmt(c['value'])} < {c['setting']} {_fmt(c['threshold'])}"
                               for c in verdict["failed"]), style="red")
+    if verdict.get("invalid"):
+        line.append("; failed: ")
+        line.append(verdict["invalid"], style="red")
     return line
 
 
