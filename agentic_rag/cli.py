@@ -115,7 +115,7 @@ def ask(
     try:
         result = answer(
             system, settings, question=question, record=record, index_dir=index_dir,
-            on_update=_print_update if debug else None, selected_option=select,
+            on_update=None if as_json else _node_printer(settings, debug), selected_option=select,
         )
     except ValueError as exc:
         _fail(str(exc))
@@ -148,6 +148,24 @@ DEBUG_FIELDS = {
     "disambiguate": ("ambiguity",),
     "confidence_gate": ("confidence",),
 }
+
+
+def _node_printer(settings: Settings, debug: bool):
+    """Human output of `ask`: a line per node as it finishes (LangGraph's update stream), and with
+    --debug the node's raw output too."""
+    from agentic_rag.trace.run import describe
+    from agentic_rag.trace.text import event_line
+
+    thresholds = settings.public_dump()
+
+    def show(node: str, update: dict) -> None:
+        for event in update.get("events") or [{"node": node}]:
+            summary, _ = describe(event, thresholds)
+            console.print(event_line({**event, "summary": summary}))
+        if debug:
+            _print_update(node, update)
+
+    return show
 
 
 def _print_update(node: str, update: dict) -> None:
@@ -198,6 +216,7 @@ def eval_cmd(
     resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
     workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel.")] = 1,
     seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible random sample.")] = None,
+    checkpoints: Annotated[bool, typer.Option("--checkpoints", help="Keep every graph step in RUN/checkpoints.sqlite (`trace --steps`).")] = False,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
@@ -206,6 +225,8 @@ def eval_cmd(
 
     settings = _settings(preset, override)
     out = out or Path(settings.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if checkpoints and settings.CHECKPOINT_PATH is None:
+        settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
         res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed)
     except DataError as exc:
@@ -290,21 +311,98 @@ def calibrate_cmd(
 @app.command("graph")
 def graph_cmd(
     system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
-    fmt: Annotated[str, typer.Option("--format", help="mermaid or ascii.")] = "mermaid",
+    fmt: Annotated[str, typer.Option("--format", help="mermaid, ascii, dot or png (png needs --out).")] = "mermaid",
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the drawing to this file.")] = None,
 ) -> None:
-    """Print a graph's shape (Mermaid text, drawn offline; paste it into any Mermaid renderer)."""
-    from graphs import get_graph
+    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG drawn by Graphviz."""
+    from agentic_rag.trace.draw import BINARY_FORMATS, DrawError, draw
+
+    if fmt in BINARY_FORMATS and out is None:
+        _fail(f"--format {fmt} writes a file: give --out FILE")
+    try:
+        drawing = draw(system, fmt)
+    except (ValueError, DrawError) as exc:
+        _fail(str(exc))
+    if out is None:
+        print(drawing)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(drawing, bytes):
+        out.write_bytes(drawing)
+    else:
+        out.write_text(drawing)
+    console.print(f"written {out}")
+
+
+@app.command("trace")
+def trace_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder written by `eval`.")],
+    qid: Annotated[Optional[str], typer.Option("--id", help="One question (id or 0-based row): its timeline.")] = None,
+    html_out: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML page of the run.")] = None,
+    brief: Annotated[bool, typer.Option("--brief", help="With --id: one line per node, no passages or checks.")] = False,
+    steps: Annotated[bool, typer.Option("--steps", help="With --id: list the checkpointed steps.")] = False,
+    step: Annotated[Optional[int], typer.Option("--step", help="With --id: the graph state at this checkpointed step.")] = None,
+) -> None:
+    """Inspect a run: a table of its questions, one question node by node, its checkpoints, or an HTML page."""
+    from agentic_rag.trace.run import TraceError, load_run
 
     try:
-        g = get_graph(system).get_graph()
-    except ValueError as exc:
+        run = load_run(run_dir)
+        if html_out is not None:
+            from agentic_rag.trace.html import write_html
+
+            console.print(f"written {write_html(run, html_out)}")
+            return
+        if steps or step is not None:
+            if qid is None:
+                _fail("--steps and --step need --id QUESTION")
+            _print_steps(run, run.row(qid)["id"], step)
+            return
+        if qid is not None:
+            from agentic_rag.trace.text import print_question
+
+            print_question(console, run, qid, detail=not brief)
+            return
+    except TraceError as exc:
         _fail(str(exc))
-    if fmt == "mermaid":
-        print(g.draw_mermaid())
-    elif fmt == "ascii":
-        print(g.draw_ascii())
-    else:
-        _fail(f"unknown format {fmt!r}; choose mermaid or ascii")
+    from agentic_rag.trace.text import run_table
+
+    console.print(run_table(run))
+
+
+def _print_steps(run, qid: str, step: int | None) -> None:
+    """The checkpointed steps of one question, or the state at one of them."""
+    from graphs import get_graph
+    from agentic_rag.trace.checkpoints import history, snapshot_at
+    from agentic_rag.trace.run import TraceError
+
+    # the folder's own file first: a run folder may have been moved since it was written
+    found = [p for p in (run.path / "checkpoints.sqlite", run.settings.get("CHECKPOINT_PATH")) if p and Path(p).is_file()]
+    if not found:
+        raise TraceError(f"{run.path} has no checkpoints; run `agentic-rag eval --checkpoints` to record them")
+    path = found[0]
+    graph = get_graph(run.system or "agent")
+    if step is None:
+        table = Table(title=f"checkpoints of {qid} ({path})")
+        for col in ("step", "next", "state keys"):
+            table.add_column(col, overflow="fold")
+        snaps = history(graph, path, qid)
+        if not snaps:
+            raise TraceError(f"no checkpoints for {qid!r} in {path}")
+        for snap in snaps:
+            table.add_row(str(snap.metadata.get("step")), ", ".join(snap.next) or "(end)", ", ".join(sorted(snap.values)))
+        console.print(table)
+        return
+    try:
+        snap = snapshot_at(graph, path, qid, step)
+    except KeyError as exc:
+        raise TraceError(str(exc.args[0])) from None
+    from agentic_rag.trace.record import SUMMARIES
+
+    limit = run.settings.get("TRACE_TEXT_CHARS", 240)
+    shown = {k: (SUMMARIES[k](v, limit) if k in SUMMARIES else v) for k, v in snap.values.items() if k not in ("record", "events")}
+    err.print(f"step {step}: next {', '.join(snap.next) or '(end)'}")
+    console.print_json(data=_jsonable(shown))
 
 
 @app.command("settings")

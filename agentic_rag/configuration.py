@@ -248,6 +248,14 @@ class Settings(BaseSettings):
     TELEMETRY_PATH: Path | None = Field(
         None, description="JSONL file of per-round telemetry; default ARTIFACTS_DIR/telemetry/<system>.jsonl."
     )
+    TRACE_TEXT_CHARS: int = Field(
+        240, ge=20, description="Passage and draft texts kept per node in a result's trace events (characters); "
+        "the chunks a quote comes from are kept whole."
+    )
+    CHECKPOINT_PATH: Path | None = Field(
+        None, description="SQLite file checkpointing every graph step (thread id = question id) for "
+        "`trace --steps` and replay; None = off (`eval --checkpoints` puts one in the run folder)."
+    )
 
     # --- CRAG starter kit (agentic_rag/crag_adapter.py) --------------------------------------
     CRAG_SECONDS_PER_QUERY: float = Field(

@@ -49,6 +49,10 @@ def answer(
     graph = get_graph(system)
     state = graph_input(question, record, index_dir, selected_option)
     config = {"configurable": {"settings": settings, **(extra_config or {})}}
+    if settings.CHECKPOINT_PATH is not None:
+        from agentic_rag.trace.checkpoints import start_thread
+
+        graph, config = start_thread(graph, settings.CHECKPOINT_PATH, config, state)
     t0 = time.perf_counter()
     if on_update is None:
         final = graph.invoke(state, config=config)
@@ -64,6 +68,7 @@ def answer(
     result = AnswerRecord.model_validate(final["result"])
     result.latency_ms = round(elapsed, 1)
     result.latency_by_node_ms = final.get("latency_ms", {})
+    result.events = final.get("events", [])
     if final.get("decision", {}).get("flags") is not None:  # BAUG ran, so it wrote telemetry
         from agentic_rag.telemetry import telemetry_path
 

@@ -11,6 +11,7 @@ import operator
 from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict as SchemaTypedDict  # pydantic builds JSON schemas only from this one on 3.11
 
 Status = Literal["ok", "refuse", "ambiguous"]
 
@@ -64,6 +65,24 @@ class AnswerRecord(BaseModel):
     latency_by_node_ms: dict[str, float] = Field(default_factory=dict)
     trace: str = ""
     signals: dict[str, Any] = Field(default_factory=dict)
+    events: list[dict[str, Any]] = Field(default_factory=list)  # one per node run (agentic_rag/trace/record.py)
+    quoted_chunks: dict[str, str] = Field(default_factory=dict)  # chunk id -> full text, for chunks quoted
+
+
+class _Question(SchemaTypedDict):
+    question: str
+
+
+class GraphInput(_Question, total=False):
+    """What a caller may give a graph: ``question`` required, the rest optional. The server checks
+    requests against it (graphs/server.py). (Two classes, not ``Required[...]``: under postponed
+    annotations Python 3.11 does not see ``Required`` and would make every key optional.)"""
+
+    question_id: str
+    query_time: str
+    record: dict[str, Any]
+    index_dir: str
+    selected_option: str
 
 
 class RAGState(TypedDict, total=False):

@@ -20,7 +20,7 @@ from agentic_rag.gate.node import FINALIZE, REFLECT_NODE, baug_node, route_after
 from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_node, reflect_node
 from agentic_rag.retrievers.node import WORKER, dispatch_workers, worker_node
-from agentic_rag.state import RAGState
+from agentic_rag.state import GraphInput, RAGState
 from agentic_rag.supervisor.ambiguity_node import disambiguate_node
 from agentic_rag.supervisor.node import (
     CONFIDENCE,
@@ -36,7 +36,7 @@ SYSTEM = "agent"
 
 
 def build_graph():
-    g = StateGraph(RAGState)
+    g = StateGraph(RAGState, input_schema=GraphInput)
     g.add_node("anchors", predict_anchors_node)
     g.add_node(WORKER, worker_node)
     g.add_node("supervise", supervise_node)

@@ -16,7 +16,7 @@ from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_plain_node
 from agentic_rag.llm.factory import count_tokens
 from agentic_rag.retrievers.source import resolve_index, retrieve
-from agentic_rag.state import RAGState
+from agentic_rag.state import GraphInput, RAGState
 from agentic_rag.supervisor.packing import pack_evidence
 from agentic_rag.utils import timed
 
@@ -39,7 +39,7 @@ def pack_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 
 
 def build_graph():
-    g = StateGraph(RAGState)
+    g = StateGraph(RAGState, input_schema=GraphInput)
     g.add_node("retrieve", retrieve_node)
     g.add_node("pack", pack_node)
     g.add_node("generate", generate_plain_node)

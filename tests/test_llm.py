@@ -9,12 +9,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import warnings
@@ -37,6 +33,7 @@ from agentic_rag.llm.packaged import (
     verify_file,
 )
 from agentic_rag.llm.usage import UsageLedger, invoke_llm
+from tests.servers import free_port, running
 
 QUESTION = [
     SystemMessage("Answer in as few words as possible."),
@@ -60,47 +57,17 @@ def local_llm(settings, model_dir) -> ChatLocalTransformers:
     return get_chat_model(settings, max_tokens=12)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def openai_server(model_dir, tmp_path_factory):
     """A real OpenAI-compatible server (`transformers serve`) pinned to the converted folder."""
-    port = _free_port()
+    port = free_port()
     # /v1/models scans the HF hub cache and answers 500 if that folder does not exist.
     hub_cache = tmp_path_factory.mktemp("hf-hub")
     env = {**os.environ, "HF_HUB_CACHE": str(hub_cache), "HF_HUB_OFFLINE": "1"}
     cmd = ["transformers", "serve", "--host", "127.0.0.1", "--port", str(port), str(model_dir)]
-    log = open(tmp_path_factory.mktemp("serve") / "serve.log", "w+")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"transformers serve exited with {proc.returncode}:\n{log.read()[-3000:]}")
-            try:
-                with urllib.request.urlopen(base_url + "/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("transformers serve did not answer /v1/models within 180 s")
-            time.sleep(0.5)
+    with running(cmd, base_url + "/models", tmp_path_factory.mktemp("serve") / "serve.log", 180, env=env):
         yield base_url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
 
 
 # --- integrity ---------------------------------------------------------------------------------

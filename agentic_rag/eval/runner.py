@@ -55,7 +55,10 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
         "tokens": result.tokens,
         "llm_calls": result.llm_calls,
         "latency_ms": result.latency_ms,
+        "latency_by_node_ms": result.latency_by_node_ms,
         "signals": result.signals,
+        "events": result.events,  # the trace: one compact entry per node run (agentic_rag/trace/record.py)
+        "quoted_chunks": result.quoted_chunks,
     }
     if getattr(record, "world_answer", None):
         row.update(world_answer=record.world_answer, world_alternatives=list(getattr(record, "world_alternatives", [])))
@@ -234,7 +237,8 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
 
 
 # Settings that change where files go or how fast a run is, never what it answers.
-RUN_NEUTRAL_SETTINGS = frozenset({"TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS"})
+RUN_NEUTRAL_SETTINGS = frozenset({"TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS",
+                                  "CHECKPOINT_PATH", "TRACE_TEXT_CHARS"})
 
 
 class ResumeMismatchError(ValueError):

@@ -7,6 +7,7 @@ reads. An abstention carries no citations (the "IDK with citations" count must b
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from agentic_rag.gate.judge import combined_readings
@@ -220,6 +221,7 @@ def make_finalize_node(system: str):
 
     from agentic_rag.budget import llm_calls, tokens_summary
     from agentic_rag.configuration import Settings
+    from agentic_rag.trace.record import quoted_chunks
     from agentic_rag.utils import timed
 
     @timed("finalize")
@@ -243,6 +245,11 @@ def make_finalize_node(system: str):
             state = {**state, "signals": signals}
         usage = state.get("usage", {})
         record = build_record(state, system, settings, tokens_summary(usage), llm_calls(usage))
+        # so a served graph's output carries its timings too (the runner re-measures, finalize included)
+        record.latency_by_node_ms = dict(state.get("latency_ms") or {})
+        starts = [e["start"] for e in state.get("events") or [] if "start" in e]
+        record.latency_ms = round((time.time() - min(starts)) * 1000.0, 1) if starts else 0.0
+        record.quoted_chunks = quoted_chunks(state, [c.model_dump() for c in record.citations])
         return {"result": record.model_dump()}
 
     return finalize_node

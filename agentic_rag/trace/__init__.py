@@ -1,0 +1,1 @@
+"""Inspecting runs: per-node trace events, run loading, text and HTML rendering, checkpoints, drawings."""

@@ -1,0 +1,39 @@
+"""One self-contained HTML page to browse a run (template.html beside this file; no network).
+
+The run's data goes into a ``<script type="application/json">`` element with ``<``, ``>`` and ``&``
+written as JSON escapes, so no text from a page (``</script>`` included) can close the element; the
+page's script then sets every text with ``textContent``. A Content-Security-Policy forbids loading
+anything from elsewhere.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from agentic_rag.trace.run import Run, run_view
+
+TEMPLATE = Path(__file__).with_name("template.html")
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def script_json(data) -> str:
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    for raw, escaped in _JSON_ESCAPES.items():
+        text = text.replace(raw, escaped)
+    return text
+
+
+def render_html(run: Run) -> str:
+    view = run_view(run)
+    head, tail = TEMPLATE.read_text(encoding="utf-8").split("__DATA__", 1)
+    head = head.replace("__TITLE__", html.escape(f"trace: {view['name']} ({view['system']})"), 1)
+    return head + script_json(view) + tail
+
+
+def write_html(run: Run, out: str | Path) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html(run), encoding="utf-8")
+    return out

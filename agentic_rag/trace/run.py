@@ -1,0 +1,343 @@
+"""A run folder read for inspection: each question's timeline, checks against thresholds and evidence.
+
+Both renderers (text and HTML) draw the same view built here, so what a node did is described once.
+A node event becomes a one-line summary and a few detail blocks (passages with scores, signals
+against their thresholds, key/value facts). Runs written before per-node events were recorded still
+load: their timeline comes from the BAUG telemetry rows, and what is missing is said, not guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentic_rag.eval.runner import read_results
+from agentic_rag.telemetry import read_rows
+
+# Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand.
+SIGNAL_THRESHOLDS = {
+    "overlap_est": "OVERLAP_MIN",
+    "faith_est": "FAITH_MIN",
+    "answer_relevance": "ANSWER_RELEVANCE_MIN",
+    "anchor_coverage": "COVERAGE_MIN",
+    "answerability": "ANSWERABILITY_MIN",
+    "verified_score": "VERIFIER_MIN",
+    "nli_entailment": "NLI_MIN",
+}
+# Worker path fields -> the setting they are held to in retrievers/worker.py.
+PATH_THRESHOLDS = {"path_score": "PATH_MIN_SCORE", "new_hits_ratio": "NEW_HITS_EPS"}
+OUTCOMES = {"accurate": "right", "incorrect": "wrong", "missing": "missing"}
+
+
+class TraceError(ValueError):
+    """A run folder, question id or step that cannot be shown."""
+
+
+@dataclass
+class Run:
+    path: Path
+    rows: list[dict[str, Any]]
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    telemetry: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def system(self) -> str:
+        return self.config.get("system") or self.summary.get("system") or ""
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The run's settings; a run without config.json is read with today's defaults."""
+        if self.config.get("settings"):
+            return self.config["settings"]
+        from agentic_rag.configuration import Settings
+
+        return Settings.load().public_dump()
+
+    def row(self, qid: str) -> dict[str, Any]:
+        for i, row in enumerate(self.rows):
+            if row["id"] == qid or str(i) == qid:
+                return row
+        raise TraceError(f"no question {qid!r} in {self.path} (ids: {', '.join(r['id'] for r in self.rows[:5])}"
+                         f"{', ...' if len(self.rows) > 5 else ''})")
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def load_run(path: str | Path) -> Run:
+    path = Path(path)
+    if not path.is_dir():
+        raise TraceError(f"{path} is not a run folder (make one with `agentic-rag eval --out {path}`)")
+    rows = read_results(path / "results.jsonl")
+    if not rows:
+        raise TraceError(f"{path} has no results.jsonl rows; is it a run folder written by `agentic-rag eval`?")
+    telemetry: dict[str, list[dict[str, Any]]] = {}
+    try:
+        for t in read_rows(path / "telemetry.jsonl"):
+            telemetry.setdefault(t.get("question_id", ""), []).append(t)
+    except json.JSONDecodeError:
+        pass  # a telemetry line cut by a kill: the results still show
+    return Run(path, rows, _json(path / "config.json"), _json(path / "summary.json"), telemetry)
+
+
+# -- checks --------------------------------------------------------------------------------------
+def _check(name: str, value: Any, setting: str, settings: dict[str, Any]) -> dict[str, Any]:
+    threshold = settings.get(setting)
+    ok = None if threshold is None or not isinstance(value, (int, float)) else value >= threshold
+    return {"signal": name, "value": value, "setting": setting, "threshold": threshold, "passed": ok}
+
+
+def signal_checks(signals: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each signal present against the threshold it is held to (``passed`` None when not comparable)."""
+    return [_check(k, signals[k], s, settings) for k, s in SIGNAL_THRESHOLDS.items()
+            if isinstance(signals.get(k), (int, float)) and not isinstance(signals.get(k), bool)]
+
+
+def gate_checks(confidence: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    scores = confidence.get("scores") or []
+    if not scores:
+        return []
+    if confidence.get("tier") == "reranker":
+        return [_check("top relevance (0-3)", scores[0], "RELEVANCE_THRESHOLD", settings)]
+    out = [_check(f"top {settings.get('GATE_SCORE_SOURCE', '')} score".replace("  ", " "), scores[0],
+                  "RETRIEVAL_MIN_SCORE", settings)]
+    if len(scores) >= 2 and scores[1] > 0:
+        out.append(_check("top-1 / top-2 ratio", round(scores[0] / scores[1], 4), "RETRIEVAL_MIN_RATIO", settings))
+    return out
+
+
+# -- one event as a summary line and detail blocks ------------------------------------------------
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".") if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def _passage_rows(passages: list[dict[str, Any]], *cols: str) -> list[dict[str, Any]]:
+    return [{"chunk_id": p.get("chunk_id", ""), "page": p.get("page_name", ""),
+             **{c: p.get(c) for c in cols if p.get(c) is not None}, "text": p.get("text", "")} for p in passages]
+
+
+def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A node event as one line (what it decided or found) and detail blocks, from the keys it wrote."""
+    parts: list[str] = []
+    blocks: list[dict[str, Any]] = []
+    if event.get("ood"):
+        parts.append(f"out of domain: {event['ood']}")
+    if "anchors" in event:
+        sel = ", ".join(f"{a['text']} ({a.get('type')})" for a in event["anchors"]) or "none"
+        parts.append(f"anchors {sel}" + (f"; kind {event['kind']}" if event.get("kind") else ""))
+        if event.get("anchors_proposed"):
+            blocks.append({"type": "table", "title": "anchors proposed",
+                           "rows": [{"anchor": a["text"], "type": a.get("type"), "score": a.get("score"),
+                                     "selected": any(a["text"] == s["text"] for s in event["anchors"])}
+                                    for a in event["anchors_proposed"]]})
+    for path in event.get("paths", []):
+        label = f'anchor "{path["anchor"]}"' if path.get("anchor") else "question"
+        parts.append(f"{label}: kept {len(path.get('kept', []))}, pruned {path.get('pruned_count', 0)} of "
+                     f"{path.get('candidates', '?')} candidates, path score {_fmt(path.get('path_score'))}, "
+                     f"{path.get('terminated_by', '')}")
+        checks = [_check(k, path[k], s, settings) for k, s in PATH_THRESHOLDS.items() if k in path]
+        if path.get("round", 1) == 1:
+            checks = [c for c in checks if c["signal"] != "new_hits_ratio"]  # nothing held yet to be new against
+        blocks.append({"type": "checks", "title": f"{label} (round {path.get('round', 1)})", "rows": checks})
+        blocks.append({"type": "passages", "title": f"{label}: kept", "rows": _passage_rows(
+            path.get("kept", []), "hop", "path_score", "fine_sim", "fused_score", "anchor_hit")})
+        if path.get("pruned"):
+            blocks.append({"type": "passages", "title": f"{label}: best pruned", "rows": _passage_rows(
+                path["pruned"], "pruned_by", "path_score", "fine_sim", "question_overlap")})
+    if "passages" in event:
+        ps = event["passages"]
+        parts.append(f"retrieved {len(ps)} passages" + (f", top fused {_fmt(ps[0].get('fused_score'))}" if ps else ""))
+        blocks.append({"type": "passages", "title": "retrieved", "rows": _passage_rows(
+            ps, "rank", "fused_score", "vector_score", "bm25_score")})
+    if "bundle" in event:
+        b = event["bundle"]
+        parts.append(f"packed {len(b.get('passages', []))} passages ({b.get('context_tokens', '?')} tokens)"
+                     + (f", dropped {b['dropped']}" if b.get("dropped") else "")
+                     + (", from pruned passages (fallback)" if b.get("prune_fallback") else ""))
+        blocks.append({"type": "passages", "title": "evidence bundle", "rows": _passage_rows(
+            b.get("passages", []), "n", "utility", "fused_score")})
+    if event.get("ambiguity"):
+        a = event["ambiguity"]
+        parts.append(f"ambiguity {a.get('status')} ({a.get('rule')})")
+        if a.get("options"):
+            blocks.append({"type": "table", "title": "options", "rows": a["options"]})
+    if "confidence" in event:
+        c = event["confidence"]
+        parts.append("confidence gate " + ("passed" if c.get("passed") else f"refused: {c.get('message') or c.get('reason')}")
+                     + (f" ({c.get('tier')} tier)" if c.get("tier") else ""))
+        blocks.append({"type": "checks", "title": "confidence gate", "rows": gate_checks(c, settings)})
+    if event.get("draft"):
+        parts.append(f'draft "{event["draft"][:80]}"')
+        blocks.append({"type": "text", "title": "draft", "text": event["draft"]})
+    if (event.get("probe") or {}).get("status") == "scored":
+        parts.append(f"probe answerability {_fmt(event['probe'].get('answerability'))}")
+    if "signals" in event:
+        sig = event["signals"]
+        blocks.append({"type": "checks", "title": "signals", "rows": signal_checks(sig, settings)})
+        sents = [s for s in sig.get("sentences", []) if s.get("sentence")]
+        if sents:
+            blocks.append({"type": "table", "title": "draft sentences and their support", "rows": [
+                {"sentence": s["sentence"], "source": s.get("n"), "mode": s.get("mode"), "supported": s.get("supported"),
+                 "quote": s.get("quote", "")} for s in sents]})
+        extra = {k: sig[k] for k in ("missing_anchors", "unsupported_claims", "question_terms_unmatched") if sig.get(k)}
+        if extra:
+            blocks.append({"type": "kv", "title": "what is missing", "items": extra})
+    if event.get("validation") and not event["validation"].get("ok", True):
+        v = event["validation"]
+        parts.append(f"validator {v.get('name')} failed" + (f": missing {', '.join(v.get('missing') or [])}" if v.get("missing") else ""))
+    if "decision" in event:
+        d = event["decision"]
+        parts.append(f"-> {d.get('action')} ({d.get('reason')})")
+    if event.get("reflected"):
+        parts.append("revised the draft")
+    if "result" in event:
+        r = event["result"]
+        parts.append(f"result {r.get('status')} ({r.get('reason')})")
+    return "; ".join(parts) or "no change", blocks
+
+
+# -- one question --------------------------------------------------------------------------------
+def _telemetry_events(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An old run's BAUG rounds as events (no per-node detail was recorded then)."""
+    out = []
+    for t in rows:
+        signals = {k: t.get(k) for k in SIGNAL_THRESHOLDS if t.get(k) is not None}
+        out.append({"node": "baug", "round": t.get("round", 1), "signals": signals, "tokens": None,
+                    "decision": {"action": t.get("action"), "reason": t.get("reason")}, "from": "telemetry",
+                    "anchors_selected": t.get("anchors_selected"), "confidence": t.get("confidence_gate") or None})
+    return [{k: v for k, v in e.items() if v is not None} for e in out]
+
+
+def rounds(row: dict[str, Any], events: list[dict[str, Any]], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The signals behind each decision, per round: BAUG's readings, or a baseline's measured ones."""
+    out = [{"label": f"round {e.get('round', 1)}: {e['decision'].get('reason')}", "checks": signal_checks(e["signals"], settings)}
+           for e in events if "signals" in e and "decision" in e]
+    if not out and row.get("signals"):
+        out = [{"label": "measured (not acted on)", "checks": signal_checks(row["signals"], settings)}]
+    return [r for r in out if r["checks"]]
+
+
+def _spans(text: str, quotes: list[str]) -> list[dict[str, Any]]:
+    """The chunk text cut into plain and quoted segments (first occurrence of each quote, case-insensitive)."""
+    low = text.lower()
+    marks: list[tuple[int, int]] = []
+    for q in quotes:
+        q = q.strip().strip('"').rstrip(".")
+        i = low.find(q.lower()) if len(q) >= 8 else -1
+        if i >= 0:
+            marks.append((i, i + len(q)))
+    out, pos = [], 0
+    for a, b in sorted(marks):
+        if b <= pos:
+            continue
+        a = max(a, pos)
+        if a > pos:
+            out.append({"text": text[pos:a], "quoted": False})
+        out.append({"text": text[a:b], "quoted": True})
+        pos = b
+    if pos < len(text):
+        out.append({"text": text[pos:], "quoted": False})
+    return out
+
+
+def evidence(row: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last evidence bundle, each passage with its quoted spans marked; an old row: its citations."""
+    bundles = [e["bundle"] for e in events if "bundle" in e]
+    full = row.get("quoted_chunks") or {}
+    sentences = next((e["signals"].get("sentences", []) for e in reversed(events) if "signals" in e), None)
+    if sentences is None:
+        sentences = (row.get("signals") or {}).get("sentences", [])
+    quotes_by_n: dict[Any, list[str]] = {}
+    for s in sentences:
+        if s.get("quote") and s.get("supported"):
+            quotes_by_n.setdefault(s.get("n"), []).append(s["quote"])
+    quotes_by_chunk: dict[str, list[str]] = {}
+    for c in row.get("citations") or []:
+        quotes_by_chunk.setdefault(c["chunk_id"], []).append(c.get("quote", ""))
+    # an old row has no bundle event: its cited chunks are the evidence shown
+    passages = bundles[-1].get("passages", []) if bundles else list(
+        {c["chunk_id"]: {**c, "text": c.get("quote", "")} for c in row.get("citations") or []}.values())
+    out = []
+    for p in passages:
+        qs = quotes_by_chunk.get(p["chunk_id"], []) + quotes_by_n.get(p.get("n"), [])
+        text = full.get(p["chunk_id"], p.get("text", ""))
+        out.append({"n": p.get("n"), "chunk_id": p["chunk_id"], "page": p.get("page_name", ""), "url": p.get("page_url", ""),
+                    "segments": _spans(text, qs), "cited": p["chunk_id"] in quotes_by_chunk,
+                    "truncated": p["chunk_id"] not in full})
+    return out
+
+
+def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
+    """Where the outcome was decided and which checks then stood below their thresholds."""
+    decisions = [e for e in events if e.get("decision")]
+    last_signals = next((e["signals"] for e in reversed(events) if e.get("signals")), {})
+    last_gate = next((e["confidence"] for e in reversed(events) if e.get("confidence")), {})
+    failed = [c for c in signal_checks(last_signals, settings) + gate_checks(last_gate, settings) if c["passed"] is False]
+    validation = next((e["validation"] for e in reversed(events) if e.get("validation")), {})
+    invalid = "" if validation.get("ok", True) else (
+        f"type validator {validation.get('name')}" + (f" (missing {', '.join(validation['missing'])})" if validation.get("missing") else ""))
+    if not decisions:
+        return {"node": "", "round": None, "action": "", "reason": "", "failed": failed, "invalid": invalid}
+    d = decisions[-1]
+    return {"node": d["node"], "round": d.get("round", 1), "action": d["decision"].get("action", ""),
+            "reason": d["decision"].get("reason", ""), "failed": failed, "invalid": invalid}
+
+
+def _ms(value: Any) -> Any:
+    return round(value, 1) if isinstance(value, (int, float)) else value
+
+
+def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
+    """Everything shown about one question."""
+    settings = run.settings
+    events = sorted(row.get("events") or [], key=lambda e: e.get("start", 0.0))
+    note = ""
+    if not events:
+        events = _telemetry_events(run.telemetry.get(row["id"], []))
+        note = ("This run was recorded before per-node events: only the BAUG rounds from telemetry.jsonl are shown."
+                if events else "This run was recorded before per-node events and has no telemetry for this question.")
+    t0 = events[0].get("start", 0.0) if events else 0.0
+    timeline = []
+    for i, e in enumerate(events, start=1):
+        summary, blocks = describe(e, settings)
+        timeline.append({
+            "i": i, "node": e["node"], "round": e.get("round", 1),
+            "offset_ms": round((e["start"] - t0) * 1000.0, 1) if "start" in e else None,
+            "ms": _ms(e.get("ms", (row.get("latency_by_node_ms") or {}).get(e["node"]))),
+            "tokens": e.get("tokens", 0), "llm_calls": e.get("llm_calls", 0),
+            "summary": summary, "blocks": blocks,
+        })
+    tokens = row.get("tokens") or {}
+    return {
+        "id": row["id"], "query": row.get("query", ""), "gold": row.get("gold", ""),
+        "prediction": row.get("prediction", ""), "status": row.get("status", ""), "reason": row.get("reason", ""),
+        "judgement": row.get("judgement", ""), "outcome": OUTCOMES.get(row.get("judgement", ""), row.get("judgement", "")),
+        "explanation": row.get("explanation", ""), "missing": row.get("missing", []),
+        "tokens": tokens.get("total", 0), "tokens_by_stage": {k: v for k, v in (tokens.get("by_stage") or {}).items() if v},
+        "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
+        "latency_by_node_ms": {k: _ms(v) for k, v in (row.get("latency_by_node_ms") or {}).items()},
+        "citations": row.get("citations") or [], "timeline": timeline, "rounds": rounds(row, events, settings),
+        "verdict": verdict(events, settings),
+        "evidence": evidence(row, events), "note": note,
+    }
+
+
+def run_view(run: Run) -> dict[str, Any]:
+    keys = ("n", "accuracy", "hallucination", "missing", "score", "refusal_rate_unanswerable", "false_refusal_rate",
+            "tokens_per_q", "latency_p50_ms")
+    return {
+        "name": run.path.name, "system": run.system, "dataset": run.config.get("dataset", ""),
+        "summary": {k: run.summary[k] for k in keys if run.summary.get(k) is not None},
+        "thresholds": {s: run.settings.get(s) for s in
+                       [*SIGNAL_THRESHOLDS.values(), *PATH_THRESHOLDS.values(), "RETRIEVAL_MIN_SCORE", "RETRIEVAL_MIN_RATIO"]},
+        "questions": [question_view(run, row) for row in run.rows],
+    }

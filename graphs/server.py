@@ -1,0 +1,93 @@
+"""HTTP additions for the LangGraph server (`langgraph dev`, langgraph.json's ``http.app``).
+
+langgraph-api publishes each graph's input schema but does not check a run's input against it: an
+input without ``question`` used to start the run and come back as ``{"__error__": KeyError}``.
+This middleware checks the input of every run-creating request against the graph's input JSON
+schema (``GraphInput`` in agentic_rag/state.py) before a run exists, and answers 422 naming the field.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+
+# POST /runs, /runs/wait, /runs/stream, /runs/batch and the same under /threads/{id}
+_RUN_ROUTE = re.compile(r"^(?P<thread>/threads/[^/]+)?/runs(?:/(?P<kind>wait|stream|batch))?/?$")
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(assistant: str):
+    """The input schema's validator of the graph an assistant id names (an assistant created under
+    another id gets the agent's; both graphs share ``GraphInput``)."""
+    import jsonschema_rs  # langgraph-api's own validator, present wherever this server runs
+
+    from graphs import SYSTEMS, get_graph
+
+    return jsonschema_rs.validator_for(get_graph(assistant if assistant in SYSTEMS else SYSTEMS[0]).get_input_jsonschema())
+
+
+def input_problem(payload: Any, on_thread: bool) -> str | None:
+    """Why a run request's input cannot start a graph, or None when it can."""
+    if not isinstance(payload, dict) or payload.get("command"):
+        return None  # not ours to judge: the server rejects malformed bodies, a command resumes a run
+    given = payload.get("input")
+    if given is None and on_thread:
+        return None  # continues the thread's stored state
+    if not isinstance(given, dict):
+        return 'input must be an object with a "question" string, e.g. {"input": {"question": "..."}}'
+    for error in _validator(str(payload.get("assistant_id", ""))).iter_errors(given):
+        where = ".".join(["input", *map(str, error.instance_path)])
+        return f"{where}: {error.message}"
+    if not given["question"].strip():
+        return "input.question: must not be empty"
+    return None
+
+
+class RequireGraphInput:
+    """Pure ASGI middleware: reads a run request's body, checks it, and replays it to the server."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        match = _RUN_ROUTE.match(scope.get("path", "")) if scope["type"] == "http" else None
+        if match is None or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            payload = json.loads(body or b"null")
+        except ValueError:
+            payload = None  # the server's own validation answers this
+        payloads = payload if match.group("kind") == "batch" and isinstance(payload, list) else [payload]
+        problem = next((p for p in (input_problem(x, bool(match.group("thread"))) for x in payloads) if p), None)
+        if problem:
+            data = json.dumps({"detail": problem}).encode()
+            await send({"type": "http.response.start", "status": 422,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+            await send({"type": "http.response.body", "body": data})
+            return
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+app = Starlette(middleware=[Middleware(RequireGraphInput)])

@@ -1,0 +1,71 @@
+"""The graphs under a real `langgraph dev` server: input checked before a run, timings in the output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from graphs.server import input_problem
+from tests.servers import free_port, running
+
+REPO = Path(__file__).resolve().parents[1]
+STARTUP_S = 300
+
+
+def test_input_problem_names_the_field():
+    assert "question" in input_problem({"assistant_id": "agent", "input": {}}, on_thread=False)
+    assert input_problem({"assistant_id": "agent", "input": {"question": 3}}, False).startswith("input.question")
+    assert "input.record" in input_problem({"assistant_id": "baseline", "input": {"question": "q", "record": "x"}}, False)
+    assert "empty" in input_problem({"input": {"question": "  "}}, False)
+    assert input_problem({"input": {"question": "who won?"}}, False) is None
+    assert input_problem({"input": None}, on_thread=True) is None  # continues a thread
+    assert input_problem({"command": {"resume": 1}}, False) is None
+
+
+def _post(port: int, body: dict, timeout: float = 600) -> tuple[int, dict]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/runs/wait", data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, json.load(resp)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+@pytest.fixture
+def server(tmp_path):
+    exe = shutil.which("langgraph") or str(Path(sys.executable).with_name("langgraph"))
+    if not Path(exe).is_file():
+        pytest.skip("langgraph-cli is not installed (extra: dev)")
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false", "AGENTIC_RAG_ARTIFACTS_DIR": str(tmp_path)}
+    cmd = [exe, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+           "--config", str(REPO / "langgraph.json")]
+    # from the repo: langgraph.json's http.app path is read relative to the working directory
+    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp_path / "server.log", STARTUP_S, cwd=REPO, env=env):
+        yield port
+
+
+def test_served_graph_checks_its_input_and_reports_timings(server, tmp_path):
+    status, body = _post(server, {"assistant_id": "agent", "input": {}})
+    assert status == 422 and "question" in body["detail"] and "__error__" not in body
+    status, body = _post(server, {"assistant_id": "baseline", "input": {"question": 3}})
+    assert status == 422 and body["detail"].startswith("input.question")
+    # a question its only page cannot answer: refused before any LLM call, so no model is loaded
+    record = {"interaction_id": "srv-1", "query": "who designed the first jet engine for the luftwaffe?", "answer": "x",
+              "search_results": [{"page_name": "Gardening", "page_url": "toy://g",
+                                  "page_result": "Tomatoes grow best in warm soil with six hours of sun a day."}]}
+    status, body = _post(server, {"assistant_id": "agent",
+                                  "input": {"question": record["query"], "question_id": "srv-1", "record": record}})
+    assert status == 200 and "__error__" not in body, body
+    result = body["result"]
+    assert result["status"] == "refuse" and result["reason"] == "ABSTAIN_NO_EVIDENCE"
+    assert result["latency_ms"] > 0 and {"anchors", "worker", "baug"} <= set(result["latency_by_node_ms"])
+    assert [e["node"] for e in body["events"]][:2] == ["anchors", "worker"]

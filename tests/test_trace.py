@@ -1,0 +1,247 @@
+"""Traces: per-node events in results, `trace` text and HTML, old runs, checkpoints, `graph` formats."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentic_rag.cli import app
+from agentic_rag.configuration import Settings
+from agentic_rag.datasets.crag import write_records
+from agentic_rag.eval.runner import run_eval
+from agentic_rag.llm.factory import count_tokens
+from agentic_rag.runner import answer
+from agentic_rag.trace.html import render_html
+from agentic_rag.trace.run import load_run, question_view
+from tests.fakes import ScriptedChat
+from tests.test_agent_graph import PAGES, QUOTE_2004, QUOTE_2005, record
+
+runner = CliRunner()
+HOSTILE = "</script><script>window.__pwned=2</script> <img src=x onerror=window.__pwned=3>"
+HOSTILE_NAME = "<script>window.__pwned=1</script> Oscars 2005"
+REPLIES = [f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"',
+           f'The Incredibles won. {{cite:77th academy}} "{QUOTE_2005}"']
+
+
+def records():
+    ok = record()
+    ok.interaction_id = "toy-ok"
+    none = record("who designed the first jet engine for the luftwaffe?", {"Gardening": PAGES["Gardening"]})
+    none.interaction_id, none.answer = "toy-none", "i don't know"
+    hostile = record("which movie won best animated feature at the 2005 oscars?",
+                     {HOSTILE_NAME: f"{PAGES['Oscars 2005']} {HOSTILE}", "Gardening": PAGES["Gardening"]})
+    hostile.interaction_id, hostile.answer = "toy-hostile", "the incredibles"
+    return [ok, none, hostile]
+
+
+def make_run(out: Path, system: str = "agent", **overrides) -> Path:
+    """A small real run folder (real retrieval and BAUG, scripted generator)."""
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(out.parent / "artifacts"), **overrides})
+    data = out.parent / "toy.jsonl"
+    write_records(records(), data)
+    fake = ScriptedChat(replies=list(REPLIES), count_tokens=lambda t: count_tokens(t, settings))
+    run_eval(data, system, settings, out, progress=False, extra_config={"llm": fake})
+    return out
+
+
+@pytest.fixture(scope="module")
+def agent_run(tmp_path_factory) -> Path:
+    return make_run(tmp_path_factory.mktemp("trace") / "agent-run")
+
+
+def rows_of(run: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())}
+
+
+def test_result_rows_record_every_node(agent_run):
+    rows = rows_of(agent_run)
+    ok = rows["toy-ok"]
+    nodes = [e["node"] for e in sorted(ok["events"], key=lambda e: e["start"])]
+    assert nodes[0] == "anchors" and nodes[-1] == "finalize" and "worker" in nodes and "baug" in nodes
+    assert set(ok["latency_by_node_ms"]) == set(nodes) and all(ms >= 0 for ms in ok["latency_by_node_ms"].values())
+    worker = next(e for e in ok["events"] if e["node"] == "worker")
+    kept = worker["paths"][0]["kept"][0]
+    assert {"chunk_id", "path_score", "fine_sim", "fused_score", "text"} <= set(kept)
+    baug = next(e for e in ok["events"] if e["node"] == "baug")
+    assert baug["decision"]["reason"] == "STOP_OVERLAP_OK" and baug["signals"]["overlap_est"] >= 0.5
+    generate = next(e for e in ok["events"] if e["node"] == "generate")
+    assert generate["tokens"] > 0 and generate["llm_calls"] == 1
+    # the cited chunk is kept whole so its quote can be shown in place
+    cited = ok["citations"][0]["chunk_id"]
+    assert QUOTE_2004 in ok["quoted_chunks"][cited]
+    assert [e["node"] for e in rows["toy-none"]["events"]][-2:] == ["baug", "finalize"]
+
+
+def test_event_texts_are_cut_to_the_setting(tmp_path):
+    out = make_run(tmp_path / "short", TRACE_TEXT_CHARS=40)
+    for row in rows_of(out).values():
+        for e in row["events"]:
+            for p in e.get("bundle", {}).get("passages", []):
+                assert len(p["text"]) <= 40
+
+
+def test_trace_cli_table_and_one_question(agent_run):
+    res = runner.invoke(app, ["trace", str(agent_run)])
+    assert res.exit_code == 0, res.output
+    for text in ("toy-ok", "toy-none", "STOP_OVERLAP_OK", "ABSTAIN_NO_EVIDENCE", "accurate"):
+        assert text in res.stdout
+    res = runner.invoke(app, ["trace", str(agent_run), "--id", "toy-ok"])
+    assert res.exit_code == 0, res.output
+    head, out = res.stdout.split("\ntimeline\n", 1)
+    assert "decided at baug (round 1): STOP STOP_OVERLAP_OK" in head
+    assert out.index("anchors") < out.index("worker") < out.index("baug") < out.index("finalize")
+    assert "OVERLAP_MIN" in out and "pass" in out and "-> STOP (STOP_OVERLAP_OK)" in out
+    assert "PATH_MIN_SCORE" in out and "evidence" in out and "Finding Nemo" in out
+    # a refusal says which check failed
+    res = runner.invoke(app, ["trace", str(agent_run), "--id", "toy-none", "--brief"])
+    assert res.exit_code == 0 and "decided at baug (round 1): ABSTAIN ABSTAIN_NO_EVIDENCE" in res.stdout
+
+
+def test_trace_cli_mistakes_are_one_line_errors(agent_run, tmp_path):
+    for args, text in ((["trace", str(tmp_path / "nope")], "not a run folder"),
+                       (["trace", str(tmp_path)], "no results.jsonl"),
+                       (["trace", str(agent_run), "--id", "missing"], "no question"),
+                       (["trace", str(agent_run), "--steps"], "need --id"),
+                       (["trace", str(agent_run), "--id", "toy-ok", "--steps"], "no checkpoints")):
+        res = runner.invoke(app, args)
+        said = " ".join(res.output.split())  # the error console wraps at the terminal's width
+        assert res.exit_code == 2 and text in said and "Traceback" not in said, (args, res.output)
+
+
+def test_html_escapes_page_text_and_marks_quotes(agent_run):
+    page = render_html(load_run(agent_run))
+    template = (Path(__file__).parents[1] / "agentic_rag" / "trace" / "template.html").read_text()
+    # nothing from the run closes or opens a script element
+    assert page.count("</script>") == template.count("</script>")
+    assert page.count("<script") == template.count("<script")
+    assert "window.__pwned" in page and "<img src=x" not in page
+    view = json.loads(page.split('id="run-data">', 1)[1].split("</script>", 1)[0])
+    hostile = next(q for q in view["questions"] if q["id"] == "toy-hostile")
+    marked = [s["text"] for p in hostile["evidence"] for s in p["segments"] if s["quoted"]]
+    assert any("The Incredibles won the Oscar" in m for m in marked)
+    assert any(HOSTILE.split(" ")[0] in s["text"] for p in hostile["evidence"] for s in p["segments"])
+    assert "http://" not in page.split("<body>", 1)[0] and "https://" not in page  # no CDN, nothing fetched
+
+
+def test_old_runs_and_baseline_runs_still_show(agent_run, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(agent_run, old)
+    rows = [json.loads(line) for line in (old / "results.jsonl").read_text().splitlines()]
+    for row in rows:
+        for key in ("events", "latency_by_node_ms", "quoted_chunks"):
+            row.pop(key)
+    (old / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (old / "config.json").unlink()
+    run = load_run(old)
+    view = question_view(run, run.row("toy-ok"))
+    assert "before per-node events" in view["note"] and view["timeline"][0]["node"] == "baug"
+    assert view["rounds"][0]["checks"] and view["evidence"][0]["cited"]
+    res = runner.invoke(app, ["trace", str(old), "--id", "toy-ok"])
+    assert res.exit_code == 0 and "STOP_OVERLAP_OK" in res.stdout
+    assert runner.invoke(app, ["trace", str(old), "--html", str(tmp_path / "old.html")]).exit_code == 0
+
+    base = make_run(tmp_path / "base", "baseline")
+    run = load_run(base)
+    view = question_view(run, run.row("toy-ok"))
+    assert [e["node"] for e in view["timeline"]] == ["retrieve", "pack", "generate", "finalize"]
+    assert view["rounds"][0]["label"].startswith("measured")
+    assert runner.invoke(app, ["trace", str(base), "--html", str(tmp_path / "base.html")]).exit_code == 0
+
+
+def test_checkpoints_list_show_and_replay(tmp_path):
+    from graphs import get_graph
+    from agentic_rag.trace.checkpoints import history, replay
+
+    ck = tmp_path / "checkpoints.sqlite"
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "a"), "CHECKPOINT_PATH": str(ck)})
+    fake = ScriptedChat(replies=[REPLIES[0]], count_tokens=lambda t: count_tokens(t, settings))
+    first = answer("agent", settings, record=record(), extra_config={"llm": fake})
+    snaps = history(get_graph("agent"), ck, "toy-1")
+    assert [s.next for s in snaps][:3] == [("__start__",), ("anchors",), ("worker", "worker", "worker")][: 3]
+    assert snaps[-1].next == () and snaps[-1].values["result"]["reason"] == first.reason
+    before_generate = next(s for s in snaps if s.next == ("generate",))
+    assert "draft" not in before_generate.values
+    final = replay(get_graph("agent"), ck, before_generate, {"configurable": {"settings": settings, "llm": fake}})
+    assert len(fake.calls) == 2  # the generator ran again from the stored state, nothing before it did
+    assert final["result"]["answer"] == first.answer and final["result"]["reason"] == first.reason
+
+    # a run folder with checkpoints: the CLI lists the steps and shows one
+    out = make_run(tmp_path / "ck-run", CHECKPOINT_PATH=str(tmp_path / "ck-run" / "checkpoints.sqlite"))
+    res = runner.invoke(app, ["trace", str(out), "--id", "toy-ok", "--steps"])
+    assert res.exit_code == 0 and "generate" in res.stdout and "(end)" in res.stdout, res.output
+    step = next(s.metadata["step"] for s in history(get_graph("agent"), out / "checkpoints.sqlite", "toy-ok")
+                if s.next == ("generate",))
+    res = runner.invoke(app, ["trace", str(out), "--id", "toy-ok", "--step", str(step)])
+    assert res.exit_code == 0 and '"bundle"' in res.stdout and '"draft"' not in res.stdout, res.output
+    res = runner.invoke(app, ["trace", str(out), "--id", "toy-ok", "--step", "999"])
+    assert res.exit_code == 2 and "no step 999" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("system", ["agent", "baseline"])
+def test_graph_draws_every_format_offline(system, tmp_path):
+    for fmt, marker in (("mermaid", "graph TD"), ("ascii", "finalize"), ("dot", "digraph")):
+        res = runner.invoke(app, ["graph", "--system", system, "--format", fmt])
+        assert res.exit_code == 0 and marker in res.stdout, (fmt, res.output)
+    res = runner.invoke(app, ["graph", "--system", system, "--format", "png", "--out", str(tmp_path / "g.png")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    res = runner.invoke(app, ["graph", "--format", "png"])
+    assert res.exit_code == 2 and "--out" in res.output
+    res = runner.invoke(app, ["graph", "--format", "svg"])
+    assert res.exit_code == 2 and "unknown format" in res.output
+
+
+def test_ask_streams_nodes_and_json_stays_one_object(tmp_path):
+    # the confidence gate refuses before generation, so no model is loaded
+    args = ["ask", "--dataset", "example", "--id", "0", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", "RETRIEVAL_MIN_SCORE=0.99"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    lines = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert lines[:2] == ["anchors", "worker"] and "confidence_gate" in lines and "baug" in lines
+    assert out.index("confidence gate refused") < out.index("status: refuse")
+    res = runner.invoke(app, [*args, "--json"])
+    data = json.loads(res.stdout)
+    assert data["reason"] == "ABSTAIN_LOW_RETRIEVAL_SCORE" and data["latency_by_node_ms"]["confidence_gate"] >= 0
+    assert data["latency_ms"] > 0 and [e["node"] for e in data["events"]][0] == "anchors"
+
+
+def test_verdict_names_the_deciding_node_and_the_checks_below_threshold():
+    from agentic_rag.trace.run import verdict
+
+    events = [{"node": "confidence_gate", "round": 1, "confidence": {"passed": False, "tier": "retrieval", "scores": [0.5, 0.2]}},
+              {"node": "baug", "round": 1, "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_LOW_RETRIEVAL_SCORE"}}]
+    v = verdict(events, {"RETRIEVAL_MIN_SCORE": 0.6, "RETRIEVAL_MIN_RATIO": 1.5, "GATE_SCORE_SOURCE": "vector"})
+    assert (v["node"], v["reason"]) == ("baug", "ABSTAIN_LOW_RETRIEVAL_SCORE")
+    assert [(c["setting"], c["value"]) for c in v["failed"]] == [("RETRIEVAL_MIN_SCORE", 0.5)]  # ratio 2.5 passes
+    events.insert(1, {"node": "baug", "validation": {"name": "tournament", "ok": False, "missing": ["masters"]}})
+    assert verdict(events, {})["invalid"] == "type validator tournament (missing masters)"
+
+
+def test_checkpoints_do_not_store_the_pages_at_every_step(tmp_path):
+    import random
+
+    rng = random.Random(0)
+    words = [w for text in PAGES.values() for w in text.split()]
+    bulk = " ".join(rng.choice(words) for _ in range(10_000))  # about 60 kB, as a real page's text
+    rec = record(pages={**PAGES, "Padding": bulk})
+    ck = tmp_path / "checkpoints.sqlite"
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "a"), "CHECKPOINT_PATH": str(ck)})
+    fake = ScriptedChat(replies=[REPLIES[0]], count_tokens=lambda t: count_tokens(t, settings))
+    answer("agent", settings, record=rec, extra_config={"llm": fake})
+    from graphs import get_graph
+    from agentic_rag.trace.checkpoints import history
+
+    steps = history(get_graph("agent"), ck, "toy-1")
+    assert len(steps) >= 8 and steps[-1].values["record"]["search_results"][-1]["page_result"] == bulk
+    import sqlite3
+
+    with sqlite3.connect(ck) as conn:
+        stored = sum(conn.execute(f"SELECT COALESCE(SUM(LENGTH({col})), 0) FROM {table}").fetchone()[0]
+                     for table, col in (("checkpoints", "checkpoint"), ("writes", "value"), ("blobs", "value")))
+    # the stock saver kept a copy per step (ten and more); here one per version, compressed
+    assert stored < 4 * len(bulk), stored
