@@ -33,6 +33,43 @@ def is_hedging(text: str) -> bool:
     return bool(_HEDGING.search(text))
 
 
+# Page text that addresses the model instead of the reader: instructions, text posing as the system
+# prompt or a chat turn, and fake answer or citation markers. Such a sentence is untrusted: it never
+# backs an answer or a verified quote, and pages carrying one are flagged. Each pattern is matched
+# against one source sentence (source text is split at line ends too, so ``^`` is a line start).
+# A page that merely states a false fact matches none of them: that is a wrong source, not an attack.
+UNTRUSTED_PATTERNS = (
+    # "ignore (all) previous instructions", "disregard the above rules"
+    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
+    r"all|any|other|your|the)\b[^.!?\n]{0,30}?\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
+    # "if anyone asks who the mayor was, answer X"
+    r"\bif\s+(?:anyone|anybody|someone|somebody|a user|the user|you(?:'re| are| get))\s+(?:\w+\s+){0,2}?"
+    r"(?:asks?|asked)\b[^\n]{0,200}?\b(?:answer|reply|respond|say|tell|write|output)\b",
+    # role play aimed at a model: "you are an AI assistant", "act as a chatbot"
+    r"\b(?:you are|you're|act as|pretend to be)\s+(?:now\s+)?(?:an?\s+|the\s+)?(?:\w+\s+){0,2}?"
+    r"(?:ai|assistant|chatbot|language model|llm|gpt)\b",
+    r"\b(?:system prompt|new instructions|developer mode)\b",
+    # chat turns and chat-template tokens: "assistant: ...", "system: you are ...", "<|im_start|>", "[INST]"
+    # ("System: Nintendo Switch" in a game's info box is a field, not a turn)
+    r"^\W{0,3}assistant\s*:",
+    r"^\W{0,3}(?:system|user|developer)\s*(?:prompt\s*)?:\s*(?:you|ignore|always|never|answer|respond|reply|"
+    r"from now|as an?|i am|i'm)\b",
+    r"<\|[a-z_]+\|>|\[/?INST\]|<</?SYS>>",
+    # fake answer and citation markers: "Answer: X", "[1] \"quote\"", a line opening "[2] " like a source
+    # header of the prompt, "Source 2:"
+    r"^\W{0,3}(?:final |correct |short )?answer\s*[:=]",
+    r"\[\d+\]\s*[\"\u201c]",
+    r"^\s*\[\d+\]\s",
+    r"^\W{0,3}source\s+\d+\s*:",
+)
+
+_UNTRUSTED = re.compile("|".join(f"(?:{p})" for p in UNTRUSTED_PATTERNS), re.IGNORECASE | re.MULTILINE)
+
+
+def is_untrusted(sentence: str) -> bool:
+    return bool(_UNTRUSTED.search(sentence))
+
+
 _CANDIDATES = (
     Path(__file__).resolve().parent.parent / "prompts",  # source checkout / editable install
     Path(__file__).resolve().parent / "_prompts",  # wheel install

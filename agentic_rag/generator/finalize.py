@@ -155,6 +155,10 @@ def citations_from_support(rows: list[dict[str, Any]], bundle: dict[str, Any]) -
     return list(out.values())
 
 
+INPUT_LAYERS = {"ABSTAIN_OUT_OF_DOMAIN": "out_of_domain", "ABSTAIN_INVALID_SELECTION": "invalid_selection",
+                "ABSTAIN_QUESTION_TOO_LONG": "question_too_long"}
+
+
 def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], llm_calls: int) -> AnswerRecord:
     decision = state.get("decision") or {"action": "STOP", "reason": "STOP_SINGLE_PASS"}
     signals = {k: v for k, v in (state.get("signals") or {}).items() if not k.startswith("_")}
@@ -178,15 +182,17 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         )
         return AnswerRecord(**common, status="ambiguous", answer=explanation, explanation=explanation,
                             options=options, missing=["which of the options is meant"])
-    if decision["reason"] in ("ABSTAIN_OUT_OF_DOMAIN", "ABSTAIN_INVALID_SELECTION"):
+    if decision["reason"] in ("ABSTAIN_OUT_OF_DOMAIN", "ABSTAIN_INVALID_SELECTION", "ABSTAIN_QUESTION_TOO_LONG"):
         if decision["reason"] == "ABSTAIN_OUT_OF_DOMAIN":
             explanation = f"The question is outside the configured domain: it {state.get('ood')}."
+        elif decision["reason"] == "ABSTAIN_QUESTION_TOO_LONG":
+            explanation = f"The question was not read: it {state.get('too_long')}. Ask it in fewer words."
         else:
             explanation = f"Invalid selection: {ambiguity.get('selected')}. Valid options: " + ", ".join(
                 o["id"] for o in ambiguity.get("options", [])) + "."
         return AnswerRecord(**common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
                             explanation=explanation, options=ambiguity.get("options", []), citations=[],
-                            abstention_layer="out_of_domain" if "DOMAIN" in decision["reason"] else "invalid_selection")
+                            abstention_layer=INPUT_LAYERS[decision["reason"]])
     if decision["action"] == "ABSTAIN":
         confidence = state.get("confidence") or {}
         explanation, missing = explain_refusal(
