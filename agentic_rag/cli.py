@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agentic_rag.configuration import Settings, SettingsError
@@ -38,7 +39,8 @@ def _settings(preset: str | None, overrides: list[str] | None) -> Settings:
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/] {msg}")
+    # one line whatever the terminal width, and the message's own brackets are not read as markup
+    err.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -34,10 +34,10 @@ def is_hedging(text: str) -> bool:
 
 
 # Page text that addresses the model instead of the reader: instructions, text posing as the system
-# prompt or a chat turn, and fake answer or citation markers. Such a sentence is untrusted: it never
-# backs an answer or a verified quote, and pages carrying one are flagged. Each pattern is matched
-# against one source sentence (source text is split at line ends too, so ``^`` is a line start).
-# A page that merely states a false fact matches none of them: that is a wrong source, not an attack.
+# prompt or a chat turn, and fake answer or citation markers. A page carrying such a sentence is
+# flagged and backs no answer and no verified quote (generator/citations.untrusted_source). Each pattern
+# is matched against one source sentence (source text is split at line ends too, so ``^`` is a line
+# start). A page that merely states a false fact matches none of them: a wrong source, not an attack.
 UNTRUSTED_PATTERNS = (
     # "ignore (all) previous instructions", "disregard the above rules"
     r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"

@@ -13,10 +13,10 @@ own words about its confidence are never read.
 - ``answer_relevance``: cosine of answer to question; a faithful copy of an off-topic source sentence
   is supported but answers nothing.
 
-Source sentences that address the model (``prompts.UNTRUSTED_PATTERNS``: "ignore previous
-instructions", "if anyone asks ..., answer X", fake "Answer:" lines) back nothing: they are left out of
-attribution, of verbatim quotes and of the cited text, so an answer resting on one alone is
-unsupported. ``untrusted_sources`` names the sources that carried one.
+A source whose page addresses the model (``prompts.UNTRUSTED_PATTERNS``: "ignore previous
+instructions", "if anyone asks ..., answer X", fake "Answer:" lines) backs nothing: it is left out of
+attribution, of verbatim quotes and of the cited text, so an answer resting on such sources alone is
+unsupported, however well its words match them. ``untrusted_sources`` names them for the trace.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from bm25s.stopwords import STOPWORDS_EN
 from agentic_rag.anchors.predictor import MONTH_ABBR, MONTHS, Anchor, anchor_coverage
 from agentic_rag.budget import llm_calls, tokens_used
 from agentic_rag.generator.citations import (
-    cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup, trusted_text, untrusted_sentences,
+    cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup, untrusted_sentences, untrusted_source,
 )
-from agentic_rag.prompts import is_untrusted
 from agentic_rag.retrieval.hybrid import tokenize
 
 _STOP = frozenset(STOPWORDS_EN)
@@ -178,9 +177,9 @@ def sentence_support(
     by_n = {p["n"]: p for p in passages}
     all_cited = [n for n in cited_numbers(answer) if n in by_n]
     # candidate supports: every source sentence, and every whole passage (for multi-sentence lists)
-    sents_of = {p["n"]: [s for s in _chunk_sentences(p["text"]) if says_something(s) and not is_untrusted(s)]
-                for p in passages}
-    trusted = {p["n"]: trusted_text(p["text"]) for p in passages}
+    untrusted = {p["n"] for p in passages if untrusted_source(p)}
+    sents_of = {p["n"]: [s for s in _chunk_sentences(p["text"]) if says_something(s)]
+                for p in passages if p["n"] not in untrusted}
     source_sents = [(n, sent) for n, sents in sents_of.items() for sent in sents]
     source_sents += [(n, " ".join(sents)) for n, sents in sents_of.items() if len(sents) > 1]
     vec_cache: dict[str, np.ndarray] = {}
@@ -204,7 +203,7 @@ def sentence_support(
         row: dict[str, Any] = {"sentence": plain, "model_cites": nums, "n": None, "quote": "", "mode": "none",
                                "similarity": 0.0, "claims_found": 0.0, "supported": False}
         for q in quotes(sent):
-            hit = next((n for n in nums if quote_in(q, trusted[n])), None)
+            hit = next((n for n in nums if n not in untrusted and quote_in(q, by_n[n]["text"])), None)
             if hit is not None and says_something(q) and all(claim_in(c, q) for c in needed):
                 row.update(n=hit, quote=q, mode="model_quote", claims_found=1.0, similarity=1.0, supported=True)
                 break
@@ -231,19 +230,19 @@ def sentence_support(
             relied.append(row["n"])
     if not relied:  # nothing backs the answer: judge it against what it cited, or the best attempt
         relied = [n for r in rows for n in (r["model_cites"] or ([r["n"]] if r["n"] is not None else []))]
-    cited = [by_n[n] for n in dict.fromkeys(relied)]
-    return rows, "\n".join(f"{p.get('page_name', '')}\n{trusted[p['n']]}" for p in cited)
+    cited = [by_n[n] for n in dict.fromkeys(relied) if n not in untrusted]
+    return rows, "\n".join(f"{p.get('page_name', '')}\n{p['text']}" for p in cited)
 
 
 def untrusted_sources(bundle: dict[str, Any]) -> list[dict[str, Any]]:
-    """The sources in the bundle carrying text that addresses the model, with the first such sentences:
-    what a trace shows of an injection attempt (those sentences already support nothing)."""
+    """The sources in the bundle whose page addresses the model, with the first such sentences of the
+    passage itself: what a trace shows of an injection attempt (these sources already back nothing)."""
     out = []
     for p in bundle.get("passages", []):
-        found = untrusted_sentences(p["text"])
-        if found:
+        if untrusted_source(p):
+            found = untrusted_sentences(p["text"])
             out.append({"n": p["n"], "chunk_id": p.get("chunk_id", ""), "page_url": p.get("page_url", ""),
-                        "sentences": [s[:200] for s in found[:3]], "count": len(found)})
+                        "page_untrusted": p.get("page_untrusted", len(found)), "sentences": [s[:200] for s in found[:3]]})
     return out
 
 
@@ -266,7 +265,7 @@ def collect_signals(
     by_n = {p["n"]: p for p in bundle.get("passages", [])}
     scope = settings.PERIOD_SCOPE  # where a period the question names must be stated (see Settings)
     windows = "\n".join(dict.fromkeys(
-        r["quote"] if scope == "sentence" else support_window(r["quote"], trusted_text(by_n[r["n"]]["text"]), scope == "content")
+        r["quote"] if scope == "sentence" else support_window(r["quote"], by_n[r["n"]]["text"], scope == "content")
         for r in rows if r["supported"] and r["n"] in by_n
     ))
     overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0

@@ -56,12 +56,11 @@ def untrusted_sentences(text: str) -> list[str]:
     return [s for s in split_sentences(text, loose=True) if is_untrusted(s)]
 
 
-def trusted_text(text: str) -> str:
-    """Source text without its untrusted sentences: what a quote, a claim or a citation may rest on."""
-    bad = untrusted_sentences(text)
-    if not bad:
-        return text
-    return "\n".join(s for s in split_sentences(text, loose=True) if s not in bad)
+def untrusted_source(passage: dict[str, Any]) -> bool:
+    """Whether a source's page addresses the model somewhere (its chunk's text, or the page as counted at
+    ingestion). Such a source backs no answer and verifies no quote: an attacker who writes "ignore
+    previous instructions" in one sentence writes the planted claim in the next."""
+    return bool(passage.get("page_untrusted")) or bool(untrusted_sentences(passage.get("text", "")))
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -101,7 +100,7 @@ def extract_citations(answer: str, bundle: dict[str, Any]) -> list[dict[str, Any
         passage = by_n.get(n)
         if passage is None:
             continue  # a citation to a source that was never given is dropped (and lowers overlap)
-        quote = next((q for q in found_quotes if quote_in(q, trusted_text(passage["text"]))), "")
+        quote = "" if untrusted_source(passage) else next((q for q in found_quotes if quote_in(q, passage["text"])), "")
         out.append(
             {
                 "n": n,

@@ -136,6 +136,10 @@ def explain_refusal(
     )
     if unsupported:
         text += f" Not found in the sources: {_list(unsupported[:5])}."
+    untrusted = [str(u["n"]) for u in signals.get("untrusted_sources") or []]
+    if untrusted:
+        text += (f" Source{'s' if len(untrusted) > 1 else ''} {', '.join(untrusted)} carr{'y' if len(untrusted) > 1 else 'ies'}"
+                 " text addressed to the model rather than the reader (an injection attempt) and back nothing.")
     return text, missing_anchors or unsupported[:5]
 
 

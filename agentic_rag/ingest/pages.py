@@ -9,7 +9,8 @@ Extraction keeps what a reader of the rendered page sees: elements hidden by CSS
 would see). Pages are hostile input, so extraction is bounded (``MAX_PAGE_RAW_CHARS``) and a page the
 tree parser cannot hold (libxml2 stops at 256 levels of nesting and drops what is deeper) is read by
 a flat tokenizer instead. Sentences that address the model rather than the reader are counted on the
-page and its chunks (``untrusted``) so a trace shows where an injection attempt was.
+page (``untrusted``, copied to its chunks as ``page_untrusted``) so such a page backs no answer and a
+trace shows where the injection attempt was.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class Chunk:
     page_last_modified: str
     start: int
     end: int
-    untrusted: int = 0  # sentences that address the model (prompts.UNTRUSTED_PATTERNS)
+    page_untrusted: int = 0  # the page's sentences that address the model (prompts.UNTRUSTED_PATTERNS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -259,7 +260,7 @@ def chunk_page(page: Page, chunk_size: int, overlap: int, min_chars: int) -> lis
                 page_last_modified=page.page_last_modified,
                 start=start,
                 end=start + len(text),
-                untrusted=len(untrusted_sentences(text)) if page.untrusted else 0,
+                page_untrusted=page.untrusted,
             )
         )
     return chunks

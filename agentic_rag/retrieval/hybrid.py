@@ -74,7 +74,7 @@ class Passage:
             "bm25_score": round(self.bm25_score, 6),
             "fused_score": round(self.fused_score, 6),
             "bonus": round(self.bonus, 6),
-            "untrusted": self.chunk.untrusted,
+            "page_untrusted": self.chunk.page_untrusted,
         }
 
 
