@@ -127,7 +127,7 @@ def explain_refusal(
         parts += [f"the sentence the draft rests on is about {', '.join(years[:3])}, not {asked}"
                   for asked, years in conflicting.items()]
         text = "; ".join(parts) + "."
-        return text[0].upper() + text[1:], missing_anchors
+        return text[0].upper() + text[1:] + _untrusted_note(signals), missing_anchors
     unsupported = signals.get("unsupported_claims") or []
     text = (
         f"The draft answer was not supported by the sources: {signals.get('overlap_est', 0.0):.0%} of its sentences "
@@ -136,11 +136,17 @@ def explain_refusal(
     )
     if unsupported:
         text += f" Not found in the sources: {_list(unsupported[:5])}."
+    return text + _untrusted_note(signals), missing_anchors or unsupported[:5]
+
+
+def _untrusted_note(signals: dict[str, Any]) -> str:
+    """Why a source the draft may have leaned on counted for nothing."""
     untrusted = [str(u["n"]) for u in signals.get("untrusted_sources") or []]
-    if untrusted:
-        text += (f" Source{'s' if len(untrusted) > 1 else ''} {', '.join(untrusted)} carr{'y' if len(untrusted) > 1 else 'ies'}"
-                 " text addressed to the model rather than the reader (an injection attempt) and back nothing.")
-    return text, missing_anchors or unsupported[:5]
+    if not untrusted:
+        return ""
+    many = len(untrusted) > 1
+    return (f" Source{'s' if many else ''} {', '.join(untrusted)} carr{'y' if many else 'ies'} text addressed to the "
+            "model rather than the reader (an injection attempt) and back nothing.")
 
 
 def citations_from_support(rows: list[dict[str, Any]], bundle: dict[str, Any]) -> list[dict[str, Any]]:
