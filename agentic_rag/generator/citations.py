@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentic_rag.prompts import is_untrusted
+from agentic_rag.prompts import is_untrusted, may_hold_untrusted
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]|\bsource\s+(\d+)\b", re.IGNORECASE)
 _QUOTE = re.compile(r"[\"\u201c]([^\"\u201d]{8,}?)[\"\u201d]")
@@ -53,6 +53,8 @@ def split_sentences(text: str, loose: bool = False) -> list[str]:
 
 def untrusted_sentences(text: str) -> list[str]:
     """Source sentences that address the model (see ``prompts.UNTRUSTED_PATTERNS``)."""
+    if not may_hold_untrusted(text):
+        return []
     return [s for s in split_sentences(text, loose=True) if is_untrusted(s)]
 
 
