@@ -10,7 +10,7 @@
 - untrusted-sentence patterns on the shared evaluation data (none of those texts addresses a model,
   so every flag is a false positive).
 
-Writes benchmarks/hostile_inputs.json. Usage: python scripts/bench_hostile_inputs.py [--mb 20]
+Writes benchmarks/hostile_inputs.json. Usage: python scripts/bench_hostile_inputs.py [--mb 20] [--data DIR]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
 SENTENCE = "Paragraph {i} of the Springfield council minutes records vote {i} on the {y} budget."
 DEEP_ANSWER = "In 2019 the mayor of Springfield was Christine Lundberg, elected to a third term in 2016."
 
@@ -88,13 +88,13 @@ def deep_nesting(levels: list[int]) -> list[dict]:
     return out
 
 
-def pattern_flags() -> dict:
+def pattern_flags(data: Path) -> dict:
     from agentic_rag.datasets.crag import iter_records
     from agentic_rag.generator.citations import split_sentences, untrusted_sentences
     from agentic_rag.ingest.pages import html_to_text
 
     def rows(path: str):
-        with open(DATA / path, encoding="utf-8") as fh:
+        with open(data / path, encoding="utf-8") as fh:
             return [json.loads(line) for line in fh if line.strip()]
 
     sets = {
@@ -124,6 +124,7 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=20.0, help="size of the huge page (MB)")
     ap.add_argument("--words", type=int, default=20_000, help="length of the long question (words)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "hostile_inputs.json")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared evaluation data folder")
     ap.add_argument("--one", choices=["huge", "anchor"], help=argparse.SUPPRESS)
     ap.add_argument("--cap", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -142,7 +143,7 @@ def main() -> int:
         "deep_nesting": deep_nesting([100, 300, 2000, 5000]),
         "long_question": {"cap_off": child("--one", "anchor", "--words", str(args.words), "--cap", str(10**9)),
                           "cap_default": child("--one", "anchor", "--words", str(args.words))},
-        "untrusted_patterns": pattern_flags(),
+        "untrusted_patterns": pattern_flags(args.data),
     }
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Callable, Iterator, Literal, TextIO
+from typing import IO, Any, BinaryIO, Callable, Iterator, Literal, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -261,6 +261,38 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
         raise DataError(f"cannot read {path}: {exc}") from None
 
 
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def iter_validated(
+    path: Path,
+    model: type[Model],
+    on_bad: Literal["skip", "fail"],
+    on_bad_record: Callable[[BadRecord], None] | None = None,
+    check: Callable[[Model, int], None] | None = None,
+) -> Iterator[tuple[int, Model]]:
+    """``(line number, object)`` for each line that is a JSON object valid as ``model`` and passes
+    ``check`` (which raises ``DataError``); every other line goes to ``on_bad_record`` or raises."""
+    for lineno, line, undecodable in iter_lines(path):
+        try:
+            if line is None:
+                raise DataError(undecodable)
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise DataError("line is not a JSON object")
+            item = model.model_validate(raw)
+            if check:
+                check(item, lineno)
+        except (json.JSONDecodeError, DataError, ValidationError) as exc:
+            bad = BadRecord(str(path), lineno, why_bad(exc))
+            if on_bad == "fail":
+                raise DataError(f"bad record at {bad}") from None
+            if on_bad_record:
+                on_bad_record(bad)
+            continue
+        yield lineno, item
+
+
 def iter_records(
     path: str | Path,
     on_bad: Literal["skip", "fail"] = "skip",
@@ -272,26 +304,19 @@ def iter_records(
     rep = report if report is not None else ReadReport(str(p))
     rep.path = str(p)
     first_line: dict[str, int] = {}
-    for lineno, line, undecodable in iter_lines(p):
-        try:
-            if line is None:
-                raise DataError(undecodable)
-            raw = json.loads(line)
-            if not isinstance(raw, dict):
-                raise DataError("line is not a JSON object")
-            record = CragRecord.model_validate(raw)
-            if record.interaction_id in first_line:
-                raise DataError(f"interaction_id: duplicate {record.interaction_id!r} (first at line "
-                                f"{first_line[record.interaction_id]}); ids must be unique in a file")
-        except (json.JSONDecodeError, DataError, ValidationError) as exc:
-            bad = BadRecord(str(p), lineno, why_bad(exc))
-            if on_bad == "fail":
-                raise DataError(f"bad record at {bad}") from None
-            rep.bad.append(bad)
-            if on_bad_record:
-                on_bad_record(bad)
-            continue
+
+    def unique(record: CragRecord, lineno: int) -> None:
+        if record.interaction_id in first_line:
+            raise DataError(f"interaction_id: duplicate {record.interaction_id!r} (first at line "
+                            f"{first_line[record.interaction_id]}); ids must be unique in a file")
         first_line[record.interaction_id] = lineno
+
+    def bad(record: BadRecord) -> None:
+        rep.bad.append(record)
+        if on_bad_record:
+            on_bad_record(record)
+
+    for _, record in iter_validated(p, CragRecord, on_bad, bad, unique):
         rep.good += 1
         yield record
 

@@ -23,13 +23,12 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Iterator
 
-from pydantic import ValidationError
 from tqdm import tqdm
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import (
-    SNIFF_BYTES, BadRecord, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, looks_binary,
-    resolve_dataset, why_bad,
+    SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
+    looks_binary, resolve_dataset,
 )
 from agentic_rag.ingest.pages import EXTRACTOR_VERSION, Page, make_page
 from agentic_rag.retrieval.embeddings import get_embedder
@@ -164,20 +163,7 @@ def _is_pages_file(path: Path) -> bool:
 
 
 def _pages_from_corpus_file(path: Path, settings: Settings, report: IngestReport) -> Iterator[Page]:
-    for lineno, line, undecodable in iter_lines(path):
-        try:
-            if line is None:
-                raise DataError(undecodable)
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise DataError("line is not a JSON object")
-            page = SearchResult.model_validate(row)
-        except (json.JSONDecodeError, DataError, ValidationError) as exc:
-            bad = BadRecord(str(path), lineno, why_bad(exc))
-            if settings.BAD_RECORDS == "fail":
-                raise DataError(f"bad record at {bad}") from None
-            report.bad_records(bad)
-            continue
+    for lineno, page in iter_validated(path, SearchResult, settings.BAD_RECORDS, report.bad_records):
         yield make_page(
             page.page_result or page.page_snippet,
             page_name=page.page_name,
