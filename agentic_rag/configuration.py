@@ -71,9 +71,9 @@ class Settings(BaseSettings):
         200_000, ge=1000, description="Extracted text kept per page; the rest is cut and counted (characters)."
     )
     MAX_PAGE_RAW_CHARS: int = Field(
-        5_000_000, ge=10_000,
-        description="Raw page (HTML or text) read per page before extraction; the rest is cut and counted, so one "
-        "huge page cannot stall ingestion or exhaust memory (characters).",
+        2_000_000, ge=10_000,
+        description="Raw page (HTML or text) extracted per page, scripts and styles removed first when it is longer; "
+        "the rest is cut and counted, so one huge page cannot stall ingestion or exhaust memory (characters).",
     )
 
     # --- Retrieval ---------------------------------------------------------------------------

@@ -160,6 +160,10 @@ def test_huge_html_is_cut_before_extraction_and_the_cut_is_counted(settings):
     page = make_page(raw, max_chars=s.MAX_PAGE_CHARS, max_raw_chars=s.MAX_PAGE_RAW_CHARS)
     assert page.raw_truncated_chars == len(raw) - s.MAX_PAGE_RAW_CHARS > 0
     assert len(page.text) == s.MAX_PAGE_CHARS and page.truncated_chars > 0 and "Paragraph 0 of" in page.text
+    # a page bloated by scripts keeps its article: scripts and styles go before the cut
+    bloated = html(INTRO, raw="<script>var x = 1;" + "x = x + 1;" * 50_000 + "</script>" + "<p>" + CLEAN + "</p>")
+    page = make_page(bloated, max_chars=s.MAX_PAGE_CHARS, max_raw_chars=s.MAX_PAGE_RAW_CHARS)
+    assert CLEAN in page.text and page.raw_truncated_chars == 0
     assert chunk_page(page, 800, 100, 40)
 
 

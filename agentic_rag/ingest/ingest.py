@@ -177,21 +177,21 @@ def _pages_from_corpus_file(path: Path, settings: Settings, report: IngestReport
 
 
 def read_text_file(path: Path, max_chars: int) -> str:
-    """A document's text, at most ``max_chars`` of it: UTF-8 (with or without a byte-order mark),
-    else Windows-1252, which decodes any byte. Raises ``DataError`` for binary content."""
+    """A document's text: UTF-8 (with or without a byte-order mark), else Windows-1252, which decodes
+    any byte. At most ``4 * max_chars`` bytes are read, room for ``max_chars`` characters of any UTF-8
+    text (``make_page`` cuts the rest, after dropping scripts). Raises ``DataError`` for binary content."""
+    limit = max_chars * 4
     with open(path, "rb") as fh:
-        data = fh.read(max_chars * 4)  # UTF-8 needs at most 4 bytes a character
+        data = fh.read(limit)
     if looks_binary(data[:SNIFF_BYTES]):
         raise DataError("not a text file (binary content)")
-    if len(data) == max_chars * 4:
-        data = data[: len(data) - 3] + data[len(data) - 3 :].rstrip(bytes(range(0x80, 0x100)))  # a cut character
+    if len(data) == limit:
+        data = data[: limit - 3] + data[limit - 3 :].rstrip(bytes(range(0x80, 0x100)))  # a character cut in two
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         # UTF-8 with a few bad bytes keeps its characters; a legacy single-byte file is read as one
-        codec = "utf-8-sig" if _UTF8_SEQUENCE.search(data) else "cp1252"
-        text = data.decode(codec, errors="replace")
-    return text[:max_chars]
+        return data.decode("utf-8-sig" if _UTF8_SEQUENCE.search(data) else "cp1252", errors="replace")
 
 
 def _pages_from_folder(folder: Path, settings: Settings, report: IngestReport) -> Iterator[Page]:

@@ -208,8 +208,10 @@ def make_page(
     page_index: int = 0,
     source: str = "",
     max_chars: int = 200_000,
-    max_raw_chars: int = 5_000_000,
+    max_raw_chars: int = 2_000_000,
 ) -> Page:
+    if len(raw) > max_raw_chars:  # scripts and styles never give text: they go before the page is cut
+        raw = strip_scripts(raw)
     raw_cut = max(0, len(raw) - max_raw_chars)
     raw = clean_text(raw[:max_raw_chars])
     text = html_to_text(raw)
@@ -229,6 +231,24 @@ def make_page(
         raw_truncated_chars=raw_cut,
         untrusted=len(untrusted_sentences(text)),
     )
+
+
+_SCRIPT_OPEN = re.compile(r"<(script|style)\b", re.IGNORECASE)
+_SCRIPT_CLOSE = {tag: re.compile(rf"</{tag}\s*>", re.IGNORECASE) for tag in ("script", "style")}
+
+
+def strip_scripts(raw: str) -> str:
+    """``raw`` without its ``<script>`` and ``<style>`` elements, in one pass (an unclosed one runs to the
+    end, as in a browser), so no arrangement of tags makes it slower than linear."""
+    out, pos = [], 0
+    while m := _SCRIPT_OPEN.search(raw, pos):
+        out.append(raw[pos : m.start()])
+        end = _SCRIPT_CLOSE[m.group(1).lower()].search(raw, m.end())
+        if end is None:
+            return "".join(out)
+        pos = end.end()
+    out.append(raw[pos:])
+    return "".join(out)
 
 
 def chunk_page(page: Page, chunk_size: int, overlap: int, min_chars: int) -> list[Chunk]:
