@@ -165,6 +165,14 @@ def test_a_lone_surrogate_in_a_page_does_not_crash_the_eval(agent_settings, tmp_
     assert {r["id"]: r["status"] for r in res["rows"]} == {"sur": "ok", "good": "ok"}
 
 
+def test_json_nested_too_deeply_is_one_bad_record(tmp_path):
+    deep = b'{"interaction_id": "deep", "query": "q", "extra": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("ok")], {0: deep})
+    report = ReadReport("")
+    assert [r.interaction_id for r in iter_records(data, report=report)] == ["ok"]
+    assert [str(b) for b in report.bad] == [f"{data}:1: JSON nested too deeply"]
+
+
 @pytest.mark.parametrize("field,value,where", [
     ("answer", ["finding nemo"], "answer: expected a string or a number, got a list"),
     ("answer", {"text": "finding nemo"}, "answer: expected a string or a number, got an object"),

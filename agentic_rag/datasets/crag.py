@@ -283,7 +283,7 @@ def iter_validated(
             item = model.model_validate(raw)
             if check:
                 check(item, lineno)
-        except (json.JSONDecodeError, DataError, ValidationError) as exc:
+        except (json.JSONDecodeError, DataError, ValidationError, RecursionError) as exc:
             bad = BadRecord(str(path), lineno, why_bad(exc))
             if on_bad == "fail":
                 raise DataError(f"bad record at {bad}") from None
@@ -371,6 +371,8 @@ def why_bad(exc: Exception) -> str:
     """A bad line's reason as a reader wants it: the JSON error's column, or each bad field and why."""
     if isinstance(exc, json.JSONDecodeError):
         return f"bad JSON ({exc.msg} at column {exc.colno})"
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply"
     if isinstance(exc, ValidationError):
         parts = []
         for err in exc.errors():

@@ -242,7 +242,7 @@ def untrusted_sources(bundle: dict[str, Any]) -> list[dict[str, Any]]:
         if untrusted_source(p):
             found = untrusted_sentences(p["text"])
             out.append({"n": p["n"], "chunk_id": p.get("chunk_id", ""), "page_url": p.get("page_url", ""),
-                        "page_untrusted": p.get("page_untrusted", len(found)), "sentences": [s[:200] for s in found[:3]]})
+                        "page_untrusted": max(p.get("page_untrusted", 0), len(found)), "sentences": [s[:200] for s in found[:3]]})
     return out
 
 
