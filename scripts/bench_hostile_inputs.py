@@ -11,6 +11,7 @@
   so every flag is a false positive).
 
 Writes benchmarks/hostile_inputs.json. Usage: python scripts/bench_hostile_inputs.py [--mb 20] [--data DIR]
+[--parts NAME ...]
 """
 
 from __future__ import annotations
@@ -63,9 +64,14 @@ def one_anchor(words: int, cap: int | None) -> dict:
     from agentic_rag.anchors.node import predict_anchors_node
     from agentic_rag.configuration import Settings
 
+    from agentic_rag.datasets.crag import iter_records
+    from agentic_rag.ingest.pages import html_to_text
+
     s = Settings.load(overrides={"MAX_QUESTION_CHARS": cap} if cap else {})
-    base = "which movie won best animated feature at the 2004 oscars and who directed it"
-    question = " ".join((base.split() * (words // len(base.split()) + 1))[:words])
+    # real prose (the bundled example pages), so the anchor step meets names, numbers and phrases
+    prose = " ".join(html_to_text(p.page_result) for r in iter_records("example") for p in r.search_results).split()
+    question = "which of these " + " ".join((prose * (words // len(prose) + 1))[: words - 3]) + "?"
+    predict_anchors_node({"question": "who won the oscar in 2004?"}, {"configurable": {"settings": s}})  # loads spaCy
     t0 = time.perf_counter()
     update = predict_anchors_node({"question": question}, {"configurable": {"settings": s}})
     return {"words": words, "chars": len(question), "max_question_chars": s.MAX_QUESTION_CHARS,
@@ -125,6 +131,8 @@ def main() -> int:
     ap.add_argument("--words", type=int, default=20_000, help="length of the long question (words)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "hostile_inputs.json")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared evaluation data folder")
+    ap.add_argument("--parts", nargs="*", default=None,
+                    help="measure only these (huge_html, deep_nesting, long_question, untrusted_patterns)")
     ap.add_argument("--one", choices=["huge", "anchor"], help=argparse.SUPPRESS)
     ap.add_argument("--cap", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -137,14 +145,17 @@ def main() -> int:
     from agentic_rag.configuration import Settings
 
     s = Settings.load()
-    report = {
-        "huge_html": {"uncapped": child("--one", "huge", "--mb", str(args.mb)),
-                      "capped": child("--one", "huge", "--mb", str(args.mb), "--cap", str(s.MAX_PAGE_RAW_CHARS))},
-        "deep_nesting": deep_nesting([100, 300, 2000, 5000]),
-        "long_question": {"cap_off": child("--one", "anchor", "--words", str(args.words), "--cap", str(10**9)),
-                          "cap_default": child("--one", "anchor", "--words", str(args.words))},
-        "untrusted_patterns": pattern_flags(args.data),
+    parts = {
+        "huge_html": lambda: {"uncapped": child("--one", "huge", "--mb", str(args.mb)),
+                              "capped": child("--one", "huge", "--mb", str(args.mb), "--cap", str(s.MAX_PAGE_RAW_CHARS))},
+        "deep_nesting": lambda: deep_nesting([100, 300, 2000, 5000]),
+        "long_question": lambda: {"cap_off": child("--one", "anchor", "--words", str(args.words), "--cap", str(10**9)),
+                                  "cap_default": child("--one", "anchor", "--words", str(args.words))},
+        "untrusted_patterns": lambda: pattern_flags(args.data),
     }
+    # a part not asked for keeps its last measured figures
+    report = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    report |= {name: measure() for name, measure in parts.items() if not args.parts or name in args.parts}
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
     return 0
