@@ -145,3 +145,24 @@ def test_loads_raced_by_a_writer_never_crash(settings, tmp_path):
     assert failures == [] and outcomes["loaded"] > 0
     assert len(HybridIndex.load(target, embedder)) == len(index)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".raced.")]  # writers clean up after themselves
+
+
+def test_ingest_never_overwrites_a_folder_that_is_not_an_index(settings, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my own notes")
+    res = CliRunner().invoke(app, ["ingest", str(_folder(tmp_path / "docs", 2)), "--out", str(mine),
+                                   "-o", f"ARTIFACTS_DIR={tmp_path}"])
+    assert res.exit_code == 2 and "is not an index folder" in res.stderr and res.stderr.count("\n") == 1
+    assert (mine / "notes.txt").read_text() == "my own notes"  # before: the folder was removed and replaced
+
+
+def test_a_save_sweeps_what_a_killed_writer_left(settings, tmp_path):
+    index = HybridIndex.build([make_page(TEXT.format(i=1, m=40) * 5, page_url="toy://1")], get_embedder(settings), 400, 40, 20)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)  # a process that has exited
+    leftovers = [tmp_path / f".idx.{pid}.abc.tmp", tmp_path / f".idx.{pid}.def.old", tmp_path / f".idx.{os.getpid()}.ghi.tmp"]
+    for d in leftovers:
+        d.mkdir()
+    index.save(tmp_path / "idx")
+    assert [d.exists() for d in leftovers] == [False, False, True]  # a live writer's folder is left alone

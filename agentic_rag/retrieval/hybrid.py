@@ -342,10 +342,11 @@ def _publish(tmp: Path, out: Path) -> None:
 
 
 def _sweep_stale(out: Path) -> None:
-    """Remove temporary folders beside ``out`` left by writers that were killed (their process is gone)."""
-    for leftover in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):
+    """Remove the folders beside ``out`` that writers killed mid-save left (their process is gone): a
+    half-written new index, or the old one being replaced (about to be replaced again by this save)."""
+    for leftover in out.parent.glob(f".{glob.escape(out.name)}.*"):
         pid = leftover.name[len(out.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if leftover.suffix in (".tmp", ".old") and pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
 
 
