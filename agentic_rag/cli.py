@@ -10,10 +10,11 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agentic_rag.configuration import Settings, SettingsError
-from agentic_rag.datasets.crag import DataError, find_record
+from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
@@ -38,7 +39,8 @@ def _settings(preset: str | None, overrides: list[str] | None) -> Settings:
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/] {msg}")
+    # one line whatever the terminal width, and the message's own brackets are not read as markup
+    err.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -52,10 +54,13 @@ def _source(dataset: str | None, record_id: str | None, index: Path | None, sett
         dataset = "example"
     if record_id is None:
         _fail("give --id with --dataset (or --index for a corpus index)")
+    warner = BadRecordWarner(settings.BAD_RECORDS_SHOWN)
     try:
-        return find_record(dataset, record_id, on_bad=settings.BAD_RECORDS), None
+        return find_record(dataset, record_id, on_bad=settings.BAD_RECORDS, on_bad_record=warner), None
     except DataError as exc:
         _fail(str(exc))
+    finally:
+        warner.finish()
 
 
 @app.command()
@@ -75,7 +80,10 @@ def search(
 
     settings = _settings(preset, override)
     record, index_dir = _source(dataset, record_id, index, settings)
-    idx = resolve_index(graph_input(query, record, index_dir), settings)
+    try:
+        idx = resolve_index(graph_input(query, record, index_dir), settings)
+    except ValueError as exc:  # a damaged index folder
+        _fail(str(exc))
     passages = retrieve(idx, query, settings, k=k)
     if as_json:
         print(json.dumps([p.to_dict() for p in passages], indent=2, ensure_ascii=False))
@@ -107,11 +115,14 @@ def ask(
 ) -> None:
     """Answer one question from a dataset record's pages or a corpus index."""
     from agentic_rag.runner import answer
+    from agentic_rag.supervisor.ambiguity import question_too_long
 
     settings = _settings(preset, override)
     record, index_dir = _source(dataset, record_id, index, settings)
     if record is None and not question:
         _fail("give a QUESTION with --index")
+    if too_long := question_too_long(question or record.query, settings):
+        _fail(f"the question {too_long}")
     try:
         result = answer(
             system, settings, question=question, record=record, index_dir=index_dir,

@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     MAX_PAGE_CHARS: int = Field(
         200_000, ge=1000, description="Extracted text kept per page; the rest is cut and counted (characters)."
     )
+    MAX_PAGE_RAW_CHARS: int = Field(
+        2_000_000, ge=10_000,
+        description="Raw page (HTML or text) extracted per page, scripts and styles removed first when it is longer; "
+        "the rest is cut and counted, so one huge page cannot stall ingestion or exhaust memory (characters).",
+    )
 
     # --- Retrieval ---------------------------------------------------------------------------
     RETRIEVAL_POOL_K: int = Field(24, ge=1, description="Candidates taken from each retriever before fusion (passages).")
@@ -293,6 +298,14 @@ class Settings(BaseSettings):
     # --- Data and runs -----------------------------------------------------------------------
     BAD_RECORDS: Literal["skip", "fail"] = Field(
         "skip", description="On a malformed input record: report it and skip, or stop with an error."
+    )
+    BAD_RECORDS_SHOWN: int = Field(
+        20, ge=0, description="Skipped bad records printed on stderr one by one; the rest are counted (records)."
+    )
+    MAX_QUESTION_CHARS: int = Field(
+        1000, ge=10,
+        description="Longer questions are refused (ABSTAIN_QUESTION_TOO_LONG) before any anchor, retrieval or LLM "
+        "work (characters).",
     )
     ARTIFACTS_DIR: Path = Field(Path("artifacts"), description="Indexes, caches, runs and telemetry.")
 

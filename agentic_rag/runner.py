@@ -9,6 +9,7 @@ from typing import Any, Callable
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.state import AnswerRecord
+from agentic_rag.supervisor.ambiguity import question_too_long
 
 
 def graph_input(
@@ -43,11 +44,21 @@ def answer(
     on_update: Callable[[str, dict[str, Any]], None] | None = None,
     selected_option: str | None = None,
 ) -> AnswerRecord:
-    """Run one question through a graph; ``on_update(node, update)`` sees each node's output as it runs."""
+    """Run one question through a graph; ``on_update(node, update)`` sees each node's output as it runs.
+
+    A question longer than ``MAX_QUESTION_CHARS`` is refused here for every system, before any graph
+    work (the agent's graph refuses it too when run on its own)."""
     from graphs import get_graph
 
     graph = get_graph(system)
     state = graph_input(question, record, index_dir, selected_option)
+    too_long = question_too_long(state["question"], settings)
+    if too_long:
+        from agentic_rag.budget import tokens_summary
+        from agentic_rag.generator.finalize import build_record
+
+        decision = {"action": "ABSTAIN", "reason": "ABSTAIN_QUESTION_TOO_LONG"}
+        return build_record({**state, "too_long": too_long, "decision": decision}, system, settings, tokens_summary({}), 0)
     config = {"configurable": {"settings": settings, **(extra_config or {})}}
     if settings.CHECKPOINT_PATH is not None:
         from agentic_rag.trace.checkpoints import start_thread

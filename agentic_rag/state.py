@@ -116,6 +116,7 @@ class RAGState(TypedDict, total=False):
     probe: dict[str, Any]  # the answerability probe's reading of the latest answer call
     selected_option: str  # input: answer from this ambiguity option
     ood: str  # why the question is out of domain ("" when it is not)
+    too_long: str  # why the question is refused as too long ("" when it is not)
     ambiguity: dict[str, Any]  # the ambiguity policy's status, rule and options
     citations: list[dict[str, Any]]
     signals: dict[str, Any]

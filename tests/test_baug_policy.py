@@ -34,6 +34,7 @@ CASES = [
     ("ABSTAIN_NO_EVIDENCE", GOOD, flags(has_draft=False, gate_reason="no_relevant_information")),
     ("ABSTAIN_HEDGING", GOOD, flags(hedging=True)),
     ("ABSTAIN_OUT_OF_DOMAIN", GOOD, flags(ood=True, has_evidence=False, has_draft=False)),
+    ("ABSTAIN_QUESTION_TOO_LONG", GOOD, flags(too_long=True, ood=True, has_evidence=False, has_draft=False)),
     ("ABSTAIN_INVALID_SELECTION", GOOD, flags(ambiguity="refuse", has_draft=False)),
     ("AMBIGUOUS_OPTIONS", GOOD, flags(ambiguity="ambiguous", has_draft=False)),
     ("ABSTAIN_LOW_SUPPORT", {**GOOD, "nli_entailment": 0.2}, flags(reflected=True)),

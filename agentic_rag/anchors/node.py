@@ -9,7 +9,7 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.predictor import propose_anchors, question_kind, select_anchors
 from agentic_rag.configuration import Settings
-from agentic_rag.supervisor.ambiguity import out_of_domain
+from agentic_rag.supervisor.ambiguity import out_of_domain, question_too_long
 from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
 
@@ -17,6 +17,10 @@ from agentic_rag.utils import timed
 @timed("anchors")
 def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
+    too_long = question_too_long(state["question"], settings)
+    if too_long:  # refused as input: no anchors, no retrieval (BAUG records the refusal)
+        return {"started_at": time.time(), "anchors_proposed": [], "anchors": [], "kind": "other", "round": 1,
+                "too_long": too_long}
     ood = out_of_domain(state["question"], settings)
     proposed = propose_anchors(state["question"], top_m=settings.ANCHOR_TOP_M)
     selected = select_anchors(proposed, settings.ANCHOR_MIN_SCORE)[: settings.MAX_WORKERS]

@@ -4,21 +4,30 @@ Records are streamed line by line from plain or ``.bz2`` files (the full CRAG de
 validated, and normalised: numeric answers become strings, ``alternative_answers`` given as a string
 holding a list becomes a list. A malformed line is reported with its file and line number and either
 skipped (and counted) or raised, as the caller chooses; nothing is dropped silently.
+
+Lines are decoded one at a time, so one line that is not UTF-8 is one bad record, not a dead file; a
+byte-order mark is read as one. Values of the wrong type (a list where the answer should be) are bad
+records too, never turned into their Python spelling; a lone surrogate escape (``"\ud800"``, which no
+UTF-8 writer can encode) becomes U+FFFD. A second record with an ``interaction_id`` already read is
+refused as a bad record: results, resume and summaries are keyed by that id.
 """
 
 from __future__ import annotations
 
 import ast
 import bz2
+import codecs
 import gzip
 import json
 import math
+import re
+import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Literal
+from typing import IO, Any, BinaryIO, Callable, Iterator, Literal, TextIO, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 IDK = "i don't know"
 INVALID_QUESTION = "invalid question"
@@ -27,6 +36,32 @@ EXAMPLE_DATASET = "example"
 
 class DataError(ValueError):
     """A dataset file or record cannot be read."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD: JSON may escape them, UTF-8 cannot encode them,
+    and one in a page would otherwise crash hashing, caching and writing results far from the input."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
+
+
+def _scalar(v: Any) -> Any:
+    """``v`` if it is a string, number, boolean or null; a list or an object is a bad record."""
+    if isinstance(v, (list, tuple, dict)):
+        raise ValueError(f"expected a string or a number, got {'an object' if isinstance(v, dict) else 'a list'}")
+    return v
 
 
 class SearchResult(BaseModel):
@@ -38,10 +73,15 @@ class SearchResult(BaseModel):
     page_result: str = ""
     page_last_modified: str = ""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_strings(cls, raw: Any) -> Any:
+        return _clean(raw) if isinstance(raw, dict) else raw
+
     @field_validator("page_name", "page_url", "page_snippet", "page_result", "page_last_modified", mode="before")
     @classmethod
     def _none_to_empty(cls, v: Any) -> str:
-        return "" if v is None else str(v).strip()
+        return "" if v is None else str(_scalar(v)).strip()
 
 
 class CragRecord(BaseModel):
@@ -57,12 +97,24 @@ class CragRecord(BaseModel):
     query_time: str = ""
     search_results: list[SearchResult] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_strings(cls, raw: Any) -> Any:
+        return _clean(raw) if isinstance(raw, dict) else raw
+
     @field_validator("interaction_id", mode="before")
     @classmethod
     def _id_to_str(cls, v: Any) -> str:
         if v is None or v == "":
             raise ValueError("interaction_id is missing")
+        if isinstance(v, bool) or not isinstance(v, (str, int)):
+            raise ValueError(f"expected a string or an integer, got {type(v).__name__}")
         return str(v)
+
+    @field_validator("search_results", mode="before")
+    @classmethod
+    def _no_results(cls, v: Any) -> Any:
+        return [] if v is None else v
 
     @field_validator("query", mode="before")
     @classmethod
@@ -74,7 +126,7 @@ class CragRecord(BaseModel):
     @field_validator("answer", mode="before")
     @classmethod
     def _answer_to_str(cls, v: Any) -> str:
-        return answer_to_str(v)
+        return answer_to_str(_scalar(v))
 
     @field_validator("alternative_answers", mode="before")
     @classmethod
@@ -85,7 +137,7 @@ class CragRecord(BaseModel):
             v = _parse_list_string(v)
         if not isinstance(v, (list, tuple)):
             v = [v]
-        return [answer_to_str(a) for a in v if answer_to_str(a)]
+        return [answer_to_str(a) for a in v if answer_to_str(_scalar(a))]
 
     @property
     def gold_answers(self) -> list[str]:
@@ -155,12 +207,90 @@ def resolve_dataset(path: str | Path) -> Path:
 
 
 def open_text(path: Path) -> IO[str]:
-    """Open plain, .bz2 or .gz text for streaming."""
+    """Open plain, .bz2 or .gz text for streaming (a leading byte-order mark is dropped)."""
     if path.suffix == ".bz2":
-        return bz2.open(path, "rt", encoding="utf-8")
+        return bz2.open(path, "rt", encoding="utf-8-sig")
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, "r", encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return open(path, "r", encoding="utf-8-sig")
+
+
+def open_binary(path: Path) -> BinaryIO:
+    """Open plain, .bz2 or .gz bytes for streaming."""
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rb")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+SNIFF_BYTES = 8192  # how much of a file is read to tell text from binary (bytes)
+
+
+def looks_binary(sample: bytes) -> bool:
+    """Whether bytes read from a file's start are binary rather than text in some encoding: a NUL byte
+    (which no text encoding a reader would give us uses) or mostly control characters."""
+    if b"\x00" in sample:
+        return True
+    control = sum(b < 32 and b not in (9, 10, 12, 13, 27) for b in sample)
+    return bool(sample) and control > len(sample) // 10
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
+    """``(line number, text, "")`` for each non-blank line, or ``(line number, None, reason)`` for a
+    line that is not UTF-8. Decoding per line keeps one stray byte from failing the whole file."""
+    try:
+        with open_binary(path) as fh:
+            sample = fh.read(SNIFF_BYTES)
+        if sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            raise DataError(f"{path} is UTF-16 text; save it as UTF-8")
+        if looks_binary(sample):
+            raise DataError(f"{path} is a binary file, not text")
+        with open_binary(path) as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8):]
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield lineno, None, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+                    continue
+                if line.strip():
+                    yield lineno, line, ""
+    except (OSError, EOFError) as exc:  # a truncated or mislabelled .bz2/.gz
+        raise DataError(f"cannot read {path}: {exc}") from None
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def iter_validated(
+    path: Path,
+    model: type[Model],
+    on_bad: Literal["skip", "fail"],
+    on_bad_record: Callable[[BadRecord], None] | None = None,
+    check: Callable[[Model, int], None] | None = None,
+) -> Iterator[tuple[int, Model]]:
+    """``(line number, object)`` for each line that is a JSON object valid as ``model`` and passes
+    ``check`` (which raises ``DataError``); every other line goes to ``on_bad_record`` or raises."""
+    for lineno, line, undecodable in iter_lines(path):
+        try:
+            if line is None:
+                raise DataError(undecodable)
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise DataError("line is not a JSON object")
+            item = model.model_validate(raw)
+            if check:
+                check(item, lineno)
+        except (json.JSONDecodeError, DataError, ValidationError, RecursionError) as exc:
+            bad = BadRecord(str(path), lineno, why_bad(exc))
+            if on_bad == "fail":
+                raise DataError(f"bad record at {bad}") from None
+            if on_bad_record:
+                on_bad_record(bad)
+            continue
+        yield lineno, item
 
 
 def iter_records(
@@ -173,30 +303,52 @@ def iter_records(
     p = resolve_dataset(path)
     rep = report if report is not None else ReadReport(str(p))
     rep.path = str(p)
-    with open_text(p) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-                if not isinstance(raw, dict):
-                    raise DataError("line is not a JSON object")
-                record = CragRecord.model_validate(raw)
-            except (json.JSONDecodeError, DataError, ValidationError) as exc:
-                bad = BadRecord(str(p), lineno, _reason(exc))
-                if on_bad == "fail":
-                    raise DataError(f"bad record at {bad}") from None
-                rep.bad.append(bad)
-                if on_bad_record:
-                    on_bad_record(bad)
-                continue
-            rep.good += 1
-            yield record
+    first_line: dict[str, int] = {}
+
+    def unique(record: CragRecord, lineno: int) -> None:
+        if record.interaction_id in first_line:
+            raise DataError(f"interaction_id: duplicate {record.interaction_id!r} (first at line "
+                            f"{first_line[record.interaction_id]}); ids must be unique in a file")
+        first_line[record.interaction_id] = lineno
+
+    def bad(record: BadRecord) -> None:
+        rep.bad.append(record)
+        if on_bad_record:
+            on_bad_record(record)
+
+    for _, record in iter_validated(p, CragRecord, on_bad, bad, unique):
+        rep.good += 1
+        yield record
 
 
-def find_record(path: str | Path, record_id: str, on_bad: Literal["skip", "fail"] = "skip") -> CragRecord:
+class BadRecordWarner:
+    """Prints skipped bad records on stderr as they are read, the first ``limit`` of them in full;
+    ``finish`` says how many more there were. A skip that prints nothing looks like a clean file."""
+
+    def __init__(self, limit: int, stream: TextIO | None = None):
+        self.limit = limit
+        self.stream = stream
+        self.count = 0
+
+    def __call__(self, bad: BadRecord) -> None:
+        self.count += 1
+        if self.count <= self.limit:
+            print(f"warning: skipped bad record {bad}", file=self.stream or sys.stderr)
+
+    def finish(self) -> None:
+        if self.count > self.limit:
+            print(f"warning: {self.count - self.limit} more bad records skipped ({self.count} in all)",
+                  file=self.stream or sys.stderr)
+
+
+def find_record(
+    path: str | Path,
+    record_id: str,
+    on_bad: Literal["skip", "fail"] = "skip",
+    on_bad_record: Callable[[BadRecord], None] | None = None,
+) -> CragRecord:
     """The record with ``interaction_id == record_id`` (or, for a number, the record at that 0-based index)."""
-    for i, rec in enumerate(iter_records(path, on_bad=on_bad)):
+    for i, rec in enumerate(iter_records(path, on_bad=on_bad, on_bad_record=on_bad_record)):
         if rec.interaction_id == record_id or (record_id.isdigit() and int(record_id) == i):
             return rec
     raise DataError(f"no record with id {record_id!r} in {path}")
@@ -215,13 +367,16 @@ def write_records(records: Iterator[CragRecord] | list[CragRecord], path: str | 
     return n
 
 
-def _reason(exc: Exception) -> str:
+def why_bad(exc: Exception) -> str:
+    """A bad line's reason as a reader wants it: the JSON error's column, or each bad field and why."""
     if isinstance(exc, json.JSONDecodeError):
         return f"bad JSON ({exc.msg} at column {exc.colno})"
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply"
     if isinstance(exc, ValidationError):
         parts = []
         for err in exc.errors():
             loc = ".".join(str(x) for x in err["loc"]) or "record"
-            parts.append(f"{loc}: {err['msg']}")
+            parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
         return "; ".join(parts)
     return str(exc)

@@ -40,8 +40,8 @@ from agentic_rag.datasets.crag import (
     ReadReport,
     SearchResult,
     answer_to_str,
+    iter_lines,
     iter_records,
-    open_text,
     resolve_dataset,
     write_records,
 )
@@ -143,19 +143,19 @@ def _iter_json_objects(
     path: Path, bad: _BadLines, desc: str, progress: bool | None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; lines that are not JSON objects go to ``bad``."""
-    with open_text(path) as fh:
-        for lineno, line in enumerate(_progress(fh, desc, progress), start=1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                bad(lineno, f"bad JSON ({exc.msg} at column {exc.colno})")
-                continue
-            if not isinstance(raw, dict):
-                bad(lineno, "line is not a JSON object")
-                continue
-            yield lineno, raw
+    for lineno, line, undecodable in _progress(iter_lines(path), desc, progress):
+        if line is None:
+            bad(lineno, undecodable)
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad(lineno, f"bad JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(raw, dict):
+            bad(lineno, "line is not a JSON object")
+            continue
+        yield lineno, raw
 
 
 def _require_text(raw: dict[str, Any], key: str, what: str | None = None) -> str:

@@ -23,7 +23,9 @@ from tqdm import tqdm
 
 from agentic_rag.budget import tokens_used
 from agentic_rag.configuration import Settings
-from agentic_rag.datasets.crag import IDK, INVALID_QUESTION, CragRecord, ReadReport, iter_records, resolve_dataset
+from agentic_rag.datasets.crag import (
+    IDK, INVALID_QUESTION, BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset,
+)
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
 from agentic_rag.runner import answer
@@ -169,7 +171,7 @@ BREAKDOWNS = ("question_type", "domain", "static_or_dynamic")
 # refusals decided before any generation: the confidence gate, no evidence, out of domain, ambiguity
 PRE_GENERATION_REFUSALS = frozenset({
     "ABSTAIN_NO_EVIDENCE", "ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NO_SCORE_GAP", "ABSTAIN_OUT_OF_DOMAIN",
-    "ABSTAIN_INVALID_SELECTION", "AMBIGUOUS_OPTIONS",
+    "ABSTAIN_INVALID_SELECTION", "AMBIGUOUS_OPTIONS", "ABSTAIN_QUESTION_TOO_LONG",
 })
 
 
@@ -304,6 +306,14 @@ def run_eval(
     seed: int | None = None,
     extra_config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    # the dataset is read before the run folder is touched: an unusable one leaves an earlier run intact
+    report = ReadReport(str(dataset))
+    warner = BadRecordWarner(settings.BAD_RECORDS_SHOWN)
+    records: Iterable[CragRecord] = iter_records(dataset, on_bad=settings.BAD_RECORDS, report=report, on_bad_record=warner)
+    selected = select(records, n, seed)
+    warner.finish()
+    if not selected:
+        raise DataError(f"no records in {report.path}" + (f" ({len(report.bad)} bad lines skipped)" if report.bad else ""))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
@@ -322,9 +332,6 @@ def run_eval(
     # (a TELEMETRY_PATH elsewhere is the user's own log and is never removed)
     if not resume and Path(settings.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
         own_telemetry.unlink(missing_ok=True)
-    report = ReadReport(str(dataset))
-    records: Iterable[CragRecord] = iter_records(dataset, on_bad=settings.BAD_RECORDS, report=report)
-    selected = select(records, n, seed)
     config = {
         "system": system,
         "dataset": str(resolve_dataset(dataset)),
@@ -469,7 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     overrides = list(args.override) + (["GATE_ENABLED=True"] if args.gate_on else [])
     settings = Settings.load(preset=args.preset, overrides=overrides)
     out = args.out or str(Path(settings.ARTIFACTS_DIR) / "runs" / f"{args.system}-{time.strftime('%Y%m%d-%H%M%S')}")
-    res = run_eval(args.dataset, args.system, settings, out, n=args.n, resume=args.resume, workers=args.workers, seed=args.seed)
+    try:
+        res = run_eval(args.dataset, args.system, settings, out, n=args.n, resume=args.resume, workers=args.workers, seed=args.seed)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(res["summary"], indent=2))
     return 0
 

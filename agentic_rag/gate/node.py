@@ -128,6 +128,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         gate_reason="" if (state.get("confidence") or {}).get("passed", True) else state["confidence"]["reason"],
         hedging=bool(draft) and is_hedging(draft),
         ood=bool(state.get("ood")),
+        too_long=bool(state.get("too_long")),
         ambiguity=(state.get("ambiguity") or {}).get("status", "") if not draft else "",
     )
     decision = decide(signals, flags, settings)
@@ -177,6 +178,7 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "support_verdict": signals.get("support_verdict"),
         "quote_answerability": signals.get("quote_answerability"),
         "verified_score": signals.get("verified_score"),
+        "untrusted_sources": [u["n"] for u in signals.get("untrusted_sources", [])],
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
         "validator": validation.name,

@@ -3,7 +3,8 @@
 The policy is a pure function of the signals, the run's flags and the settings. Nothing the model
 writes can change it: the draft enters only through the signals computed from it. Rules, in order:
 
-0. out of domain / an unknown option selected          -> ABSTAIN_OUT_OF_DOMAIN / ABSTAIN_INVALID_SELECTION
+0. question too long (MAX_QUESTION_CHARS)             -> ABSTAIN_QUESTION_TOO_LONG
+   out of domain / an unknown option selected          -> ABSTAIN_OUT_OF_DOMAIN / ABSTAIN_INVALID_SELECTION
 1. no evidence at all                                  -> ABSTAIN_NO_EVIDENCE
    evidence splits into clusters none of which wins    -> AMBIGUOUS_OPTIONS (status "ambiguous")
    the confidence gate refused before generation       -> ABSTAIN_LOW_RETRIEVAL_SCORE / ABSTAIN_NO_SCORE_GAP
@@ -50,6 +51,7 @@ REASONS = {
     "ABSTAIN_NOT_ANSWERABLE": ABSTAIN,
     "ABSTAIN_NOT_VERIFIED": ABSTAIN,
     "ABSTAIN_OUT_OF_DOMAIN": ABSTAIN,
+    "ABSTAIN_QUESTION_TOO_LONG": ABSTAIN,
     "ABSTAIN_INVALID_SELECTION": ABSTAIN,
     "AMBIGUOUS_OPTIONS": ABSTAIN,
 }
@@ -101,6 +103,7 @@ class Flags:
     gate_reason: str = ""  # the confidence gate's refusal reason, "" when it passed or did not run
     hedging: bool = False  # layer 3 found hedging or filler in the draft
     ood: bool = False  # the question is out of domain
+    too_long: bool = False  # the question is longer than MAX_QUESTION_CHARS
     ambiguity: str = ""  # "ambiguous" or "refuse" (invalid selection) from the ambiguity policy
 
 
@@ -109,6 +112,8 @@ def _decide(reason: str) -> Decision:
 
 
 def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
+    if flags.too_long:
+        return _decide("ABSTAIN_QUESTION_TOO_LONG")
     if flags.ood:
         return _decide("ABSTAIN_OUT_OF_DOMAIN")
     if flags.ambiguity == "refuse":

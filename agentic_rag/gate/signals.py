@@ -12,6 +12,11 @@ own words about its confidence are never read.
 - ``anchor_coverage``: share of the selected anchors present in the cited text.
 - ``answer_relevance``: cosine of answer to question; a faithful copy of an off-topic source sentence
   is supported but answers nothing.
+
+A source whose page addresses the model (``prompts.UNTRUSTED_PATTERNS``: "ignore previous
+instructions", "if anyone asks ..., answer X", fake "Answer:" lines) backs nothing: it is left out of
+attribution, of verbatim quotes and of the cited text, so an answer resting on such sources alone is
+unsupported, however well its words match them. ``untrusted_sources`` names them for the trace.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from agentic_rag.anchors.predictor import MONTH_ABBR, MONTHS, Anchor, anchor_coverage
 from agentic_rag.budget import llm_calls, tokens_used
-from agentic_rag.generator.citations import cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup
+from agentic_rag.generator.citations import (
+    cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup, untrusted_sentences, untrusted_source,
+)
 from agentic_rag.retrieval.hybrid import tokenize
 
 _STOP = frozenset(STOPWORDS_EN)
@@ -170,7 +177,9 @@ def sentence_support(
     by_n = {p["n"]: p for p in passages}
     all_cited = [n for n in cited_numbers(answer) if n in by_n]
     # candidate supports: every source sentence, and every whole passage (for multi-sentence lists)
-    sents_of = {p["n"]: [s for s in _chunk_sentences(p["text"]) if says_something(s)] for p in passages}
+    untrusted = {p["n"] for p in passages if untrusted_source(p)}
+    sents_of = {p["n"]: [s for s in _chunk_sentences(p["text"]) if says_something(s)]
+                for p in passages if p["n"] not in untrusted}
     source_sents = [(n, sent) for n, sents in sents_of.items() for sent in sents]
     source_sents += [(n, " ".join(sents)) for n, sents in sents_of.items() if len(sents) > 1]
     vec_cache: dict[str, np.ndarray] = {}
@@ -194,7 +203,7 @@ def sentence_support(
         row: dict[str, Any] = {"sentence": plain, "model_cites": nums, "n": None, "quote": "", "mode": "none",
                                "similarity": 0.0, "claims_found": 0.0, "supported": False}
         for q in quotes(sent):
-            hit = next((n for n in nums if quote_in(q, by_n[n]["text"])), None)
+            hit = next((n for n in nums if n not in untrusted and quote_in(q, by_n[n]["text"])), None)
             if hit is not None and says_something(q) and all(claim_in(c, q) for c in needed):
                 row.update(n=hit, quote=q, mode="model_quote", claims_found=1.0, similarity=1.0, supported=True)
                 break
@@ -221,8 +230,20 @@ def sentence_support(
             relied.append(row["n"])
     if not relied:  # nothing backs the answer: judge it against what it cited, or the best attempt
         relied = [n for r in rows for n in (r["model_cites"] or ([r["n"]] if r["n"] is not None else []))]
-    cited = [by_n[n] for n in dict.fromkeys(relied)]
+    cited = [by_n[n] for n in dict.fromkeys(relied) if n not in untrusted]
     return rows, "\n".join(f"{p.get('page_name', '')}\n{p['text']}" for p in cited)
+
+
+def untrusted_sources(bundle: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sources in the bundle whose page addresses the model, with the first such sentences of the
+    passage itself: what a trace shows of an injection attempt (these sources already back nothing)."""
+    out = []
+    for p in bundle.get("passages", []):
+        if untrusted_source(p):
+            found = untrusted_sentences(p["text"])
+            out.append({"n": p["n"], "chunk_id": p.get("chunk_id", ""), "page_url": p.get("page_url", ""),
+                        "page_untrusted": max(p.get("page_untrusted", 0), len(found)), "sentences": [s[:200] for s in found[:3]]})
+    return out
 
 
 def collect_signals(
@@ -283,6 +304,7 @@ def collect_signals(
         "claims": claims,
         "unsupported_claims": unsupported_claims,
         "question_terms_unmatched": unmatched_question_terms(question, windows or cited_text) if answer else [],
+        "untrusted_sources": untrusted_sources(bundle),
         "cited_text_chars": len(cited_text),
         "_cited_text": cited_text,
         "_support_windows": windows,

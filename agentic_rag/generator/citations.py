@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentic_rag.prompts import is_untrusted, may_hold_untrusted
+
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]|\bsource\s+(\d+)\b", re.IGNORECASE)
 _QUOTE = re.compile(r"[\"\u201c]([^\"\u201d]{8,}?)[\"\u201d]")
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"\u201c])")
@@ -49,6 +51,20 @@ def split_sentences(text: str, loose: bool = False) -> list[str]:
     return [s for s in out if len(s) > 3] if loose else out
 
 
+def untrusted_sentences(text: str) -> list[str]:
+    """Source sentences that address the model (see ``prompts.UNTRUSTED_PATTERNS``)."""
+    if not may_hold_untrusted(text):
+        return []
+    return [s for s in split_sentences(text, loose=True) if is_untrusted(s)]
+
+
+def untrusted_source(passage: dict[str, Any]) -> bool:
+    """Whether a source's page addresses the model somewhere (its chunk's text, or the page as counted at
+    ingestion). Such a source backs no answer and verifies no quote: an attacker who writes "ignore
+    previous instructions" in one sentence writes the planted claim in the next."""
+    return bool(passage.get("page_untrusted")) or bool(untrusted_sentences(passage.get("text", "")))
+
+
 def cited_numbers(text: str) -> list[int]:
     nums: list[int] = []
     for m in _CITE.finditer(text):
@@ -86,7 +102,7 @@ def extract_citations(answer: str, bundle: dict[str, Any]) -> list[dict[str, Any
         passage = by_n.get(n)
         if passage is None:
             continue  # a citation to a source that was never given is dropped (and lowers overlap)
-        quote = next((q for q in found_quotes if quote_in(q, passage["text"])), "")
+        quote = "" if untrusted_source(passage) else next((q for q in found_quotes if quote_in(q, passage["text"])), "")
         out.append(
             {
                 "n": n,

@@ -128,7 +128,7 @@ def explain_refusal(
         parts += [f"the sentence the draft rests on is about {', '.join(years[:3])}, not {asked}"
                   for asked, years in conflicting.items()]
         text = "; ".join(parts) + "."
-        return text[0].upper() + text[1:], missing_anchors
+        return text[0].upper() + text[1:] + _untrusted_note(signals), missing_anchors
     unsupported = signals.get("unsupported_claims") or []
     text = (
         f"The draft answer was not supported by the sources: {signals.get('overlap_est', 0.0):.0%} of its sentences "
@@ -137,7 +137,17 @@ def explain_refusal(
     )
     if unsupported:
         text += f" Not found in the sources: {_list(unsupported[:5])}."
-    return text, missing_anchors or unsupported[:5]
+    return text + _untrusted_note(signals), missing_anchors or unsupported[:5]
+
+
+def _untrusted_note(signals: dict[str, Any]) -> str:
+    """Why a source the draft may have leaned on counted for nothing."""
+    untrusted = [str(u["n"]) for u in signals.get("untrusted_sources") or []]
+    if not untrusted:
+        return ""
+    many = len(untrusted) > 1
+    return (f" Source{'s' if many else ''} {', '.join(untrusted)} carr{'y' if many else 'ies'} text addressed to the "
+            "model rather than the reader (an injection attempt) and back nothing.")
 
 
 def citations_from_support(rows: list[dict[str, Any]], bundle: dict[str, Any]) -> list[dict[str, Any]]:
@@ -154,6 +164,10 @@ def citations_from_support(rows: list[dict[str, Any]], bundle: dict[str, Any]) -
             "quote": row["quote"], "verified": bool(row.get("supported")),
         })
     return list(out.values())
+
+
+INPUT_LAYERS = {"ABSTAIN_OUT_OF_DOMAIN": "out_of_domain", "ABSTAIN_INVALID_SELECTION": "invalid_selection",
+                "ABSTAIN_QUESTION_TOO_LONG": "question_too_long"}
 
 
 def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], llm_calls: int) -> AnswerRecord:
@@ -179,15 +193,17 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         )
         return AnswerRecord(**common, status="ambiguous", answer=explanation, explanation=explanation,
                             options=options, missing=["which of the options is meant"])
-    if decision["reason"] in ("ABSTAIN_OUT_OF_DOMAIN", "ABSTAIN_INVALID_SELECTION"):
+    if decision["reason"] in ("ABSTAIN_OUT_OF_DOMAIN", "ABSTAIN_INVALID_SELECTION", "ABSTAIN_QUESTION_TOO_LONG"):
         if decision["reason"] == "ABSTAIN_OUT_OF_DOMAIN":
             explanation = f"The question is outside the configured domain: it {state.get('ood')}."
+        elif decision["reason"] == "ABSTAIN_QUESTION_TOO_LONG":
+            explanation = f"The question was not read: it {state.get('too_long')}. Ask it in fewer words."
         else:
             explanation = f"Invalid selection: {ambiguity.get('selected')}. Valid options: " + ", ".join(
                 o["id"] for o in ambiguity.get("options", [])) + "."
         return AnswerRecord(**common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
                             explanation=explanation, options=ambiguity.get("options", []), citations=[],
-                            abstention_layer="out_of_domain" if "DOMAIN" in decision["reason"] else "invalid_selection")
+                            abstention_layer=INPUT_LAYERS[decision["reason"]])
     if decision["action"] == "ABSTAIN":
         confidence = state.get("confidence") or {}
         explanation, missing = explain_refusal(

@@ -2,8 +2,10 @@
 
 Per-question mode indexes each question's own pages on the fly; the result is cached on disk keyed by
 the pages' content and the chunking/embedding settings, so a second run over the same questions does
-no embedding work. Corpus mode pools pages from a dataset, a prepared corpus file or a folder of
-.html/.txt/.md/.pdf files into one FAISS + BM25 index under ``artifacts/``.
+no embedding work. A cache entry that cannot be read (cut by a kill, raced by another writer) is
+rebuilt, never trusted. Corpus mode pools pages from a dataset, a prepared corpus file or a folder of
+.html/.txt/.md/.pdf files into one FAISS + BM25 index under ``artifacts/``; a file in the folder that
+is not text (an executable named ``x.html``) is skipped with a warning and counted.
 
 Run as ``agentic-rag ingest`` or ``python -m agentic_rag.ingest.ingest --input SRC --out DIR``.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 import threading
 import time
@@ -23,12 +26,16 @@ from typing import Iterator
 from tqdm import tqdm
 
 from agentic_rag.configuration import Settings
-from agentic_rag.datasets.crag import CragRecord, DataError, iter_records, open_text
-from agentic_rag.ingest.pages import Page, make_page
+from agentic_rag.datasets.crag import (
+    SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
+    looks_binary, resolve_dataset,
+)
+from agentic_rag.ingest.pages import EXTRACTOR_VERSION, Page, make_page
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex
 
 FOLDER_SUFFIXES = {".html", ".htm", ".txt", ".md", ".pdf"}
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
 _MEMORY: "OrderedDict[str, HybridIndex]" = OrderedDict()
 _MEMORY_MAX = 16
 _LOCK = threading.Lock()
@@ -44,6 +51,7 @@ def pages_from_record(record: CragRecord, settings: Settings) -> list[Page]:
             page_index=i,
             source=record.interaction_id,
             max_chars=settings.MAX_PAGE_CHARS,
+            max_raw_chars=settings.MAX_PAGE_RAW_CHARS,
         )
         for i, r in enumerate(record.search_results)
     ]
@@ -55,6 +63,8 @@ def _chunking_key(settings: Settings) -> dict:
         "overlap": settings.CHUNK_OVERLAP_CHARS,
         "min_chars": settings.MIN_CHUNK_CHARS,
         "max_page_chars": settings.MAX_PAGE_CHARS,
+        "max_page_raw_chars": settings.MAX_PAGE_RAW_CHARS,
+        "extractor": EXTRACTOR_VERSION,
         "embedding": settings.EMBEDDING_MODEL,
     }
 
@@ -82,8 +92,8 @@ def index_for_record(record: CragRecord, settings: Settings) -> HybridIndex:
     if (cache_dir / "manifest.json").is_file():
         try:
             index = HybridIndex.load(cache_dir, embedder)
-        except (OSError, ValueError, json.JSONDecodeError):
-            index = None  # a stale or broken cache entry is rebuilt, never trusted
+        except Exception as exc:  # noqa: BLE001 - whatever is wrong with a cache entry, it is rebuilt, never trusted
+            print(f"warning: rebuilding the cached index of {record.interaction_id}: {exc}", file=sys.stderr)
     if index is None:
         index = HybridIndex.build(
             pages_from_record(record, settings),
@@ -104,19 +114,34 @@ def index_for_record(record: CragRecord, settings: Settings) -> HybridIndex:
 
 
 # -- corpus mode ---------------------------------------------------------------------------------
-def pages_from_source(source: str | Path, settings: Settings) -> Iterator[Page]:
+class IngestReport:
+    """What a corpus ingest skipped, reported as it happens and counted in the stats."""
+
+    def __init__(self, settings: Settings):
+        self.fail = settings.BAD_RECORDS == "fail"
+        self.bad_records = BadRecordWarner(settings.BAD_RECORDS_SHOWN)
+        self.skipped_files: list[str] = []
+
+    def skip_file(self, path: Path, why: str) -> None:
+        if self.fail:
+            raise DataError(f"{path}: {why}")
+        print(f"warning: skipped {path}: {why}", file=sys.stderr)
+        self.skipped_files.append(str(path))
+
+
+def pages_from_source(source: str | Path, settings: Settings, report: IngestReport | None = None) -> Iterator[Page]:
     """Pages of a CRAG dataset, a prepared ``crag_corpus.jsonl``, or a folder of documents."""
+    report = report or IngestReport(settings)
     src = Path(source)
     if str(source) != "example" and src.is_dir():
-        yield from _pages_from_folder(src, settings)
+        yield from _pages_from_folder(src, settings, report)
         return
-    if str(source) != "example" and not src.exists():
-        raise DataError(f"ingest source {src} does not exist")
+    src = resolve_dataset(source)
     if str(source) != "example" and _is_pages_file(src):
-        yield from _pages_from_corpus_file(src, settings)
+        yield from _pages_from_corpus_file(src, settings, report)
         return
     seen: set[str] = set()
-    for record in iter_records(source, on_bad=settings.BAD_RECORDS, on_bad_record=_warn):
+    for record in iter_records(src, on_bad=settings.BAD_RECORDS, on_bad_record=report.bad_records):
         for page in pages_from_record(record, settings):
             if page.page_id in seen:
                 continue
@@ -125,56 +150,65 @@ def pages_from_source(source: str | Path, settings: Settings) -> Iterator[Page]:
             yield page
 
 
-def _warn(bad) -> None:
-    print(f"skipped bad record {bad}", file=sys.stderr)
-
-
 def _is_pages_file(path: Path) -> bool:
-    with open_text(path) as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    return False
-                return isinstance(row, dict) and "page_result" in row and "query" not in row
+    for _, line, _ in iter_lines(path):
+        if line is None:
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            return False
+        return isinstance(row, dict) and "page_result" in row and "query" not in row
     return False
 
 
-def _pages_from_corpus_file(path: Path, settings: Settings) -> Iterator[Page]:
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if settings.BAD_RECORDS == "fail":
-                    raise DataError(f"{path}:{lineno}: bad JSON ({exc.msg})") from None
-                print(f"skipped bad page {path}:{lineno}: bad JSON ({exc.msg})", file=sys.stderr)
-                continue
-            yield make_page(
-                row.get("page_result") or row.get("page_snippet") or "",
-                page_name=row.get("page_name", ""),
-                page_url=row.get("page_url", ""),
-                page_last_modified=row.get("page_last_modified", "") or "",
-                page_index=lineno - 1,
-                source=str(path),
-                max_chars=settings.MAX_PAGE_CHARS,
-            )
+def _pages_from_corpus_file(path: Path, settings: Settings, report: IngestReport) -> Iterator[Page]:
+    for lineno, page in iter_validated(path, SearchResult, settings.BAD_RECORDS, report.bad_records):
+        yield make_page(
+            page.page_result or page.page_snippet,
+            page_name=page.page_name,
+            page_url=page.page_url,
+            page_last_modified=page.page_last_modified,
+            page_index=lineno - 1,
+            source=str(path),
+            max_chars=settings.MAX_PAGE_CHARS,
+            max_raw_chars=settings.MAX_PAGE_RAW_CHARS,
+        )
 
 
-def _pages_from_folder(folder: Path, settings: Settings) -> Iterator[Page]:
+def read_text_file(path: Path, max_chars: int) -> str:
+    """A document's text: UTF-8 (with or without a byte-order mark), else Windows-1252, which decodes
+    any byte. At most ``4 * max_chars`` bytes are read, room for ``max_chars`` characters of any UTF-8
+    text (``make_page`` cuts the rest, after dropping scripts). Raises ``DataError`` for binary content."""
+    limit = max_chars * 4
+    with open(path, "rb") as fh:
+        data = fh.read(limit)
+    if looks_binary(data[:SNIFF_BYTES]):
+        raise DataError("not a text file (binary content)")
+    if len(data) == limit:
+        data = data[: limit - 3] + data[limit - 3 :].rstrip(bytes(range(0x80, 0x100)))  # a character cut in two
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        # UTF-8 with a few bad bytes keeps its characters; a legacy single-byte file is read as one
+        return data.decode("utf-8-sig" if _UTF8_SEQUENCE.search(data) else "cp1252", errors="replace")
+
+
+def _pages_from_folder(folder: Path, settings: Settings, report: IngestReport) -> Iterator[Page]:
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in FOLDER_SUFFIXES)
     if not files:
         raise DataError(f"{folder} holds no {sorted(FOLDER_SUFFIXES)} files")
     for i, path in enumerate(files):
         try:
-            raw = _read_pdf(path) if path.suffix.lower() == ".pdf" else path.read_text(encoding="utf-8", errors="replace")
-        except Exception as exc:  # a broken file is reported, never silently dropped
-            if settings.BAD_RECORDS == "fail":
-                raise DataError(f"cannot read {path}: {exc}") from None
-            print(f"skipped unreadable file {path}: {exc}", file=sys.stderr)
+            if path.suffix.lower() == ".pdf":
+                raw = _read_pdf(path)
+            else:
+                raw = read_text_file(path, settings.MAX_PAGE_RAW_CHARS)
+        except DataError as exc:
+            report.skip_file(path, str(exc))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a broken file is reported, never silently dropped
+            report.skip_file(path, f"unreadable ({exc})")
             continue
         yield make_page(
             raw,
@@ -184,6 +218,7 @@ def _pages_from_folder(folder: Path, settings: Settings) -> Iterator[Page]:
             page_index=i,
             source=str(path),
             max_chars=settings.MAX_PAGE_CHARS,
+            max_raw_chars=settings.MAX_PAGE_RAW_CHARS,
         )
 
 
@@ -194,24 +229,42 @@ def _read_pdf(path: Path) -> str:
 
 
 def build_corpus_index(source: str | Path, out_dir: str | Path, settings: Settings, progress: bool = True) -> dict:
-    """Ingest a whole source into a persistent index; returns throughput figures."""
+    """Ingest a whole source into a persistent index; returns throughput figures and what was skipped.
+
+    The index appears at ``out_dir`` only once complete (see ``HybridIndex.save``): a killed ingest
+    leaves the previous index, or none, never a folder that loads half an index."""
+    out = Path(out_dir)
+    if out.exists() and not (out / "manifest.json").is_file() and (not out.is_dir() or any(out.iterdir())):
+        raise DataError(f"{out} exists and is not an index folder; choose another --out (nothing was overwritten)")
     t0 = time.perf_counter()
-    pages = list(tqdm(pages_from_source(source, settings), desc="extract pages", unit="page", disable=not progress))
+    report = IngestReport(settings)
+    pages = list(tqdm(pages_from_source(source, settings, report), desc="extract pages", unit="page",
+                      disable=not progress))
+    report.bad_records.finish()
     t_extract = time.perf_counter() - t0
+    skipped = f" ({len(report.skipped_files)} files skipped)" if report.skipped_files else ""
     if not pages:
-        raise DataError(f"no pages found in {source}")
+        raise DataError(f"no pages found in {source}{skipped}")
+    if not any(p.text.strip() for p in pages):
+        raise DataError(f"nothing to index: the {len(pages)} pages of {source} hold no text{skipped}")
     embedder = get_embedder(settings)
     t1 = time.perf_counter()
     index = HybridIndex.build(
         pages, embedder, settings.CHUNK_SIZE_CHARS, settings.CHUNK_OVERLAP_CHARS, settings.MIN_CHUNK_CHARS,
         show_progress=progress,
     )
+    if not len(index):
+        raise DataError(f"nothing to index: no page of {source} has a passage of at least "
+                        f"{settings.MIN_CHUNK_CHARS} characters (MIN_CHUNK_CHARS){skipped}")
     t_index = time.perf_counter() - t1
-    index.save(out_dir, {"mode": "corpus", "source": str(source), **_chunking_key(settings)})
+    index.save(out, {"mode": "corpus", "source": str(source), **_chunking_key(settings)})
     total = time.perf_counter() - t0
     return {
         "pages": len(pages),
         "chunks": len(index),
+        "skipped_files": len(report.skipped_files),
+        "bad_records": report.bad_records.count,
+        "untrusted_pages": sum(p.untrusted > 0 for p in pages),
         "extract_s": round(t_extract, 3),
         "index_s": round(t_index, 3),
         "total_s": round(total, 3),
@@ -229,7 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
     settings = Settings.load(overrides=args.override)
-    print(json.dumps(build_corpus_index(args.input, args.out, settings), indent=2))
+    try:
+        print(json.dumps(build_corpus_index(args.input, args.out, settings), indent=2))
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -3,6 +3,14 @@
 A chunk keeps its page's name, URL and modification date, the page's index in its source, and the
 character offsets of the chunk inside the page's extracted text, so ``page.text[start:end] ==
 chunk.text`` always holds and any quoted sentence can be checked against the exact source text.
+
+Extraction keeps what a reader of the rendered page sees: elements hidden by CSS or by the
+``hidden`` / ``aria-hidden`` attributes are dropped (hidden text is a way to plant claims no reader
+would see). Pages are hostile input, so extraction is bounded (``MAX_PAGE_RAW_CHARS``) and a page the
+tree parser cannot hold (libxml2 stops at 256 levels of nesting and drops what is deeper) is read by
+a flat tokenizer instead. Sentences that address the model rather than the reader are counted on the
+page (``untrusted``, copied to its chunks as ``page_untrusted``) so such a page backs no answer and a
+trace shows where the injection attempt was.
 """
 
 from __future__ import annotations
@@ -10,14 +18,28 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from html.parser import HTMLParser
+from typing import Any, Mapping
 
 import trafilatura
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from lxml import html as lxml_html
+from trafilatura.utils import load_html
+
+from agentic_rag.datasets.crag import clean_text
+from agentic_rag.generator.citations import untrusted_sentences
 
 _TAG = re.compile(r"<\s*(html|body|div|p|span|head|table|!doctype|a|br)\b", re.IGNORECASE)
 _DROP = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "iframe")
+# a bump re-extracts every cached page (ingest's cache key includes it)
+EXTRACTOR_VERSION = 2
+# libxml2's nesting limit without XML_PARSE_HUGE: content deeper than this is dropped by the parser
+_PARSER_MAX_DEPTH = 256
+_HIDDEN_DECL = re.compile(
+    r"(?:^|[;{\s])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|opacity\s*:\s*0(?:\.0*)?"
+    r"|font-size\s*:\s*0(?:\.0*)?(?:px|pt|em|rem|%)?)\s*(?:!important\s*)?(?:;|}|$)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -31,6 +53,8 @@ class Page:
     source: str = ""
     truncated_chars: int = 0
     links: list[str] = field(default_factory=list)
+    raw_truncated_chars: int = 0  # raw page characters cut before extraction (MAX_PAGE_RAW_CHARS)
+    untrusted: int = 0  # sentences that address the model (prompts.UNTRUSTED_PATTERNS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,6 +71,7 @@ class Chunk:
     page_last_modified: str
     start: int
     end: int
+    page_untrusted: int = 0  # the page's sentences that address the model (prompts.UNTRUSTED_PATTERNS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,25 +82,101 @@ def looks_like_html(raw: str) -> bool:
 
 
 def html_to_text(raw: str) -> str:
-    """Main text of an HTML page (boilerplate, scripts and navigation removed); plain text passes through.
+    """Main text of an HTML page (boilerplate, scripts, navigation and hidden elements removed); plain
+    text passes through.
 
-    trafilatura keeps the article body and tables; when it finds nothing (tiny or odd pages) the
-    fallback strips non-content tags with lxml so no page is silently emptied.
+    trafilatura keeps the article body and tables. When the parser lost part of the page (nesting
+    deeper than libxml2 keeps), trafilatura fails, or it finds nothing (tiny or odd pages), the flat
+    fallback keeps all visible text so no page is silently emptied.
     """
     if not raw or not raw.strip():
         return ""
     if not looks_like_html(raw):
         return normalise_space(raw)
-    text = trafilatura.extract(raw, include_comments=False, include_tables=True, favor_recall=True)
+    try:
+        tree = load_html(raw)
+    except (ValueError, TypeError, lxml_html.etree.ParserError):
+        tree = None
+    if tree is None or tree.xpath(f"boolean(//*[count(ancestor::*) >= {_PARSER_MAX_DEPTH - 1}])"):
+        return normalise_space(flat_text(raw))
+    drop_hidden(tree)
+    try:
+        text = trafilatura.extract(tree, include_comments=False, include_tables=True, favor_recall=True)
+    except Exception:  # noqa: BLE001 - a crash in the extractor on a hostile page must not lose the page
+        text = None
     if text and text.strip():
         return normalise_space(text)
-    try:
-        tree = lxml_html.fromstring(raw)
-    except (ValueError, lxml_html.etree.ParserError):
-        return ""
-    for bad in tree.xpath("|".join(f"//{t}" for t in _DROP)):
-        bad.drop_tree()
-    return normalise_space(tree.text_content())
+    return normalise_space(flat_text(raw))
+
+
+def hides(attrs: Mapping[str, str | None]) -> bool:
+    """Whether an element's own attributes keep it from being shown: ``hidden``, ``aria-hidden="true"``,
+    or an inline style with ``display:none``, ``visibility:hidden``, zero opacity or zero font size.
+
+    Stylesheet rules are not read: which of them apply needs the whole cascade (media queries, more
+    specific selectors that show the element again), and guessing drops real article text."""
+    if "hidden" in attrs or (attrs.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    return bool(_HIDDEN_DECL.search(attrs.get("style") or ""))
+
+
+def drop_hidden(tree) -> None:
+    """Remove the elements a browser would not show from a parsed page (the root is kept)."""
+    for el in [el for el in tree.iter() if isinstance(el.tag, str) and hides(el.attrib)]:
+        if el.getparent() is not None:
+            el.drop_tree()
+
+
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+                   "track", "wbr"})
+_BLOCK = frozenset({"address", "article", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption", "h1", "h2",
+                    "h3", "h4", "h5", "h6", "hr", "li", "main", "ol", "p", "pre", "section", "table", "td", "th",
+                    "tr", "ul"})
+_FLAT_DROP = frozenset(_DROP) | {"head", "template"}
+
+
+class _FlatText(HTMLParser):
+    """Visible text in document order, with a stack instead of a tree: no depth limit, no recursion."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.stack: list[tuple[str, bool]] = []  # (tag, hides its content)
+        self.hiding = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _BLOCK:
+            self.parts.append("\n")
+        if tag in _VOID:
+            return
+        hidden = tag in _FLAT_DROP or hides(dict(attrs))
+        self.stack.append((tag, hidden))
+        self.hiding += hidden
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self.stack) - 1, -1, -1):  # close up to the matching open tag, if any
+            if self.stack[i][0] == tag:
+                self.hiding -= sum(h for _, h in self.stack[i:])
+                del self.stack[i:]
+                break
+        if tag in _BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self.hiding:
+            self.parts.append(data)
+
+
+def flat_text(raw: str) -> str:
+    """All visible text of an HTML page, whatever its nesting or breakage."""
+    parser = _FlatText()
+    parser.feed(raw)
+    parser.close()
+    return "".join(parser.parts)
 
 
 def extract_links(raw: str) -> list[str]:
@@ -107,7 +208,12 @@ def make_page(
     page_index: int = 0,
     source: str = "",
     max_chars: int = 200_000,
+    max_raw_chars: int = 2_000_000,
 ) -> Page:
+    if len(raw) > max_raw_chars:  # scripts and styles never give text: they go before the page is cut
+        raw = strip_scripts(raw)
+    raw_cut = max(0, len(raw) - max_raw_chars)
+    raw = clean_text(raw[:max_raw_chars])
     text = html_to_text(raw)
     cut = max(0, len(text) - max_chars)
     text = text[:max_chars]
@@ -122,7 +228,27 @@ def make_page(
         source=source,
         truncated_chars=cut,
         links=extract_links(raw),
+        raw_truncated_chars=raw_cut,
+        untrusted=len(untrusted_sentences(text)),
     )
+
+
+_SCRIPT_OPEN = re.compile(r"<(script|style)\b", re.IGNORECASE)
+_SCRIPT_CLOSE = {tag: re.compile(rf"</{tag}\s*>", re.IGNORECASE) for tag in ("script", "style")}
+
+
+def strip_scripts(raw: str) -> str:
+    """``raw`` without its ``<script>`` and ``<style>`` elements, in one pass (an unclosed one runs to the
+    end, as in a browser), so no arrangement of tags makes it slower than linear."""
+    out, pos = [], 0
+    while m := _SCRIPT_OPEN.search(raw, pos):
+        out.append(raw[pos : m.start()])
+        end = _SCRIPT_CLOSE[m.group(1).lower()].search(raw, m.end())
+        if end is None:
+            return "".join(out)
+        pos = end.end()
+    out.append(raw[pos:])
+    return "".join(out)
 
 
 def chunk_page(page: Page, chunk_size: int, overlap: int, min_chars: int) -> list[Chunk]:
@@ -154,6 +280,7 @@ def chunk_page(page: Page, chunk_size: int, overlap: int, min_chars: int) -> lis
                 page_last_modified=page.page_last_modified,
                 start=start,
                 end=start + len(text),
+                page_untrusted=page.untrusted,
             )
         )
     return chunks

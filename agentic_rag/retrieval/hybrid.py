@@ -8,9 +8,12 @@ score after fusion (the anchor boost) without touching this module.
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -28,6 +31,10 @@ _WORD = re.compile(r"(?u)\b\w+\b")
 _STOP = frozenset(STOPWORDS_EN)
 
 BonusFn = Callable[[Chunk], float]
+
+
+class BrokenIndexError(ValueError):
+    """An index folder exists but cannot be used: a killed writer, a truncated file, a race."""
 
 
 def tokenize(text: str) -> list[str]:
@@ -67,6 +74,7 @@ class Passage:
             "bm25_score": round(self.bm25_score, 6),
             "fused_score": round(self.fused_score, 6),
             "bonus": round(self.bonus, 6),
+            "page_untrusted": self.chunk.page_untrusted,
         }
 
 
@@ -215,6 +223,8 @@ class HybridIndex:
         return chosen
 
     def _bm25_scores(self, query: str) -> np.ndarray:
+        if not self.chunks:  # an empty BM25 was never indexed and has no vocabulary
+            return np.zeros(0, dtype=np.float32)
         tokens = [t for t in tokenize(query) if t in self.bm25.vocab_dict]
         if not tokens:
             return np.zeros(len(self.chunks), dtype=np.float32)
@@ -243,25 +253,35 @@ class HybridIndex:
 
     # -- persistence ----------------------------------------------------------------------------
     def save(self, out_dir: str | Path, manifest: dict[str, Any] | None = None) -> Path:
+        """Write the index to a fresh temporary folder beside ``out_dir`` and rename it into place.
+
+        Readers therefore see the old index, no index, or the new one, never a half-written folder; a
+        writer killed mid-way leaves only a hidden temporary folder (swept by the next save once its
+        process is gone). The manifest, written last, lists every file's size so a file truncated
+        later is caught at load instead of crashing inside FAISS or bm25s."""
         out = Path(out_dir)
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        _write_jsonl(tmp / "pages.jsonl", (p.to_dict() for p in self.pages))
-        _write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in self.chunks))
-        np.save(tmp / "embeddings.npy", self.embeddings)
-        faiss.write_index(self.faiss, str(tmp / "faiss.index"))
-        self.bm25.save(str(tmp / "bm25"), show_progress=False)
-        meta = {
-            "format": INDEX_FORMAT,
-            "embedding_model": self.embedder.identity,
-            "pages": len(self.pages),
-            "chunks": len(self.chunks),
-            **(manifest or {}),
-        }
-        (tmp / "manifest.json").write_text(json.dumps(meta, indent=2))
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_stale(out)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp", dir=out.parent))
+        try:
+            _write_jsonl(tmp / "pages.jsonl", (p.to_dict() for p in self.pages))
+            _write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in self.chunks))
+            np.save(tmp / "embeddings.npy", self.embeddings)
+            faiss.write_index(self.faiss, str(tmp / "faiss.index"))
+            if self.chunks:  # an empty index has no BM25 to save (bm25s cannot save an unindexed model)
+                self.bm25.save(str(tmp / "bm25"), show_progress=False)
+            meta = {
+                "format": INDEX_FORMAT,
+                "embedding_model": self.embedder.identity,
+                "pages": len(self.pages),
+                "chunks": len(self.chunks),
+                **(manifest or {}),
+                "files": {str(f.relative_to(tmp)): f.stat().st_size for f in sorted(tmp.rglob("*")) if f.is_file()},
+            }
+            (tmp / "manifest.json").write_text(json.dumps(meta, indent=2))
+            _publish(tmp, out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already unless publishing failed
         return out
 
     @classmethod
@@ -270,7 +290,12 @@ class HybridIndex:
         manifest_path = d / "manifest.json"
         if not manifest_path.is_file():
             raise FileNotFoundError(f"{d} is not an index folder (no manifest.json); build one with `agentic-rag ingest`")
-        manifest = json.loads(manifest_path.read_text())
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            if not isinstance(manifest, dict):
+                raise ValueError("manifest.json is not a JSON object")
+        except (OSError, ValueError) as exc:
+            raise BrokenIndexError(f"index {d} has an unreadable manifest ({exc}): rebuild it") from None
         if manifest.get("format") != INDEX_FORMAT:
             raise ValueError(f"index {d} has format {manifest.get('format')}, expected {INDEX_FORMAT}: rebuild it")
         if manifest.get("embedding_model") != embedder.identity:
@@ -278,12 +303,61 @@ class HybridIndex:
                 f"index {d} was built with embeddings {manifest.get('embedding_model')!r}, "
                 f"not {embedder.identity!r}: rebuild it or set EMBEDDING_MODEL"
             )
-        pages = [Page(**row) for row in _read_jsonl(d / "pages.jsonl")]
-        chunks = [Chunk(**row) for row in _read_jsonl(d / "chunks.jsonl")]
-        embeddings = np.load(d / "embeddings.npy")
-        vector_index = faiss.read_index(str(d / "faiss.index"))
-        bm25 = bm25s.BM25.load(str(d / "bm25"), show_progress=False) if chunks else None
+        try:
+            for name, size in (manifest.get("files") or {}).items():
+                found = (d / name).stat().st_size
+                if found != size:
+                    raise ValueError(f"{name} has {found} bytes, the manifest says {size}")
+            pages = [Page(**row) for row in _read_jsonl(d / "pages.jsonl")]
+            chunks = [Chunk(**row) for row in _read_jsonl(d / "chunks.jsonl")]
+            embeddings = np.load(d / "embeddings.npy")
+            vector_index = faiss.read_index(str(d / "faiss.index"))
+            bm25 = bm25s.BM25.load(str(d / "bm25"), show_progress=False) if chunks else None
+            if len(embeddings) != len(chunks) or vector_index.ntotal != len(chunks):
+                raise ValueError(f"{len(chunks)} chunks but {len(embeddings)} embeddings and {vector_index.ntotal} vectors")
+        except (OSError, ValueError, TypeError, KeyError, RuntimeError, EOFError) as exc:
+            # RuntimeError is what FAISS raises on a cut or vanished file
+            raise BrokenIndexError(f"index {d} is damaged or incomplete ({exc}): rebuild it") from None
         return cls(pages, chunks, embeddings, embedder, vector_index=vector_index, bm25=bm25)
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """Move a finished index folder to ``out``, replacing what is there."""
+    old = None
+    if out.exists() or out.is_symlink():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".old", dir=out.parent))
+        try:
+            os.replace(out, old / out.name)
+        except FileNotFoundError:
+            pass  # a concurrent writer replaced it first
+    try:
+        os.rename(tmp, out)
+    except OSError:
+        if not (out / "manifest.json").is_file():
+            raise
+        # a concurrent writer published the same index a moment ago; this copy is dropped
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _sweep_stale(out: Path) -> None:
+    """Remove the folders beside ``out`` that writers killed mid-save left (their process is gone): a
+    half-written new index, or the old one being replaced (about to be replaced again by this save)."""
+    for leftover in out.parent.glob(f".{glob.escape(out.name)}.*"):
+        pid = leftover.name[len(out.name) + 2 :].split(".", 1)[0]
+        if leftover.suffix in (".tmp", ".old") and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 def _top(scores: np.ndarray, k: int) -> list[int]:

@@ -19,8 +19,8 @@ WORKER = "worker"
 
 def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | str:
     """One worker per selected anchor; a question without anchors gets one worker on the question itself.
-    An out-of-domain question is not searched at all: BAUG refuses it."""
-    if state.get("ood"):
+    An out-of-domain or too long question is not searched at all: BAUG refuses it."""
+    if state.get("ood") or state.get("too_long"):
         return "baug"
     settings = Settings.from_runnable_config(config)
     anchors = state.get("anchors") or [None]

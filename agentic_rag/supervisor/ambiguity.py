@@ -31,6 +31,14 @@ OVERVIEW = re.compile(
 ENTITY_TYPES = {"entity", "person", "org", "place", "work", "event", "award", "tournament", "category"}
 
 
+def question_too_long(question: str, settings) -> str:
+    """Why the question is refused as input, or ''. A question thousands of words long is a pasted
+    document, not a question; it would cost minutes of anchor extraction and a prompt no budget holds."""
+    if len(question) > settings.MAX_QUESTION_CHARS:
+        return f"is {len(question)} characters long; at most {settings.MAX_QUESTION_CHARS} (MAX_QUESTION_CHARS) are read"
+    return ""
+
+
 def out_of_domain(question: str, settings) -> str:
     """The pattern that puts the question out of domain, or ''."""
     for pattern in settings.OOD_DENY_PATTERNS:

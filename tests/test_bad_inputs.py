@@ -1,0 +1,247 @@
+"""Bad input files and records (issue #21, part A): each ends as a clear error or a clean refusal for
+that question, the run goes on, and nothing is lost. Every input is built here in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentic_rag.cli import app
+from agentic_rag.datasets.crag import DataError, ReadReport, iter_records
+from agentic_rag.eval.runner import run_eval
+from agentic_rag.llm.factory import count_tokens
+from agentic_rag.runner import answer
+from tests.fakes import ScriptedChat
+
+runner = CliRunner()
+PAGE = ("<html><body><article><p>At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best "
+        "Animated Feature. The ceremony took place at the Kodak Theatre in Hollywood.</p></article></body></html>")
+QUESTION = "which movie won best animated feature at the 2004 oscars?"
+REPLY = ('Finding Nemo won. {cite:76th academy} "At the 76th Academy Awards, held in 2004, Finding Nemo won the '
+         'Oscar for Best Animated Feature"')
+
+
+def rec(rid: str, pages: list[str] | None = None, query: str = QUESTION, **extra) -> dict:
+    results = [{"page_name": f"page {i}", "page_url": f"toy://{rid}/{i}", "page_result": p}
+               for i, p in enumerate(pages if pages is not None else [PAGE])]
+    return {"interaction_id": rid, "query": query, "answer": "finding nemo", "search_results": results, **extra}
+
+
+def write_jsonl(path: Path, rows: list, raw_lines: dict[int, bytes] | None = None) -> Path:
+    """Rows as JSON lines; ``raw_lines`` puts exact bytes at given 0-based positions."""
+    lines = [json.dumps(r, ensure_ascii=False).encode() for r in rows]
+    for pos, raw in sorted((raw_lines or {}).items()):
+        lines.insert(pos, raw)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def fake(settings):
+    return ScriptedChat(replies=[REPLY], count_tokens=lambda t: count_tokens(t, settings))
+
+
+def cli(*args: str):
+    """Run the CLI in-process; an uncaught exception (a traceback for a user) fails the test."""
+    res = runner.invoke(app, list(args))
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "Traceback" not in res.output, res.output
+    return res
+
+
+def error_line(res) -> str:
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, res.output
+    return lines[0]
+
+
+# -- 1. empty search_results ------------------------------------------------------------------------
+def test_empty_search_results_refuse_that_question_and_the_eval_goes_on(agent_settings, tmp_path):
+    # before: AttributeError ('BM25' object has no attribute 'scores') aborted the whole eval
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("empty", pages=[]), rec("good")])
+    res = run_eval(data, "agent", agent_settings, tmp_path / "run", progress=False,
+                   extra_config={"llm": fake(agent_settings)})
+    rows = {r["id"]: r for r in res["rows"]}
+    assert rows["empty"]["status"] == "refuse" and rows["empty"]["reason"] == "ABSTAIN_NO_EVIDENCE"
+    assert rows["empty"]["llm_calls"] == 0
+    assert rows["good"]["status"] == "ok" and res["summary"]["n"] == 2
+
+
+def test_empty_search_results_in_search_and_ask(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("empty", pages=[])])
+    art = f"ARTIFACTS_DIR={tmp_path / 'art'}"
+    res = cli("search", "nemo", "--dataset", str(data), "--id", "empty", "--json", "-o", art)
+    assert res.exit_code == 0 and json.loads(res.stdout) == []
+    res = cli("ask", "--dataset", str(data), "--id", "empty", "--json", "-o", art)
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert out["status"] == "refuse" and out["reason"] == "ABSTAIN_NO_EVIDENCE" and out["llm_calls"] == 0
+
+
+def test_ingest_of_a_folder_of_empty_files_is_a_clear_error(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("a.txt", "b.html", "c.md"):
+        (folder / name).write_text("")
+    res = cli("ingest", str(folder), "--out", str(tmp_path / "idx"), "-o", f"ARTIFACTS_DIR={tmp_path}")
+    assert res.exit_code == 2 and "nothing to index" in error_line(res)
+    assert not (tmp_path / "idx").exists()
+
+
+# -- 2. binary input ----------------------------------------------------------------------------------
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 40
+
+
+def test_ingest_of_a_binary_file_given_directly_is_a_clear_error(tmp_path):
+    (tmp_path / "prog.jsonl").write_bytes(ELF)
+    res = cli("ingest", str(tmp_path / "prog.jsonl"), "--out", str(tmp_path / "idx"), "-o", f"ARTIFACTS_DIR={tmp_path}")
+    assert res.exit_code == 2 and "binary" in error_line(res)
+
+
+def test_ingest_skips_a_binary_file_in_a_folder_with_a_warning_and_counts_it(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "x.html").write_bytes(ELF)  # before: indexed silently as 257 chunks of bytes
+    (folder / "nemo.txt").write_text("At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best "
+                                     "Animated Feature, ahead of Brother Bear and The Triplets of Belleville.")
+    (folder / "latin1.txt").write_bytes("Le caf\xe9 de la gare ouvre \xe0 six heures, m\xeame le dimanche matin.".encode("latin-1"))
+    res = cli("ingest", str(folder), "--out", str(tmp_path / "idx"), "-o", f"ARTIFACTS_DIR={tmp_path}")
+    assert res.exit_code == 0, res.output
+    assert f"skipped {folder / 'x.html'}" in res.stderr and "binary" in res.stderr
+    stats = json.loads(res.stdout)
+    assert stats["skipped_files"] == 1 and stats["pages"] == 2
+    chunks = [json.loads(line)["text"] for line in (tmp_path / "idx" / "chunks.jsonl").read_text().splitlines()]
+    assert any("Finding Nemo" in c for c in chunks) and any("café de la gare" in c for c in chunks)
+    assert not any("ELF" in c for c in chunks)
+
+
+# -- 3. bad lines are shown; an empty dataset is an error ---------------------------------------------
+def test_bad_lines_are_printed_on_stderr_with_a_cap(agent_settings, tmp_path, capsys):
+    # before: printed nothing on screen (file and line only in config.json)
+    raw = {i: b"{not json" for i in range(1, 6)}
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("good")], raw)
+    s = agent_settings.replace(BAD_RECORDS_SHOWN=3)
+    res = run_eval(data, "agent", s, tmp_path / "run", progress=False, extra_config={"llm": fake(s)})
+    assert res["summary"]["n"] == 1 and res["summary"]["bad_records"] == 5
+    err = capsys.readouterr().err
+    shown = [ln for ln in err.splitlines() if ln.startswith("warning: skipped bad record")]
+    assert shown == [f"warning: skipped bad record {data}:{n}: bad JSON (Expecting property name enclosed in double "
+                     f"quotes at column 2)" for n in (2, 3, 4)]
+    assert "warning: 2 more bad records skipped (5 in all)" in err
+
+
+def test_an_empty_dataset_is_a_clear_error_and_leaves_an_earlier_run_alone(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text('{"id": "kept"}\n')
+    res = cli("eval", "--dataset", str(empty), "--out", str(run), "-o", f"ARTIFACTS_DIR={tmp_path}")
+    assert res.exit_code == 2 and error_line(res) == f"error: no records in {empty}"
+    assert (run / "results.jsonl").read_text() == '{"id": "kept"}\n'  # nothing lost
+
+
+# -- 4. duplicate interaction_ids -------------------------------------------------------------------
+def test_duplicate_ids_are_refused_as_bad_records(agent_settings, tmp_path, capsys):
+    # before: 3 rows written, the summary counted 2, no warning
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("a"), rec("b"), rec("a", query="another question about a?")])
+    res = run_eval(data, "agent", agent_settings, tmp_path / "run", progress=False,
+                   extra_config={"llm": fake(agent_settings)})
+    assert [r["id"] for r in res["rows"]] == ["a", "b"]
+    assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 2
+    assert res["summary"]["n"] == 2 and res["summary"]["bad_records"] == 1
+    assert f"{data}:3: interaction_id: duplicate 'a' (first at line 1)" in capsys.readouterr().err
+
+
+# -- 5. lone surrogates and wrong types ---------------------------------------------------------------
+def test_a_lone_surrogate_in_a_page_does_not_crash_the_eval(agent_settings, tmp_path):
+    bad_page = json.dumps(rec("sur", pages=[PAGE.replace("Kodak", "Kodak \\ud800")])).replace("\\\\ud800", "\\ud800")
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("good")], {0: bad_page.encode()})
+    res = run_eval(data, "agent", agent_settings, tmp_path / "run", progress=False,
+                   extra_config={"llm": fake(agent_settings)})
+    assert {r["id"]: r["status"] for r in res["rows"]} == {"sur": "ok", "good": "ok"}
+
+
+def test_json_nested_too_deeply_is_one_bad_record(tmp_path):
+    deep = b'{"interaction_id": "deep", "query": "q", "extra": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("ok")], {0: deep})
+    report = ReadReport("")
+    assert [r.interaction_id for r in iter_records(data, report=report)] == ["ok"]
+    assert [str(b) for b in report.bad] == [f"{data}:1: JSON nested too deeply"]
+
+
+@pytest.mark.parametrize("field,value,where", [
+    ("answer", ["finding nemo"], "answer: expected a string or a number, got a list"),
+    ("answer", {"text": "finding nemo"}, "answer: expected a string or a number, got an object"),
+    ("interaction_id", {"id": 1}, "interaction_id: expected a string or an integer, got dict"),
+    ("alternative_answers", [["nemo"]], "alternative_answers: expected a string or a number, got a list"),
+    ("search_results", [{"page_result": ["<p>x</p>"]}], "search_results.0.page_result: expected a string or a number, got a list"),
+])
+def test_wrong_types_are_bad_records_with_field_and_reason(tmp_path, field, value, where):
+    # before: silently turned into their Python spelling ("['finding nemo']")
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("ok"), {**rec("bad"), field: value}])
+    report = ReadReport("")
+    assert [r.interaction_id for r in iter_records(data, report=report)] == ["ok"]
+    assert [str(b) for b in report.bad] == [f"{data}:2: {where}"]
+
+
+# -- 6. encodings -----------------------------------------------------------------------------------
+def test_a_bom_is_read_and_a_non_utf8_line_is_one_bad_record(tmp_path):
+    latin1 = json.dumps(rec("latin", query="qui a gagné le prix en 2004 ?"), ensure_ascii=False).encode("latin-1")
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("a"), rec("b")], {1: latin1})
+    data.write_bytes(b"\xef\xbb\xbf" + data.read_bytes())  # a UTF-8 file with a BOM
+    report = ReadReport("")
+    assert [r.interaction_id for r in iter_records(data, report=report)] == ["a", "b"]
+    assert len(report.bad) == 1 and report.bad[0].line == 2
+    assert report.bad[0].reason.startswith("not UTF-8 text (byte 0xe9 at column")
+
+
+def test_a_latin1_dataset_reports_each_line_and_fail_mode_stops_at_the_first(tmp_path):
+    rows = [rec(f"q{i}", query=f"où est la gare numéro {i} ?") for i in range(3)]
+    data = tmp_path / "latin1.jsonl"
+    data.write_bytes(b"\n".join(json.dumps(r, ensure_ascii=False).encode("latin-1") for r in rows) + b"\n")
+    report = ReadReport("")
+    assert list(iter_records(data, report=report)) == [] and [b.line for b in report.bad] == [1, 2, 3]
+    with pytest.raises(DataError, match=r"latin1.jsonl:1: not UTF-8"):
+        list(iter_records(data, on_bad="fail"))
+
+
+# -- 8. question length -----------------------------------------------------------------------------
+LONG = " ".join(["which movie won best animated feature at the oscars"] * 2500)  # 20,000 words
+
+
+@pytest.mark.parametrize("system", ["agent", "baseline"])
+def test_a_too_long_question_is_refused_before_any_work(agent_settings, system):
+    model = fake(agent_settings)
+    t0 = time.perf_counter()
+    result = answer(system, agent_settings, record=_record(LONG), extra_config={"llm": model})
+    assert time.perf_counter() - t0 < 5  # before: 89 s in the anchor step alone
+    assert result.status == "refuse" and result.reason == "ABSTAIN_QUESTION_TOO_LONG"
+    assert result.abstention_layer == "question_too_long" and "MAX_QUESTION_CHARS" in result.explanation
+    assert model.calls == [] and result.llm_calls == 0
+
+
+def test_the_agent_graph_refuses_a_too_long_question_on_its_own(agent_settings):
+    from graphs import get_graph
+
+    from agentic_rag.runner import graph_input
+
+    final = get_graph("agent").invoke(graph_input(record=_record(LONG)),
+                                      config={"configurable": {"settings": agent_settings, "llm": fake(agent_settings)}})
+    assert final["result"]["reason"] == "ABSTAIN_QUESTION_TOO_LONG" and final["anchors_proposed"] == []
+    assert final["latency_ms"]["anchors"] < 1000
+
+
+def test_ask_with_a_too_long_question_is_a_one_line_error(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("a")])
+    res = cli("ask", "x" * 2000, "--dataset", str(data), "--id", "a", "-o", f"ARTIFACTS_DIR={tmp_path}")
+    assert res.exit_code == 2 and "MAX_QUESTION_CHARS" in error_line(res)
+
+
+def _record(query: str):
+    from agentic_rag.datasets.crag import CragRecord
+
+    return CragRecord.model_validate(rec("long", query=query))
