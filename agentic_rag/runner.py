@@ -46,7 +46,7 @@ def answer(
     """Run one question through a graph; ``on_update(node, update)`` sees each node's output as it runs."""
     from graphs import get_graph
 
-    graph = get_graph(system)
+    graph = get_graph(system, settings)
     state = graph_input(question, record, index_dir, selected_option)
     config = {"configurable": {"settings": settings, **(extra_config or {})}}
     if settings.CHECKPOINT_PATH is not None:
