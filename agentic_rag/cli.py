@@ -441,6 +441,13 @@ def show_settings(preset: PresetOpt = None, override: OverrideOpt = None) -> Non
     values = settings.public_dump()
     for name, field in Settings.model_fields.items():
         table.add_row(name, str(values[name]), field.description or "")
+    if settings.EXTENSIONS:  # each configured extension's own settings, as EXTENSION_SETTINGS sets them
+        from agentic_rag.extensions import load_extensions
+
+        for ext in load_extensions(settings):
+            options = ext.options(settings)
+            for name, field in (type(options).model_fields.items() if options is not None else ()):
+                table.add_row(f"{ext.name}.{name}", str(getattr(options, name)), field.description or "")
     console.print(table)
 
 

@@ -264,6 +264,14 @@ def test_cli_reports_a_bad_extension_in_one_line(override, message, tmp_path):
     assert res.exit_code == 2 and "extension error" in said and message in said and "Traceback" not in said
 
 
+def test_settings_lists_the_extension_settings_with_units():
+    res = runner.invoke(app, ["settings", "-o", f"EXTENSIONS={SPEC}", "-o",
+                              'EXTENSION_SETTINGS={"freshness": {"REAL_TIME_MAX_AGE_DAYS": 2}}'])
+    assert res.exit_code == 0, res.output
+    row = next(line for line in res.stdout.splitlines() if "freshness.REAL_TIME_MAX_AGE_DAYS" in line)
+    assert "2.0" in row and "(days)" in res.stdout
+
+
 def test_cli_checks_extension_settings_and_draws_the_extended_graph():
     res = runner.invoke(app, ["graph", "-o", f"EXTENSIONS={SPEC}", "-o",
                               'EXTENSION_SETTINGS={"freshness": {"FAST_CHANGING_MAX_AGE_DAYS": -1}}'])
