@@ -15,6 +15,7 @@ from rich.table import Table
 
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
+from agentic_rag.nodes import Node
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
@@ -32,10 +33,20 @@ DEFAULT_SHARED = Path("../shared/data")
 
 def _settings(preset: str | None, overrides: list[str] | None) -> Settings:
     try:
-        return Settings.load(preset=preset, overrides=overrides or [])
+        settings = Settings.load(preset=preset, overrides=overrides or [])
     except SettingsError as exc:
         err.print(f"[red]settings error:[/] {exc}")
         raise typer.Exit(2) from None
+    if settings.EXTENSIONS or settings.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
+        from agentic_rag.extensions import ExtensionError
+        from graphs import get_graph
+
+        try:
+            get_graph("agent", settings)
+        except ExtensionError as exc:
+            err.print(f"[red]extension error:[/] {exc}")
+            raise typer.Exit(2) from None
+    return settings
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -148,17 +159,22 @@ def ask(
 
 
 DEBUG_FIELDS = {
-    "anchors": ("anchors_proposed", "anchors", "kind"),
-    "worker": ("paths",),
-    "supervise": ("bundle", "no_new_hits"),
-    "retrieve": ("passages",),
-    "pack": ("bundle",),
-    "generate": ("draft",),
-    "reflect": ("draft",),
-    "baug": ("decision", "signals", "validation"),
-    "disambiguate": ("ambiguity",),
-    "confidence_gate": ("confidence",),
+    Node.ANCHORS: ("anchors_proposed", "anchors", "kind"),
+    Node.WORKER: ("paths",),
+    Node.SUPERVISE: ("bundle", "no_new_hits"),
+    Node.RETRIEVE: ("passages",),
+    Node.PACK: ("bundle",),
+    Node.GENERATE: ("draft",),
+    Node.REFLECT: ("draft",),
+    Node.COLLECT_SIGNALS: ("signals", "validation", "flags"),
+    Node.FINAL_CHECK: ("signals",),
+    Node.DECIDE: ("decision",),
+    Node.DISAMBIGUATE: ("ambiguity",),
+    Node.CONFIDENCE_GATE: ("confidence",),
+    Node.FINALIZE: (),  # its result is printed below
 }
+# what every node's update carries besides its own keys (accounting and the trace)
+_BOOKKEEPING = ("usage", "latency_ms", "events")
 
 
 def _node_printer(settings: Settings, debug: bool):
@@ -182,7 +198,9 @@ def _node_printer(settings: Settings, debug: bool):
 def _print_update(node: str, update: dict) -> None:
     """--debug: each node's decision and signals as the graph runs (long texts trimmed)."""
     shown = {}
-    for key in DEBUG_FIELDS.get(node, ()):
+    # an extension node shows what it wrote
+    keys = DEBUG_FIELDS[node] if node in DEBUG_FIELDS else [k for k in update if k not in _BOOKKEEPING]
+    for key in keys:
         if key not in update:
             continue
         value = update[key]
@@ -324,14 +342,18 @@ def graph_cmd(
     system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
     fmt: Annotated[str, typer.Option("--format", help="mermaid, ascii, dot or png (png needs --out).")] = "mermaid",
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the drawing to this file.")] = None,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
 ) -> None:
-    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG drawn by Graphviz."""
+    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG drawn by Graphviz.
+    With EXTENSIONS set, the agent is drawn with its extension nodes in place."""
     from agentic_rag.trace.draw import BINARY_FORMATS, DrawError, draw
 
+    settings = _settings(preset, override)
     if fmt in BINARY_FORMATS and out is None:
         _fail(f"--format {fmt} writes a file: give --out FILE")
     try:
-        drawing = draw(system, fmt)
+        drawing = draw(system, fmt, settings)
     except (ValueError, DrawError) as exc:
         _fail(str(exc))
     if out is None:
@@ -392,7 +414,11 @@ def _print_steps(run, qid: str, step: int | None) -> None:
     if not found:
         raise TraceError(f"{run.path} has no checkpoints; run `agentic-rag eval --checkpoints` to record them")
     path = found[0]
-    graph = get_graph(run.system or "agent")
+    extended = {k: run.settings[k] for k in ("EXTENSIONS", "EXTENSION_SETTINGS") if run.settings.get(k)}
+    try:  # the graph the run used, extensions included
+        graph = get_graph(run.system or "agent", Settings.load(overrides=extended) if extended else None)
+    except SettingsError as exc:
+        raise TraceError(f"the run's graph cannot be rebuilt: {exc}") from None
     if step is None:
         table = Table(title=f"checkpoints of {qid} ({path})")
         for col in ("step", "next", "state keys"):
@@ -426,6 +452,13 @@ def show_settings(preset: PresetOpt = None, override: OverrideOpt = None) -> Non
     values = settings.public_dump()
     for name, field in Settings.model_fields.items():
         table.add_row(name, str(values[name]), field.description or "")
+    if settings.EXTENSIONS:  # each configured extension's own settings, as EXTENSION_SETTINGS sets them
+        from agentic_rag.extensions import load_extensions
+
+        for ext in load_extensions(settings):
+            options = ext.options(settings)
+            for name, field in (type(options).model_fields.items() if options is not None else ()):
+                table.add_row(f"{ext.name}.{name}", str(getattr(options, name)), field.description or "")
     console.print(table)
 
 

@@ -13,11 +13,11 @@ import difflib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import Annotated, Any, Iterable, Literal, Mapping
 
 from platformdirs import user_cache_dir
-from pydantic import Field, SecretStr, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 ENV_PREFIX = "AGENTIC_RAG_"
@@ -295,6 +295,16 @@ class Settings(BaseSettings):
         "working directory.",
     )
 
+    # --- Extensions (docs/extending.md) ------------------------------------------------------
+    EXTENSIONS: Annotated[list[str], NoDecode] = Field(
+        [], description="Agent nodes added without editing the graph, in order: 'module:attribute' paths or names "
+        "registered under the 'agentic_rag.extensions' entry-point group (a comma-separated string is accepted).",
+    )
+    EXTENSION_SETTINGS: dict[str, dict[str, Any]] = Field(
+        {}, description="Each extension's own settings by extension name, e.g. {\"freshness\": {\"REAL_TIME_MAX_AGE_H\": 48}} "
+        "(keys and units are the extension's; `agentic-rag settings` lists those of the configured extensions).",
+    )
+
     # --- Data and runs -----------------------------------------------------------------------
     BAD_RECORDS: Literal["skip", "fail"] = Field(
         "skip", description="On a malformed input record: report it and skip, or stop with an error."
@@ -308,6 +318,13 @@ class Settings(BaseSettings):
         "work (characters).",
     )
     ARTIFACTS_DIR: Path = Field(Path("artifacts"), description="Indexes, caches, runs and telemetry.")
+
+    @field_validator("EXTENSIONS", mode="before")
+    @classmethod
+    def _extension_list(cls, value: Any) -> Any:
+        if isinstance(value, str):  # from the environment: a JSON list, or names separated by commas
+            value = json.loads(value) if value.lstrip().startswith("[") else [v.strip() for v in value.split(",")]
+        return [v for v in value if v] if isinstance(value, list) else value
 
     @model_validator(mode="after")
     def _reranker_needs_a_model(self) -> "Settings":

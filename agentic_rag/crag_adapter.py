@@ -120,7 +120,7 @@ def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
     from agentic_rag.retrievers.source import retrieve
     from graphs import get_graph
 
-    get_graph(system)
+    get_graph(system, settings)
     get_tokenizer(settings)
     get_nlp()
     propose_anchors(_WARM_QUESTION.lower(), top_m=settings.ANCHOR_TOP_M)  # kit questions come lower-cased

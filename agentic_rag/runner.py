@@ -50,7 +50,7 @@ def answer(
     work (the agent's graph refuses it too when run on its own)."""
     from graphs import get_graph
 
-    graph = get_graph(system)
+    graph = get_graph(system, settings)
     state = graph_input(question, record, index_dir, selected_option)
     too_long = question_too_long(state["question"], settings)
     if too_long:

@@ -26,6 +26,11 @@ def merge_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> di
     return out
 
 
+def merge_flags(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer of extension requests: each extension's latest report replaces its previous one."""
+    return {**(left or {}), **(right or {})}
+
+
 def merge_latency(left: dict[str, float] | None, right: dict[str, float] | None) -> dict[str, float]:
     out = dict(left or {})
     for node, ms in (right or {}).items():
@@ -54,7 +59,7 @@ class AnswerRecord(BaseModel):
     draft: str = ""  # the model's last raw output, markup included (for inspection; empty if never called)
     citations: list[Citation] = Field(default_factory=list)
     reason: str = ""
-    abstention_layer: str = ""  # low_retrieval_score | no_score_gap | not_grounded | hedging_detected | budget
+    abstention_layer: str = ""  # low_retrieval_score | no_score_gap | not_grounded | hedging_detected | budget | extension
     explanation: str = ""
     missing: list[str] = Field(default_factory=list)
     options: list[dict[str, Any]] = Field(default_factory=list)
@@ -119,9 +124,14 @@ class RAGState(TypedDict, total=False):
     too_long: str  # why the question is refused as too long ("" when it is not)
     ambiguity: dict[str, Any]  # the ambiguity policy's status, rule and options
     citations: list[dict[str, Any]]
-    signals: dict[str, Any]
+    signals: dict[str, Any]  # BAUG's readings of the draft (collect_signals; final_check adds the verifier's)
+    cited_text: str  # the chunks the draft rests on, as collect_signals read them (the final check's verifier reads it)
     validation: dict[str, Any]
-    decision: dict[str, Any]
+    flags: dict[str, Any]  # what the policy reads besides the signals (gate/policy.Flags), from collect_signals
+    # extension name -> its request to BAUG ({"action": ABSTAIN | RETRIEVE_MORE, "code", "message", "missing",
+    # "terms"}) or None; the latest report of each extension stands (docs/extending.md)
+    extension_flags: Annotated[dict[str, Any], merge_flags]
+    decision: dict[str, Any]  # the policy's action and reason, with the flags it read
     # output
     result: dict[str, Any]
 

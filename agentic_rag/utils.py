@@ -25,6 +25,8 @@ def timed(name: str) -> Callable[[Node], Node]:
     recognises the config parameter whatever annotation style the node module uses.
     """
 
+    name = str(name)  # a ``nodes.Node`` member is recorded as its plain name
+
     def wrap(fn: Node) -> Node:
         def inner(state: dict, config: RunnableConfig) -> Any:
             started, t0 = time.time(), time.perf_counter()

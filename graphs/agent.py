@@ -1,62 +1,141 @@
-"""The anchor-centric agent with BAUG as the final decision-maker.
+"""The anchor-centric agent with BAUG as the final decision-maker: its shape and its routers.
 
-    START -> anchors -(Send, one per anchor)-> worker* -> supervise -> disambiguate -> confidence_gate -> generate -> baug
-                                                              |               |                         |
-                                                              +---------------+------> baug <-----------+
-    baug -> finalize (STOP / ABSTAIN) | reflect -> baug (once) | worker* (RETRIEVE_MORE, once)
+    START -> anchors -(Send, one per anchor)-> worker* -> supervise -> disambiguate -> confidence_gate -> generate
+                                                              |               |                |            |
+                                                              +---------------+----------------+--> collect_signals
+    collect_signals -> decide -> finalize (STOP / ABSTAIN) | reflect -> collect_signals (once)
+                              | worker* (RETRIEVE_MORE, once) | final_check -> decide (a STOP, verifier on, once)
 
-Loops are bounded by flags set in state (one-shot retrieval, one reflect), ``MAX_ROUNDS`` and the
-token / call / wall-time caps checked before each LLM call; LangGraph's recursion limit is never
-what stops it.
+BAUG is three nodes: ``collect_signals`` reads the draft against its evidence, ``decide`` applies the
+policy, ``final_check`` makes the verifier's calls on a draft about to be shown. Loops are bounded by
+flags set in state (one-shot retrieval, one reflect, one final check), ``MAX_ROUNDS`` and the token /
+call / wall-time caps checked before each LLM call; LangGraph's recursion limit is never what stops it.
+
+Extensions named in the ``EXTENSIONS`` setting are inserted on this shape's edges and checked before
+it compiles (graphs/extend.py, docs/extending.md).
 """
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+import json
+from functools import lru_cache
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END
+from langgraph.types import Send
 
 from agentic_rag.anchors.node import predict_anchors_node
-from agentic_rag.gate.confidence_node import confidence_gate_node, route_after_gate
-from agentic_rag.gate.node import FINALIZE, REFLECT_NODE, baug_node, route_after_baug
+from agentic_rag.budget import can_afford
+from agentic_rag.configuration import Settings
+from agentic_rag.extensions import Extension, load_extensions
+from agentic_rag.gate.confidence_node import confidence_gate_node
+from agentic_rag.gate.node import collect_signals_node, decide_node, final_check_node
+from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE
 from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_node, reflect_node
-from agentic_rag.retrievers.node import WORKER, dispatch_workers, worker_node
+from agentic_rag.nodes import BUDGET_CHECKED, Node
+from agentic_rag.retrievers.node import worker_node
 from agentic_rag.state import GraphInput, RAGState
 from agentic_rag.supervisor.ambiguity_node import disambiguate_node
-from agentic_rag.supervisor.node import (
-    CONFIDENCE,
-    DISAMBIGUATE,
-    GATE,
-    GENERATE,
-    route_after_disambiguate,
-    route_after_supervise,
-    supervise_node,
-)
+from agentic_rag.supervisor.node import supervise_node
+from graphs.extend import Route, Shape
 
 SYSTEM = "agent"
 
 
-def build_graph():
-    g = StateGraph(RAGState, input_schema=GraphInput)
-    g.add_node("anchors", predict_anchors_node)
-    g.add_node(WORKER, worker_node)
-    g.add_node("supervise", supervise_node)
-    g.add_node(DISAMBIGUATE, disambiguate_node)
-    g.add_node(CONFIDENCE, confidence_gate_node)
-    g.add_node(GENERATE, generate_node)
-    g.add_node(GATE, baug_node)
-    g.add_node(REFLECT_NODE, reflect_node)
-    g.add_node(FINALIZE, make_finalize_node(SYSTEM))
-    g.add_edge(START, "anchors")
-    g.add_conditional_edges("anchors", dispatch_workers, [WORKER, GATE])
-    g.add_edge(WORKER, "supervise")
-    g.add_conditional_edges("supervise", route_after_supervise, [DISAMBIGUATE, GATE])
-    g.add_conditional_edges(DISAMBIGUATE, route_after_disambiguate, [CONFIDENCE, GATE])
-    g.add_conditional_edges(CONFIDENCE, route_after_gate, [GENERATE, GATE])
-    g.add_edge(GENERATE, GATE)
-    g.add_conditional_edges(GATE, route_after_baug, [WORKER, REFLECT_NODE, FINALIZE])
-    g.add_edge(REFLECT_NODE, GATE)
-    g.add_edge(FINALIZE, END)
-    return g.compile(name=SYSTEM)
+# -- routers -------------------------------------------------------------------------------------
+def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | str:
+    """One worker per selected anchor; a question without anchors gets one worker on the question itself.
+    An out-of-domain or too long question is not searched at all: BAUG refuses it."""
+    if state.get("ood") or state.get("too_long"):
+        return Node.COLLECT_SIGNALS
+    settings = Settings.from_runnable_config(config)
+    anchors = state.get("anchors") or [None]
+    base = {k: state[k] for k in ("question", "record", "index_dir") if k in state}
+    payload = {
+        **base,
+        "round": state.get("round", 1),
+        "held_ids": list(state.get("held_ids", [])),
+        "extra_terms": list(state.get("extra_terms", [])),
+        "deadline_at": state.get("started_at", 0.0) + settings.WALL_TIME_S,
+    }
+    return [Send(str(Node.WORKER), {**payload, "anchor": anchor}) for anchor in anchors[: settings.MAX_WORKERS]]
 
 
-graph = build_graph()
+def route_after_supervise(state: RAGState, config: RunnableConfig) -> str:
+    """With evidence, the ambiguity policy and then the confidence gate look at it; without, BAUG abstains."""
+    return Node.DISAMBIGUATE if (state.get("bundle") or {}).get("passages") else Node.COLLECT_SIGNALS
+
+
+def route_after_disambiguate(state: RAGState, config: RunnableConfig) -> str:
+    """An ambiguous or refused selection goes to BAUG (no LLM call); a resolved bundle to the gate."""
+    if (state.get("ambiguity") or {}).get("status") in ("ambiguous", "refuse"):
+        return Node.COLLECT_SIGNALS
+    return Node.CONFIDENCE_GATE
+
+
+def route_after_gate(state: RAGState, config: RunnableConfig) -> str:
+    """Generate only past the gate, with something new to say, and within every cap; else BAUG decides."""
+    settings = Settings.from_runnable_config(config)
+    bundle = state.get("bundle") or {}
+    if not (state.get("confidence") or {}).get("passed", True) or state.get("no_new_hits"):
+        return Node.COLLECT_SIGNALS
+    if not can_afford(state, settings, bundle.get("generation_cost", 0)):
+        return Node.COLLECT_SIGNALS
+    return Node.GENERATE
+
+
+def route_after_decide(state: RAGState, config: RunnableConfig) -> str | list[Send]:
+    decision = state.get("decision") or {}
+    if decision.get("final_check"):
+        return Node.FINAL_CHECK
+    action = decision.get("action", ABSTAIN)
+    if action == RETRIEVE_MORE:
+        return dispatch_workers(state, config)
+    if action == REFLECT:
+        return Node.REFLECT
+    return Node.FINALIZE
+
+
+# -- the graph -----------------------------------------------------------------------------------
+def agent_shape() -> Shape:
+    shape = Shape(start=Node.ANCHORS, budget_checked=BUDGET_CHECKED)
+    shape.add(Node.ANCHORS, predict_anchors_node,
+              Route(dispatch_workers, (Node.WORKER, Node.COLLECT_SIGNALS), sends=frozenset({Node.WORKER})))
+    shape.add(Node.WORKER, worker_node, Node.SUPERVISE)
+    shape.add(Node.SUPERVISE, supervise_node, Route(route_after_supervise, (Node.DISAMBIGUATE, Node.COLLECT_SIGNALS)))
+    shape.add(Node.DISAMBIGUATE, disambiguate_node,
+              Route(route_after_disambiguate, (Node.CONFIDENCE_GATE, Node.COLLECT_SIGNALS)))
+    shape.add(Node.CONFIDENCE_GATE, confidence_gate_node, Route(route_after_gate, (Node.GENERATE, Node.COLLECT_SIGNALS)))
+    shape.add(Node.GENERATE, generate_node, Node.COLLECT_SIGNALS)
+    shape.add(Node.COLLECT_SIGNALS, collect_signals_node, Node.DECIDE)
+    shape.add(Node.DECIDE, decide_node, Route(route_after_decide, (Node.WORKER, Node.FINAL_CHECK, Node.REFLECT,
+                                                                   Node.FINALIZE), sends=frozenset({Node.WORKER})))
+    shape.add(Node.FINAL_CHECK, final_check_node, Node.DECIDE)
+    shape.add(Node.REFLECT, reflect_node, Node.COLLECT_SIGNALS)
+    shape.add(Node.FINALIZE, make_finalize_node(SYSTEM), END)
+    return shape
+
+
+def build_graph(extensions: list[Extension] | tuple[Extension, ...] = ()):
+    """The compiled agent, with ``extensions`` inserted in order (ExtensionError if one does not fit)."""
+    shape = agent_shape()
+    for ext in extensions:
+        shape.insert(ext)
+    shape.check_loops()
+    return shape.compile(RAGState, GraphInput, SYSTEM)
+
+
+@lru_cache(maxsize=8)
+def _built(specs: tuple[str, ...], options: str):
+    settings = Settings.load(overrides={"EXTENSIONS": list(specs), "EXTENSION_SETTINGS": json.loads(options)})
+    return build_graph(load_extensions(settings))
+
+
+def graph_for(settings: Settings):
+    """The agent for a run's settings: the plain graph, or one built (once) with its extensions."""
+    return _built(tuple(settings.EXTENSIONS), json.dumps(settings.EXTENSION_SETTINGS, sort_keys=True))
+
+
+# langgraph.json's graph: extensions come from the environment (AGENTIC_RAG_EXTENSIONS)
+graph = graph_for(Settings.load())

@@ -15,6 +15,7 @@ from agentic_rag.configuration import Settings
 from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_plain_node
 from agentic_rag.llm.factory import count_tokens
+from agentic_rag.nodes import Node
 from agentic_rag.retrievers.source import resolve_index, retrieve
 from agentic_rag.state import GraphInput, RAGState
 from agentic_rag.supervisor.packing import pack_evidence
@@ -23,7 +24,7 @@ from agentic_rag.utils import timed
 SYSTEM = "baseline"
 
 
-@timed("retrieve")
+@timed(Node.RETRIEVE)
 def retrieve_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     index = resolve_index(state, settings)
@@ -31,7 +32,7 @@ def retrieve_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     return {"passages": [p.to_dict() for p in passages]}
 
 
-@timed("pack")
+@timed(Node.PACK)
 def pack_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     bundle = pack_evidence(state.get("passages", []), settings.MAX_CONTEXT_TOKENS, lambda t: count_tokens(t, settings))
@@ -40,15 +41,15 @@ def pack_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 
 def build_graph():
     g = StateGraph(RAGState, input_schema=GraphInput)
-    g.add_node("retrieve", retrieve_node)
-    g.add_node("pack", pack_node)
-    g.add_node("generate", generate_plain_node)
-    g.add_node("finalize", make_finalize_node(SYSTEM))
-    g.add_edge(START, "retrieve")
-    g.add_edge("retrieve", "pack")
-    g.add_edge("pack", "generate")
-    g.add_edge("generate", "finalize")
-    g.add_edge("finalize", END)
+    g.add_node(Node.RETRIEVE, retrieve_node)
+    g.add_node(Node.PACK, pack_node)
+    g.add_node(Node.GENERATE, generate_plain_node)
+    g.add_node(Node.FINALIZE, make_finalize_node(SYSTEM))
+    g.add_edge(START, Node.RETRIEVE)
+    g.add_edge(Node.RETRIEVE, Node.PACK)
+    g.add_edge(Node.PACK, Node.GENERATE)
+    g.add_edge(Node.GENERATE, Node.FINALIZE)
+    g.add_edge(Node.FINALIZE, END)
     return g.compile(name=SYSTEM)
 
 

@@ -111,8 +111,9 @@ def test_no_regeneration_when_the_extra_round_brings_nothing_new(agent_settings)
 
 
 def test_supervisor_regenerates_only_on_new_hits(agent_settings):
-    from agentic_rag.gate.confidence_node import route_after_gate
-    from agentic_rag.supervisor.node import DISAMBIGUATE, GATE, GENERATE, route_after_supervise, supervise_node
+    from agentic_rag.nodes import Node
+    from agentic_rag.supervisor.node import supervise_node
+    from graphs.agent import route_after_gate, route_after_supervise
 
     s = agent_settings
     config = {"configurable": {"settings": s}}
@@ -123,13 +124,13 @@ def test_supervisor_regenerates_only_on_new_hits(agent_settings):
     stale = {**base, "paths": [path1, {"round": 2, "anchor": None, "passages": [passage]}]}
     update = supervise_node(stale, config)
     assert update["no_new_hits"] is True
-    assert route_after_supervise({**stale, **update}, config) == DISAMBIGUATE
-    assert route_after_gate({**stale, **update, "confidence": {"passed": True}}, config) == GATE
+    assert route_after_supervise({**stale, **update}, config) == Node.DISAMBIGUATE
+    assert route_after_gate({**stale, **update, "confidence": {"passed": True}}, config) == Node.COLLECT_SIGNALS
     new = {**base, "paths": [path1, {"round": 2, "anchor": None, "passages": [passage, fresh]}]}
     update = supervise_node(new, config)
     assert update["no_new_hits"] is False and update["held_ids"] == ["p:0", "p:1"]
-    assert route_after_gate({**new, **update, "confidence": {"passed": True}}, config) == GENERATE
-    assert route_after_gate({**new, **update, "confidence": {"passed": False}}, config) == GATE
+    assert route_after_gate({**new, **update, "confidence": {"passed": True}}, config) == Node.GENERATE
+    assert route_after_gate({**new, **update, "confidence": {"passed": False}}, config) == Node.COLLECT_SIGNALS
 
 
 def test_unsupported_draft_is_reflected_once_then_stops(agent_settings):
@@ -211,17 +212,19 @@ def test_baseline_and_agent_share_the_output_record(agent_settings):
 
 
 def test_graph_shape():
+    from agentic_rag.nodes import Node
     from graphs import get_graph
 
     g = get_graph("agent").get_graph()
-    nodes = set(g.nodes)
-    assert {"anchors", "worker", "supervise", "disambiguate", "confidence_gate", "generate", "baug", "reflect",
-            "finalize"} <= nodes
+    assert set(g.nodes) == {"__start__", "__end__", *(n for n in Node if n not in (Node.RETRIEVE, Node.PACK))}
     edges = {(e.source, e.target) for e in g.edges}
-    assert ("generate", "baug") in edges and ("reflect", "baug") in edges and ("finalize", "__end__") in edges
-    assert ("baug", "worker") in edges and ("baug", "finalize") in edges and ("confidence_gate", "generate") in edges
-    assert ("supervise", "disambiguate") in edges and ("supervise", "baug") in edges
-    assert ("disambiguate", "confidence_gate") in edges and ("anchors", "baug") in edges
+    signals, decide = Node.COLLECT_SIGNALS, Node.DECIDE
+    assert ("generate", signals) in edges and ("reflect", signals) in edges and (signals, decide) in edges
+    assert (decide, "worker") in edges and (decide, "finalize") in edges and (decide, "reflect") in edges
+    assert (decide, "final_check") in edges and ("final_check", decide) in edges and ("finalize", "__end__") in edges
+    assert ("confidence_gate", "generate") in edges and ("confidence_gate", signals) in edges
+    assert ("supervise", "disambiguate") in edges and ("supervise", signals) in edges
+    assert ("disambiguate", "confidence_gate") in edges and ("anchors", signals) in edges
 
 
 def test_gray_zone_judge_is_called_once_and_booked_as_judge(agent_settings):

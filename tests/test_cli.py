@@ -37,6 +37,7 @@ def test_settings_table_lists_units():
 def test_graph_prints_the_agent_shape_offline():
     res = runner.invoke(app, ["graph", "--system", "agent"])
     assert res.exit_code == 0
-    for edge in ("baug -.-> reflect", "baug -.-> worker", "reflect --> baug", "anchors -.-> worker"):
+    for edge in ("decide -.-> reflect", "decide -.-> worker", "reflect --> collect_signals", "anchors -.-> worker",
+                 "collect_signals --> decide", "decide -.-> final_check", "final_check --> decide"):
         assert edge in res.stdout
     assert runner.invoke(app, ["graph", "--system", "nope"]).exit_code == 2

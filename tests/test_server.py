@@ -67,5 +67,5 @@ def test_served_graph_checks_its_input_and_reports_timings(server, tmp_path):
     assert status == 200 and "__error__" not in body, body
     result = body["result"]
     assert result["status"] == "refuse" and result["reason"] == "ABSTAIN_NO_EVIDENCE"
-    assert result["latency_ms"] > 0 and {"anchors", "worker", "baug"} <= set(result["latency_by_node_ms"])
+    assert result["latency_ms"] > 0 and {"anchors", "worker", "collect_signals", "decide"} <= set(result["latency_by_node_ms"])
     assert [e["node"] for e in body["events"]][:2] == ["anchors", "worker"]

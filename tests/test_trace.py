@@ -38,12 +38,12 @@ def records():
     return [ok, none, hostile]
 
 
-def make_run(out: Path, system: str = "agent", **overrides) -> Path:
+def make_run(out: Path, system: str = "agent", replies: list[str] = REPLIES, **overrides) -> Path:
     """A small real run folder (real retrieval and BAUG, scripted generator)."""
     settings = Settings.load(overrides={"ARTIFACTS_DIR": str(out.parent / "artifacts"), **overrides})
     data = out.parent / "toy.jsonl"
     write_records(records(), data)
-    fake = ScriptedChat(replies=list(REPLIES), count_tokens=lambda t: count_tokens(t, settings))
+    fake = ScriptedChat(replies=list(replies), count_tokens=lambda t: count_tokens(t, settings))
     run_eval(data, system, settings, out, progress=False, extra_config={"llm": fake})
     return out
 
@@ -61,19 +61,38 @@ def test_result_rows_record_every_node(agent_run):
     rows = rows_of(agent_run)
     ok = rows["toy-ok"]
     nodes = [e["node"] for e in sorted(ok["events"], key=lambda e: e["start"])]
-    assert nodes[0] == "anchors" and nodes[-1] == "finalize" and "worker" in nodes and "baug" in nodes
+    assert nodes[0] == "anchors" and nodes[-1] == "finalize" and "worker" in nodes
+    assert nodes[-4:] == ["generate", "collect_signals", "decide", "finalize"]
     assert set(ok["latency_by_node_ms"]) == set(nodes) and all(ms >= 0 for ms in ok["latency_by_node_ms"].values())
     worker = next(e for e in ok["events"] if e["node"] == "worker")
     kept = worker["paths"][0]["kept"][0]
     assert {"chunk_id", "path_score", "fine_sim", "fused_score", "text"} <= set(kept)
-    baug = next(e for e in ok["events"] if e["node"] == "baug")
-    assert baug["decision"]["reason"] == "STOP_OVERLAP_OK" and baug["signals"]["overlap_est"] >= 0.5
+    signals = next(e for e in ok["events"] if e["node"] == "collect_signals")
+    decide = next(e for e in ok["events"] if e["node"] == "decide")
+    assert signals["signals"]["overlap_est"] >= 0.5 and "decision" not in signals
+    assert decide["decision"]["reason"] == "STOP_OVERLAP_OK" and "signals" not in decide
     generate = next(e for e in ok["events"] if e["node"] == "generate")
     assert generate["tokens"] > 0 and generate["llm_calls"] == 1
     # the cited chunk is kept whole so its quote can be shown in place
     cited = ok["citations"][0]["chunk_id"]
     assert QUOTE_2004 in ok["quoted_chunks"][cited]
-    assert [e["node"] for e in rows["toy-none"]["events"]][-2:] == ["baug", "finalize"]
+    assert [e["node"] for e in rows["toy-none"]["events"]][-3:] == ["collect_signals", "decide", "finalize"]
+
+
+def test_the_final_check_is_a_node_of_its_own_in_the_timeline(tmp_path):
+    # the verifier answers "no" on the first question, "yes" on the last
+    out = make_run(tmp_path / "verify", replies=[REPLIES[0], "no", REPLIES[1], "yes"], VERIFIER_ENABLED=True)
+    ok = rows_of(out)["toy-ok"]
+    nodes = [e["node"] for e in sorted(ok["events"], key=lambda e: e["start"])]
+    assert nodes[-5:] == ["collect_signals", "decide", "final_check", "decide", "finalize"]
+    check = next(e for e in ok["events"] if e["node"] == "final_check")
+    assert check["llm_calls"] == 1 and check["tokens"] > 0 and check["signals"]["verified_score"] == 0.0
+    res = runner.invoke(app, ["trace", str(out), "--id", "toy-ok", "--brief"])
+    assert res.exit_code == 0, res.output
+    assert "-> STOP (STOP_OVERLAP_OK), pending the final check" in res.stdout
+    assert "decided at decide (round 1): ABSTAIN ABSTAIN_NOT_VERIFIED" in res.stdout
+    view = question_view(load_run(out), load_run(out).row("toy-ok"))
+    assert [r["label"] for r in view["rounds"]] == ["round 1: ABSTAIN_NOT_VERIFIED"]
 
 
 def test_event_texts_are_cut_to_the_setting(tmp_path):
@@ -92,13 +111,13 @@ def test_trace_cli_table_and_one_question(agent_run):
     res = runner.invoke(app, ["trace", str(agent_run), "--id", "toy-ok"])
     assert res.exit_code == 0, res.output
     head, out = res.stdout.split("\ntimeline\n", 1)
-    assert "decided at baug (round 1): STOP STOP_OVERLAP_OK" in head
-    assert out.index("anchors") < out.index("worker") < out.index("baug") < out.index("finalize")
+    assert "decided at decide (round 1): STOP STOP_OVERLAP_OK" in head
+    assert out.index("anchors") < out.index("worker") < out.index("collect_signals") < out.index("decide") < out.index("finalize")
     assert "OVERLAP_MIN" in out and "pass" in out and "-> STOP (STOP_OVERLAP_OK)" in out
     assert "PATH_MIN_SCORE" in out and "evidence" in out and "Finding Nemo" in out
     # a refusal says which check failed
     res = runner.invoke(app, ["trace", str(agent_run), "--id", "toy-none", "--brief"])
-    assert res.exit_code == 0 and "decided at baug (round 1): ABSTAIN ABSTAIN_NO_EVIDENCE" in res.stdout
+    assert res.exit_code == 0 and "decided at decide (round 1): ABSTAIN ABSTAIN_NO_EVIDENCE" in res.stdout
 
 
 def test_trace_cli_mistakes_are_one_line_errors(agent_run, tmp_path):
@@ -138,7 +157,7 @@ def test_old_runs_and_baseline_runs_still_show(agent_run, tmp_path):
     (old / "config.json").unlink()
     run = load_run(old)
     view = question_view(run, run.row("toy-ok"))
-    assert "before per-node events" in view["note"] and view["timeline"][0]["node"] == "baug"
+    assert "before per-node events" in view["note"] and view["timeline"][0]["node"] == "decide"
     assert view["rounds"][0]["checks"] and view["evidence"][0]["cited"]
     res = runner.invoke(app, ["trace", str(old), "--id", "toy-ok"])
     assert res.exit_code == 0 and "STOP_OVERLAP_OK" in res.stdout
@@ -202,7 +221,7 @@ def test_ask_streams_nodes_and_json_stays_one_object(tmp_path):
     assert res.exit_code == 0, res.output
     out = res.stdout
     lines = [line.split()[0] for line in out.splitlines() if line.strip()]
-    assert lines[:2] == ["anchors", "worker"] and "confidence_gate" in lines and "baug" in lines
+    assert lines[:2] == ["anchors", "worker"] and "confidence_gate" in lines and "decide" in lines
     assert out.index("confidence gate refused") < out.index("status: refuse")
     res = runner.invoke(app, [*args, "--json"])
     data = json.loads(res.stdout)
@@ -214,11 +233,11 @@ def test_verdict_names_the_deciding_node_and_the_checks_below_threshold():
     from agentic_rag.trace.run import verdict
 
     events = [{"node": "confidence_gate", "round": 1, "confidence": {"passed": False, "tier": "retrieval", "scores": [0.5, 0.2]}},
-              {"node": "baug", "round": 1, "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_LOW_RETRIEVAL_SCORE"}}]
+              {"node": "decide", "round": 1, "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_LOW_RETRIEVAL_SCORE"}}]
     v = verdict(events, {"RETRIEVAL_MIN_SCORE": 0.6, "RETRIEVAL_MIN_RATIO": 1.5, "GATE_SCORE_SOURCE": "vector"})
-    assert (v["node"], v["reason"]) == ("baug", "ABSTAIN_LOW_RETRIEVAL_SCORE")
+    assert (v["node"], v["reason"]) == ("decide", "ABSTAIN_LOW_RETRIEVAL_SCORE")
     assert [(c["setting"], c["value"]) for c in v["failed"]] == [("RETRIEVAL_MIN_SCORE", 0.5)]  # ratio 2.5 passes
-    events.insert(1, {"node": "baug", "validation": {"name": "tournament", "ok": False, "missing": ["masters"]}})
+    events.insert(1, {"node": "collect_signals", "validation": {"name": "tournament", "ok": False, "missing": ["masters"]}})
     assert verdict(events, {})["invalid"] == "type validator tournament (missing masters)"
 
 

@@ -9,12 +9,13 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.predictor import propose_anchors, question_kind, select_anchors
 from agentic_rag.configuration import Settings
+from agentic_rag.nodes import Node
 from agentic_rag.supervisor.ambiguity import out_of_domain, question_too_long
 from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
 
 
-@timed("anchors")
+@timed(Node.ANCHORS)
 def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     too_long = question_too_long(state["question"], settings)

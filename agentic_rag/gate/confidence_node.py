@@ -6,18 +6,17 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.confidence import confidence_gate
 from agentic_rag.gate.crossencoder import rerank_scores
 from agentic_rag.gate.grader import llm_grades
 from agentic_rag.generator.generate import model_from
+from agentic_rag.nodes import Node
 from agentic_rag.state import RAGState
-from agentic_rag.supervisor.node import GATE, GENERATE
 from agentic_rag.utils import timed
 
 
-@timed("confidence_gate")
+@timed(Node.CONFIDENCE_GATE)
 def confidence_gate_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     bundle = state.get("bundle") or {}
@@ -35,14 +34,3 @@ def confidence_gate_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     if rerank is not None:
         result["grader"] = settings.RERANKER_KIND
     return {"confidence": result, "usage": usage}
-
-
-def route_after_gate(state: RAGState, config: RunnableConfig) -> str:
-    """Generate only past the gate, with something new to say, and within every cap; else BAUG decides."""
-    settings = Settings.from_runnable_config(config)
-    bundle = state.get("bundle") or {}
-    if not (state.get("confidence") or {}).get("passed", True) or state.get("no_new_hits"):
-        return GATE
-    if not can_afford(state, settings, bundle.get("generation_cost", 0)):
-        return GATE
-    return GENERATE

@@ -1,4 +1,11 @@
-"""Graph nodes: BAUG (signals, decision, telemetry) and the routing that follows it."""
+"""Graph nodes: BAUG in three steps, so a trace shows where each reading, call and decision came from.
+
+``collect_signals`` reads the draft against its evidence (and may make the gray-zone judge call);
+``decide`` applies the pure policy (gate/policy.py) to those readings and to any extension's request;
+a draft about to be shown with the verifier on goes once through ``final_check`` (quote probe and
+verifier calls, booked under stage ``verify``) and back to ``decide``. The decision that stands is
+written to telemetry, one row per round. Where the graph goes next is graphs/agent.py's business.
+"""
 
 from __future__ import annotations
 
@@ -7,33 +14,29 @@ import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Send
 
 from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.budget import can_afford, llm_calls, time_left, tokens_used
 from agentic_rag.configuration import Settings
-from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Flags, decide
 from agentic_rag.gate.crossencoder import entailment_probability
 from agentic_rag.gate.judge import (
     COMBINE_PARTS, VERIFY_STAGE, in_gray_zone, judge_messages, needs_verdict, run_judge, verified_score,
     verify_messages, yes_no_cost, yes_probability,
 )
+from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flags, decide, requested
 from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quote_probe_messages, read_quote_probe
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import strip_markup
-from agentic_rag.generator.generate import model_from
+from agentic_rag.generator.generate import model_from, prompt_cost, reflect_request
+from agentic_rag.nodes import Node
 from agentic_rag.prompts import is_hedging
-from agentic_rag.generator.generate import prompt_cost
-from agentic_rag.generator.node import reflect_request
 from agentic_rag.retrieval.embeddings import get_embedder
-from agentic_rag.retrievers.node import dispatch_workers
 from agentic_rag.state import RAGState, merge_usage
 from agentic_rag.supervisor.validators import PERIOD_TYPES, validate
 from agentic_rag.telemetry import telemetry_path, write_row
 from agentic_rag.utils import timed
 
 SYSTEM = "agent"
-FINALIZE, REFLECT_NODE = "finalize", "reflect"
 _PERIOD = re.compile(r"\b(?:q[1-4]\s+)?(?:1[89]|20)\d{2}\b", re.IGNORECASE)
 
 
@@ -50,35 +53,10 @@ def _charge(state: RAGState, signals: dict[str, Any], call_usage: dict[str, Any]
     return {**state, "usage": usage}
 
 
-def _final_check(state: RAGState, config: RunnableConfig, settings: Settings, signals: dict[str, Any],
-                 cited_text: str) -> tuple[RAGState, dict[str, Any]]:
-    """The readings ``VERIFIER_COMBINE`` asks for on a draft every other check let through: the quote
-    probe and/or the support verifier, each checked against the budget before its call. Their mean
-    becomes ``verified_score`` (None when nothing could be read, and then nothing is withheld)."""
-    model = model_from(config, settings)
-    usage: dict[str, Any] = {}
-    if "quote_answerability" in COMBINE_PARTS[settings.VERIFIER_COMBINE]:
-        messages = quote_probe_messages(state["question"], signals.get("sentences", []), state.get("bundle") or {})
-        capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)
-        if messages and can_afford(state, settings, prompt_cost(messages, capped)):
-            reading, call_usage = read_quote_probe(messages, probe_request(model, settings), settings, VERIFY_STAGE, model)
-            if reading.get("status") == "scored":
-                signals["quote_answerability"] = reading["answerability"]
-            state, usage = _charge(state, signals, call_usage, settings), merge_usage(usage, call_usage)
-    if needs_verdict(signals, settings):
-        request = verify_messages(state["question"], state.get("draft", ""), signals, cited_text)
-        if can_afford(state, settings, yes_no_cost(request, settings)):
-            verdict, call_usage = yes_probability(request, settings, VERIFY_STAGE, model)
-            signals["support_verdict"] = round(verdict, 4)
-            state, usage = _charge(state, signals, call_usage, settings), merge_usage(usage, call_usage)
-        else:
-            signals["support_verdict_skipped"] = "budget"
-    signals["verified_score"] = verified_score(signals, settings)
-    return state, usage
-
-
-@timed("baug")
-def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
+@timed(Node.COLLECT_SIGNALS)
+def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
+    """BAUG's readings of this round: support and coverage, the gray-zone judge, NLI, the type validator,
+    and the flags the policy reads (what has been done, what can still be afforded)."""
     settings = Settings.from_runnable_config(config)
     anchors = [Anchor(**a) for a in state.get("anchors", [])]
     bundle = state.get("bundle") or {}
@@ -114,6 +92,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     if draft and settings.NLI_MODEL and cited_text:
         signals["nli_entailment"] = entailment_probability(settings.NLI_MODEL, cited_text[:4000], strip_markup(draft))
     found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]
+    # priced on the state as it came in: the reflect prompt the policy weighs is the one before these signals
     next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)
     flags = Flags(
         has_evidence=bool(bundle.get("passages")),
@@ -131,16 +110,10 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         too_long=bool(state.get("too_long")),
         ambiguity=(state.get("ambiguity") or {}).get("status", "") if not draft else "",
     )
-    decision = decide(signals, flags, settings)
-    verify_usage: dict[str, Any] = {}
-    if decision.reason == "STOP_OVERLAP_OK" and settings.VERIFIER_ENABLED and settings.GROUNDING_ENABLED:
-        state, verify_usage = _final_check(state, config, settings, signals, cited_text)
-        if signals.get("verified_score") is not None:
-            decision = decide(signals, flags, settings)
-    write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, paths, validation))
-    update: dict[str, Any] = {
-        "usage": merge_usage(judge_usage, verify_usage),
+    return {
+        "usage": judge_usage,
         "signals": signals,
+        "cited_text": cited_text,
         "validation": {
             "name": validation.name,
             "ok": validation.ok,
@@ -148,16 +121,69 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             "found_periods": found_periods if any(a.type in PERIOD_TYPES for a in anchors) else [],
             "conflicting_periods": validation.conflicting,
         },
-        "decision": {**decision.to_dict(), "flags": flags.__dict__},
+        "flags": flags.__dict__,
     }
+
+
+@timed(Node.FINAL_CHECK)
+def final_check_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
+    """The readings ``VERIFIER_COMBINE`` asks for on a draft every other check let through: the quote
+    probe and/or the support verifier, each checked against the budget before its call. Their mean
+    becomes ``verified_score`` (None when nothing could be read, and then nothing is withheld)."""
+    settings = Settings.from_runnable_config(config)
+    signals = dict(state.get("signals") or {})
+    model = model_from(config, settings)
+    usage: dict[str, Any] = {}
+    if "quote_answerability" in COMBINE_PARTS[settings.VERIFIER_COMBINE]:
+        messages = quote_probe_messages(state["question"], signals.get("sentences", []), state.get("bundle") or {})
+        capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)
+        if messages and can_afford(state, settings, prompt_cost(messages, capped)):
+            reading, call_usage = read_quote_probe(messages, probe_request(model, settings), settings, VERIFY_STAGE, model)
+            if reading.get("status") == "scored":
+                signals["quote_answerability"] = reading["answerability"]
+            state, usage = _charge(state, signals, call_usage, settings), merge_usage(usage, call_usage)
+    if needs_verdict(signals, settings):
+        request = verify_messages(state["question"], state.get("draft", ""), signals, state.get("cited_text", ""))
+        if can_afford(state, settings, yes_no_cost(request, settings)):
+            verdict, call_usage = yes_probability(request, settings, VERIFY_STAGE, model)
+            signals["support_verdict"] = round(verdict, 4)
+            state, usage = _charge(state, signals, call_usage, settings), merge_usage(usage, call_usage)
+        else:
+            signals["support_verdict_skipped"] = "budget"
+    signals["verified_score"] = verified_score(signals, settings)
+    return {"signals": signals, "usage": usage}
+
+
+def needs_final_check(decision: Decision, signals: dict[str, Any], settings: Settings) -> bool:
+    """A draft about to be shown goes through the final check once, when the verifier is on."""
+    return (decision.reason == "STOP_OVERLAP_OK" and settings.VERIFIER_ENABLED and settings.GROUNDING_ENABLED
+            and "verified_score" not in signals)
+
+
+@timed(Node.DECIDE)
+def decide_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
+    """The policy on this round's signals, flags and extension requests; a decision that stands is
+    written to telemetry (one row per round) and, for a retrieval, sets up the next round."""
+    settings = Settings.from_runnable_config(config)
+    signals = state.get("signals") or {}
+    requests = tuple({**r, "by": name} for name, r in (state.get("extension_flags") or {}).items() if r)
+    flags = Flags(**{**(state.get("flags") or {}), "requests": requests})
+    decision = decide(signals, flags, settings)
+    if needs_final_check(decision, signals, settings):
+        return {"decision": {**decision.to_dict(), "flags": flags.__dict__, "final_check": True}}
+    validation = state.get("validation") or {}
+    write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, validation))
+    update: dict[str, Any] = {"decision": {**decision.to_dict(), "flags": flags.__dict__}}
     if decision.action == RETRIEVE_MORE:
-        missing = list(dict.fromkeys(signals["missing_anchors"] + validation.missing))
-        update.update(round=round_no + 1, one_shot_done=True, extra_terms=missing)
+        request = requested(decision.reason, requests) or {}
+        missing = signals["missing_anchors"] + validation.get("missing", []) + list(request.get("terms", []))
+        update.update(round=state.get("round", 1) + 1, one_shot_done=True, extra_terms=list(dict.fromkeys(missing)))
     return update
 
 
-def _telemetry(state, settings, signals, decision, paths, validation) -> dict[str, Any]:
+def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]:
     usage = state.get("usage", {})
+    paths = _round_paths(state)
     return {
         "question_id": state.get("question_id", ""),
         "round": state.get("round", 1),
@@ -181,8 +207,8 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "untrusted_sources": [u["n"] for u in signals.get("untrusted_sources", [])],
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
-        "validator": validation.name,
-        "validator_ok": validation.ok,
+        "validator": validation.get("name"),
+        "validator_ok": validation.get("ok"),
         "context_tokens": (state.get("bundle") or {}).get("context_tokens", 0),
         "tokens_used": tokens_used(usage),
         "tokens_left": settings.TOKEN_BUDGET - tokens_used(usage),
@@ -190,12 +216,3 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "llm_calls": llm_calls(usage),
         "latency_ms": round((time.time() - state.get("started_at", time.time())) * 1000.0, 1),
     }
-
-
-def route_after_baug(state: RAGState, config: RunnableConfig) -> str | list[Send]:
-    action = (state.get("decision") or {}).get("action", ABSTAIN)
-    if action == RETRIEVE_MORE:
-        return dispatch_workers(state, config)
-    if action == REFLECT:
-        return REFLECT_NODE
-    return FINALIZE

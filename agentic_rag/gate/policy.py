@@ -25,6 +25,12 @@ writes can change it: the draft enters only through the signals computed from it
 7. budget exhausted while supported (non-factoid)      -> STOP_LOW_BUDGET
 8. insufficient anchors                                -> ABSTAIN_MISSING_ANCHORS
 9. otherwise                                           -> ABSTAIN_LOW_SUPPORT
+
+An extension node (docs/extending.md) may ask for more through ``Flags.requests``: a request vetoes
+a STOP (an answer about to be shown) and becomes RETRIEVE_<CODE> when it asks for more retrieval and
+the extra round is still available, else ABSTAIN_<CODE>. Any other decision stands: a refusal keeps
+its own reason, a retrieval or revision is checked again when it returns. The code is the
+extension's; the policy stays a pure function of its inputs.
 """
 
 from __future__ import annotations
@@ -105,13 +111,43 @@ class Flags:
     ood: bool = False  # the question is out of domain
     too_long: bool = False  # the question is longer than MAX_QUESTION_CHARS
     ambiguity: str = ""  # "ambiguous" or "refuse" (invalid selection) from the ambiguity policy
+    # extension nodes' requests: {"by": name, "action": ABSTAIN | RETRIEVE_MORE, "code": "UPPER_SNAKE", ...}
+    requests: tuple[dict[str, Any], ...] = ()
 
 
 def _decide(reason: str) -> Decision:
     return Decision(REASONS[reason], reason)
 
 
+def can_retrieve_more(signals: dict[str, Any], flags: Flags, settings) -> bool:
+    """The one extra retrieval round is still on offer: allowed, unused, and rounds, time and tokens left."""
+    return (
+        settings.FACTOID_ONE_SHOT_RETRIEVAL
+        and not flags.one_shot_done
+        and flags.can_retrieve
+        and flags.can_generate
+        and signals["tokens_left"] >= settings.FACTOID_MIN_TOKENS_LEFT
+        and not signals.get("stagnation", False)
+    )
+
+
+def requested(reason: str, requests) -> dict[str, Any] | None:
+    """The extension request a decision's reason code comes from (None for the policy's own codes)."""
+    return next((r for r in requests or () if reason in (f"ABSTAIN_{r['code']}", f"RETRIEVE_{r['code']}")), None)
+
+
 def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
+    decision = _by_rules(signals, flags, settings)
+    if decision.action != STOP or not flags.requests:
+        return decision
+    # an abstention request outranks a retrieval request; among equals the first extension's
+    request = min(flags.requests, key=lambda r: r["action"] != ABSTAIN)
+    if request["action"] == RETRIEVE_MORE and can_retrieve_more(signals, flags, settings):
+        return Decision(RETRIEVE_MORE, f"RETRIEVE_{request['code']}")
+    return Decision(ABSTAIN, f"ABSTAIN_{request['code']}")
+
+
+def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     if flags.too_long:
         return _decide("ABSTAIN_QUESTION_TOO_LONG")
     if flags.ood:
@@ -143,15 +179,7 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     factoid = flags.kind in FACTOID_KINDS
     if supported and sufficient:
         return _decide("STOP_OVERLAP_OK")
-    if (
-        not sufficient
-        and settings.FACTOID_ONE_SHOT_RETRIEVAL
-        and not flags.one_shot_done
-        and flags.can_retrieve
-        and flags.can_generate
-        and signals["tokens_left"] >= settings.FACTOID_MIN_TOKENS_LEFT
-        and not signals.get("stagnation", False)
-    ):
+    if not sufficient and can_retrieve_more(signals, flags, settings):
         return _decide("RETRIEVE_MISSING_ANCHORS")
     if not answerable:  # reflecting cannot help: the probe reads the sources and the question, not the draft
         return _decide("ABSTAIN_NOT_ANSWERABLE")

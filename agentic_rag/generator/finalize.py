@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from agentic_rag.gate.judge import combined_readings
-from agentic_rag.gate.policy import LAYER_CODES
+from agentic_rag.gate.policy import LAYER_CODES, requested
 from agentic_rag.gate.signals import supported_quotes
 from agentic_rag.generator.citations import extract_citations, split_sentences, strip_markup
 from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
@@ -58,10 +58,14 @@ def _list(items: list[str]) -> str:
 
 
 def explain_refusal(
-    reason: str, signals: dict[str, Any], validation: dict[str, Any], settings, confidence: dict[str, Any] | None = None
+    reason: str, signals: dict[str, Any], validation: dict[str, Any], settings, confidence: dict[str, Any] | None = None,
+    requests: list[dict[str, Any]] | tuple = (),
 ) -> tuple[str, list[str]]:
     """A sentence with the figures, and the information that would be needed."""
     missing_anchors = list(dict.fromkeys((signals.get("missing_anchors") or []) + (validation.get("missing") or [])))
+    request = requested(reason, requests)
+    if request is not None:  # an extension asked for this refusal: its words, its missing information
+        return request["message"], list(request.get("missing") or []) or missing_anchors
     if reason in ("ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NO_SCORE_GAP"):
         return (
             f"{(confidence or {}).get('message', '')} A source that addresses the question directly is needed.".strip(),
@@ -206,14 +210,16 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
                             abstention_layer=INPUT_LAYERS[decision["reason"]])
     if decision["action"] == "ABSTAIN":
         confidence = state.get("confidence") or {}
+        requests = (decision.get("flags") or {}).get("requests") or ()
         explanation, missing = explain_refusal(
-            decision["reason"], signals, state.get("validation") or {}, settings, confidence
+            decision["reason"], signals, state.get("validation") or {}, settings, confidence, requests
         )
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(
             **common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
             explanation=explanation, missing=missing, citations=[],
-            abstention_layer=LAYER_CODES.get(decision["reason"], ""),
+            abstention_layer=LAYER_CODES.get(decision["reason"])
+            or ("extension" if requested(decision["reason"], requests) else ""),
             tokens_saved=int((state.get("bundle") or {}).get("generation_cost", 0)) if skipped else 0,
         )
     draft = state.get("draft", "")
@@ -237,10 +243,11 @@ def make_finalize_node(system: str):
 
     from agentic_rag.budget import llm_calls, tokens_summary
     from agentic_rag.configuration import Settings
+    from agentic_rag.nodes import Node
     from agentic_rag.trace.record import quoted_chunks
     from agentic_rag.utils import timed
 
-    @timed("finalize")
+    @timed(Node.FINALIZE)
     def finalize_node(state: dict, config: RunnableConfig) -> dict[str, Any]:
         settings = Settings.from_runnable_config(config)
         if "kind" not in state:

@@ -47,6 +47,28 @@ def reflect_messages(question: str, bundle: dict[str, Any], draft: str, problems
     )
 
 
+def reflect_problems(signals: dict[str, Any]) -> str:
+    """What the critique found, in words the reviser can act on (from the code's signals, not the model)."""
+    parts = []
+    unsupported = [r["sentence"] for r in signals.get("sentences", []) if not r.get("supported")]
+    if unsupported:
+        parts.append("sentences without support: " + " | ".join(unsupported[:3]))
+    if signals.get("unsupported_claims"):
+        parts.append("names or numbers not in the sources: " + ", ".join(signals["unsupported_claims"][:6]))
+    return "; ".join(parts)
+
+
+def reflect_request(state: dict[str, Any]) -> list:
+    """The revision prompt for a state (the reflect node sends it; BAUG prices it before allowing one)."""
+    return reflect_messages(
+        state["question"],
+        state["bundle"],
+        state.get("draft", ""),
+        reflect_problems(state.get("signals", {})),
+        state.get("query_time", ""),
+    )
+
+
 def prompt_cost(messages: list, settings: Settings) -> int:
     """Upper bound of one call's tokens: the prompt as the tokenizer counts it, plus the output cap."""
     prompt = sum(count_tokens(str(m.content), settings) for m in messages) + CHAT_TEMPLATE_MARGIN

@@ -8,7 +8,8 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.probe import probe_request, read_probe
-from agentic_rag.generator.generate import answer_messages, call_generator, call_model, model_from, reflect_messages
+from agentic_rag.generator.generate import answer_messages, call_generator, call_model, model_from, reflect_request
+from agentic_rag.nodes import Node
 from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
 
@@ -23,40 +24,19 @@ def _generate(state: RAGState, config: RunnableConfig, with_probe: bool) -> dict
     return {"draft": str(message.content).strip(), "usage": usage, "probe": read_probe(message, request)}
 
 
-@timed("generate")
+@timed(Node.GENERATE)
 def generate_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     """The agent's answer call, read by the answerability probe."""
     return _generate(state, config, with_probe=True)
 
 
-@timed("generate")
+@timed(Node.GENERATE)
 def generate_plain_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     """The baseline's answer call: vanilla RAG, no probe."""
     return _generate(state, config, with_probe=False)
 
 
-def reflect_problems(signals: dict[str, Any]) -> str:
-    """What the critique found, in words the reviser can act on (from the code's signals, not the model)."""
-    parts = []
-    unsupported = [r["sentence"] for r in signals.get("sentences", []) if not r.get("supported")]
-    if unsupported:
-        parts.append("sentences without support: " + " | ".join(unsupported[:3]))
-    if signals.get("unsupported_claims"):
-        parts.append("names or numbers not in the sources: " + ", ".join(signals["unsupported_claims"][:6]))
-    return "; ".join(parts)
-
-
-def reflect_request(state: RAGState) -> list:
-    return reflect_messages(
-        state["question"],
-        state["bundle"],
-        state.get("draft", ""),
-        reflect_problems(state.get("signals", {})),
-        state.get("query_time", ""),
-    )
-
-
-@timed("reflect")
+@timed(Node.REFLECT)
 def reflect_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     revised, usage = call_generator(reflect_request(state), settings, "reflect", model_from(config, settings))

@@ -1,41 +1,21 @@
-"""Graph nodes: fan out one Retriever-Worker per selected anchor with ``Send``, and the worker itself."""
+"""Graph node: one Retriever-Worker, sent one per selected anchor (the fan-out is graphs/agent.dispatch_workers)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Send
 
 from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.configuration import Settings
+from agentic_rag.nodes import Node
 from agentic_rag.retrievers.source import resolve_index
 from agentic_rag.retrievers.worker import explore
-from agentic_rag.state import RAGState, WorkerState
+from agentic_rag.state import WorkerState
 from agentic_rag.utils import timed
 
-WORKER = "worker"
 
-
-def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | str:
-    """One worker per selected anchor; a question without anchors gets one worker on the question itself.
-    An out-of-domain or too long question is not searched at all: BAUG refuses it."""
-    if state.get("ood") or state.get("too_long"):
-        return "baug"
-    settings = Settings.from_runnable_config(config)
-    anchors = state.get("anchors") or [None]
-    base = {k: state[k] for k in ("question", "record", "index_dir") if k in state}
-    payload = {
-        **base,
-        "round": state.get("round", 1),
-        "held_ids": list(state.get("held_ids", [])),
-        "extra_terms": list(state.get("extra_terms", [])),
-        "deadline_at": state.get("started_at", 0.0) + settings.WALL_TIME_S,
-    }
-    return [Send(WORKER, {**payload, "anchor": anchor}) for anchor in anchors[: settings.MAX_WORKERS]]
-
-
-@timed("worker")
+@timed(Node.WORKER)
 def worker_node(state: WorkerState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     index = resolve_index(state, settings)

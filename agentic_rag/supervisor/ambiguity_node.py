@@ -8,6 +8,7 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.configuration import Settings
+from agentic_rag.nodes import Node
 from agentic_rag.retrievers.source import resolve_index
 from agentic_rag.state import RAGState
 from agentic_rag.supervisor.ambiguity import cluster, options_of, resolve
@@ -21,7 +22,7 @@ def _restrict(bundle: dict[str, Any], passages: list[dict[str, Any]]) -> dict[st
     return {**bundle, "passages": kept}
 
 
-@timed("disambiguate")
+@timed(Node.DISAMBIGUATE)
 def disambiguate_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     bundle = state.get("bundle") or {}

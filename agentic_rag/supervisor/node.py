@@ -1,4 +1,4 @@
-"""Graph node: the Supervisor merges all paths so far into the evidence bundle, then routes."""
+"""Graph node: the Supervisor merges all paths so far into the evidence bundle."""
 
 from __future__ import annotations
 
@@ -10,14 +10,13 @@ from agentic_rag.anchors.predictor import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.generator.generate import answer_messages, prompt_cost
 from agentic_rag.llm.factory import count_tokens
+from agentic_rag.nodes import Node
 from agentic_rag.state import RAGState
 from agentic_rag.supervisor.orchestrator import compose, fallback_path
 from agentic_rag.utils import timed
 
-GENERATE, GATE, CONFIDENCE, DISAMBIGUATE = "generate", "baug", "confidence_gate", "disambiguate"
 
-
-@timed("supervise")
+@timed(Node.SUPERVISE)
 def supervise_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     anchors = [Anchor(**a) for a in state.get("anchors", [])]
@@ -42,13 +41,3 @@ def supervise_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         "held_ids": sorted(held | round_ids),
         "no_new_hits": round_no > 1 and not new_ids,
     }
-
-
-def route_after_supervise(state: RAGState, config: RunnableConfig) -> str:
-    """With evidence, the ambiguity policy and then the confidence gate look at it; without, BAUG abstains."""
-    return DISAMBIGUATE if (state.get("bundle") or {}).get("passages") else GATE
-
-
-def route_after_disambiguate(state: RAGState, config: RunnableConfig) -> str:
-    """An ambiguous or refused selection goes to BAUG (no LLM call); a resolved bundle to the gate."""
-    return GATE if (state.get("ambiguity") or {}).get("status") in ("ambiguous", "refuse") else CONFIDENCE

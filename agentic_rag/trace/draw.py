@@ -51,13 +51,13 @@ def dot_png(dot_text: str) -> bytes:
     return done.stdout
 
 
-def draw(system: str, fmt: str) -> str | bytes:
-    """The system's graph in ``fmt`` (text, or PNG bytes)."""
+def draw(system: str, fmt: str, settings=None) -> str | bytes:
+    """The system's graph in ``fmt`` (text, or PNG bytes); with ``settings``, their extensions included."""
     from graphs import get_graph
 
     if fmt not in FORMATS:
         raise DrawError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    graph = get_graph(system).get_graph()
+    graph = get_graph(system, settings).get_graph()
     if fmt == "mermaid":
         return graph.draw_mermaid()
     if fmt == "ascii":

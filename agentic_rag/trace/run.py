@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.eval.runner import read_results
+from agentic_rag.nodes import Node
 from agentic_rag.telemetry import read_rows
 
 # Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand.
@@ -182,7 +183,11 @@ def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list
         parts.append(f"probe answerability {_fmt(event['probe'].get('answerability'))}")
     if "signals" in event:
         sig = event["signals"]
-        blocks.append({"type": "checks", "title": "signals", "rows": signal_checks(sig, settings)})
+        checks = signal_checks(sig, settings)
+        below = [f"{c['signal']} {_fmt(c['value'])} < {_fmt(c['threshold'])}" for c in checks if c["passed"] is False]
+        if checks and sig.get("sentences"):  # without a draft the readings are all zero and say nothing
+            parts.append(f"signals below threshold: {', '.join(below)}" if below else f"signals pass {len(checks)} checks")
+        blocks.append({"type": "checks", "title": "signals", "rows": checks})
         sents = [s for s in sig.get("sentences", []) if s.get("sentence")]
         if sents:
             blocks.append({"type": "table", "title": "draft sentences and their support", "rows": [
@@ -194,9 +199,11 @@ def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list
     if event.get("validation") and not event["validation"].get("ok", True):
         v = event["validation"]
         parts.append(f"validator {v.get('name')} failed" + (f": missing {', '.join(v.get('missing') or [])}" if v.get("missing") else ""))
+    for name, req in (event.get("extension_flags") or {}).items():
+        parts.append(f"{name} asks {req['action']} ({req['code']}): {req['message']}" if req else f"{name}: no request")
     if "decision" in event:
         d = event["decision"]
-        parts.append(f"-> {d.get('action')} ({d.get('reason')})")
+        parts.append(f"-> {d.get('action')} ({d.get('reason')})" + (", pending the final check" if d.get("final_check") else ""))
     if event.get("reflected"):
         parts.append("revised the draft")
     if "result" in event:
@@ -211,16 +218,20 @@ def _telemetry_events(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for t in rows:
         signals = {k: t.get(k) for k in SIGNAL_THRESHOLDS if t.get(k) is not None}
-        out.append({"node": "baug", "round": t.get("round", 1), "signals": signals, "tokens": None,
+        out.append({"node": str(Node.DECIDE), "round": t.get("round", 1), "signals": signals, "tokens": None,
                     "decision": {"action": t.get("action"), "reason": t.get("reason")}, "from": "telemetry",
                     "anchors_selected": t.get("anchors_selected"), "confidence": t.get("confidence_gate") or None})
     return [{k: v for k, v in e.items() if v is not None} for e in out]
 
 
 def rounds(row: dict[str, Any], events: list[dict[str, Any]], settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """The signals behind each decision, per round: BAUG's readings, or a baseline's measured ones."""
-    out = [{"label": f"round {e.get('round', 1)}: {e['decision'].get('reason')}", "checks": signal_checks(e["signals"], settings)}
-           for e in events if "signals" in e and "decision" in e]
+    """The signals behind each decision, per round: BAUG's latest readings, or a baseline's measured ones."""
+    out, signals = [], None
+    for e in events:
+        signals = e.get("signals", signals)
+        if "decision" in e and signals is not None and not e["decision"].get("final_check"):
+            out.append({"label": f"round {e.get('round', 1)}: {e['decision'].get('reason')}",
+                        "checks": signal_checks(signals, settings)})
     if not out and row.get("signals"):
         out = [{"label": "measured (not acted on)", "checks": signal_checks(row["signals"], settings)}]
     return [r for r in out if r["checks"]]

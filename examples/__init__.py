@@ -1,0 +1,1 @@
+"""Worked examples of extending agentic-rag without editing it (docs/extending.md)."""
