@@ -160,3 +160,21 @@ def test_parallel_first_use_loads_the_embedding_model_once(monkeypatch):
         t.join()
     clear_caches()  # later tests load the real model again, whatever this test saw
     assert len(loads) == 1 and len(got) == 4 and all(m is got[0] for m in got)
+
+
+def test_records_sharing_page_text_keep_their_own_page_names_and_dates(settings):
+    """The per-record cache is keyed by every field a chunk carries, not only the page text: a chunk
+    must report the date and name of the record it was asked for (the freshness check reads them)."""
+    from agentic_rag.datasets.crag import CragRecord
+
+    text = "<html><body><p>" + "The harbour bridge opened to traffic in the spring of that year. " * 4 + "</p></body></html>"
+
+    def record(name: str, date: str) -> CragRecord:
+        return CragRecord(interaction_id=name, query="when did the bridge open?", search_results=[
+            {"page_name": name, "page_url": "https://example.org/bridge", "page_snippet": "",
+             "page_result": text, "page_last_modified": date}])
+
+    old = index_for_record(record("old page", "Mon, 01 Jan 2001 00:00:00 GMT"), settings)
+    new = index_for_record(record("new page", "Tue, 02 Feb 2024 00:00:00 GMT"), settings)
+    assert {c.page_name for c in old.chunks} == {"old page"} and {c.page_name for c in new.chunks} == {"new page"}
+    assert {c.page_last_modified for c in new.chunks} == {"Tue, 02 Feb 2024 00:00:00 GMT"}

@@ -73,9 +73,12 @@ def record_cache_key(record: CragRecord, settings: Settings) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(_chunking_key(settings), sort_keys=True).encode())
     for r in record.search_results:
-        h.update(r.page_url.encode())
+        # every field a chunk carries into the index: two records with the same page text but other
+        # names or dates must not share chunks that carry the first one's metadata
+        for field in (r.page_url, r.page_name, r.page_last_modified or "", r.page_snippet):
+            h.update(field.encode())
+            h.update(b"\0")
         h.update(hashlib.sha256(r.page_result.encode()).digest())
-        h.update(r.page_snippet.encode())
     return h.hexdigest()[:24]
 
 
