@@ -23,6 +23,20 @@ def sources_in(prompt: str) -> dict[int, str]:
     return {int(n): text for n, text in _SOURCE.findall(prompt)}
 
 
+def render_reply(template: str, prompt: str) -> str:
+    """``template`` with each ``{cite:PHRASE}`` replaced by the number of the prompt's source holding PHRASE."""
+    sources = sources_in(prompt)
+
+    def cite(m: re.Match) -> str:
+        phrase = m.group(1).lower()
+        for n, text in sources.items():
+            if phrase in text.lower():
+                return f"[{n}]"
+        return "[99]"  # cites a source that was never given
+
+    return re.sub(r"\{cite:([^}]+)\}", cite, template)
+
+
 class ScriptedChat(BaseChatModel):
     replies: list[str] = Field(default_factory=list)
     repeat_last: bool = True
@@ -33,18 +47,6 @@ class ScriptedChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-fake"
 
-    def _render(self, template: str, prompt: str) -> str:
-        sources = sources_in(prompt)
-
-        def cite(m: re.Match) -> str:
-            phrase = m.group(1).lower()
-            for n, text in sources.items():
-                if phrase in text.lower():
-                    return f"[{n}]"
-            return "[99]"  # cites a source that was never given
-
-        return re.sub(r"\{cite:([^}]+)\}", cite, template)
-
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
         index = len(self.calls)
@@ -54,7 +56,7 @@ class ScriptedChat(BaseChatModel):
             template = self.replies[-1]
         else:
             raise AssertionError(f"unscripted call #{index + 1}")
-        text = self._render(template, prompt)
+        text = render_reply(template, prompt)
         cap = kwargs.get("max_tokens")
         counter = self.count_tokens or (lambda t: len(t.split()))
         out_tokens = counter(text)

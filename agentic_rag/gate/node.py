@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from typing import Any
@@ -10,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
 from agentic_rag.anchors.predictor import Anchor
-from agentic_rag.budget import can_afford, llm_calls, time_left, tokens_used
+from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Flags, decide
 from agentic_rag.gate.crossencoder import entailment_probability
@@ -25,6 +26,7 @@ from agentic_rag.generator.generate import model_from
 from agentic_rag.prompts import is_hedging
 from agentic_rag.generator.generate import prompt_cost
 from agentic_rag.generator.node import reflect_request
+from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrievers.node import dispatch_workers
 from agentic_rag.state import RAGState, merge_usage
@@ -98,14 +100,20 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     cited_text = signals.pop("_cited_text")
     windows = signals.pop("_support_windows")
     judge_usage: dict[str, Any] = {}
-    if draft and settings.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
+    llm_error = state.get("llm_error")
+    if draft and not llm_error and settings.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
         judged = int(usage.get("judge", {}).get("calls", 0))
         request = judge_messages(state["question"], draft, cited_text)
         if judged < settings.JUDGE_MAX_CALLS_PER_Q and can_afford(state, settings, yes_no_cost(request, settings)):
-            score, judge_usage = run_judge(request, settings, model_from(config, settings))
-            signals["judge_score"] = score
-            signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
-            state = _charge(state, signals, judge_usage, settings)
+            try:
+                with llm_deadline(question_deadline(state, settings)):
+                    score, judge_usage = run_judge(request, settings, model_from(config, settings))
+            except LLMUnavailableError as exc:
+                llm_error = exc.to_dict()
+            else:
+                signals["judge_score"] = score
+                signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
+                state = _charge(state, signals, judge_usage, settings)
     # periods are checked where PERIOD_SCOPE says, around the supporting sentences; with no support,
     # against the cited text
     claims = " ".join(supported_quotes(signals.get("sentences", [])))
@@ -129,13 +137,23 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         hedging=bool(draft) and is_hedging(draft),
         ood=bool(state.get("ood")),
         ambiguity=(state.get("ambiguity") or {}).get("status", "") if not draft else "",
+        llm_unavailable=bool(llm_error),
+        empty_draft=not draft and any(usage.get(stage, {}).get("calls", 0) for stage in ("generation", "reflect")),
     )
     decision = decide(signals, flags, settings)
     verify_usage: dict[str, Any] = {}
     if decision.reason == "STOP_OVERLAP_OK" and settings.VERIFIER_ENABLED and settings.GROUNDING_ENABLED:
-        state, verify_usage = _final_check(state, config, settings, signals, cited_text)
-        if signals.get("verified_score") is not None:
+        try:
+            with llm_deadline(question_deadline(state, settings)):
+                state, verify_usage = _final_check(state, config, settings, signals, cited_text)
+        except LLMUnavailableError as exc:
+            llm_error = exc.to_dict()
+            flags = dataclasses.replace(flags, llm_unavailable=True)
             decision = decide(signals, flags, settings)
+        else:
+            if signals.get("verified_score") is not None:
+                decision = decide(signals, flags, settings)
+    state = {**state, "llm_error": llm_error} if llm_error else state
     write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, paths, validation))
     update: dict[str, Any] = {
         "usage": merge_usage(judge_usage, verify_usage),
@@ -148,6 +166,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             "conflicting_periods": validation.conflicting,
         },
         "decision": {**decision.to_dict(), "flags": flags.__dict__},
+        **({"llm_error": llm_error} if llm_error else {}),
     }
     if decision.action == RETRIEVE_MORE:
         missing = list(dict.fromkeys(signals["missing_anchors"] + validation.missing))
@@ -179,6 +198,7 @@ def _telemetry(state, settings, signals, decision, paths, validation) -> dict[st
         "verified_score": signals.get("verified_score"),
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
+        "llm_error": state.get("llm_error"),
         "validator": validation.name,
         "validator_ok": validation.ok,
         "context_tokens": (state.get("bundle") or {}).get("context_tokens", 0),
