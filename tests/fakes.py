@@ -3,7 +3,8 @@
 Each scripted reply may cite sources by content: ``{cite:PHRASE}`` becomes ``[n]`` for the numbered
 source in the prompt whose text contains PHRASE, so a test does not depend on ranking order. Usage
 is counted with the packaged model's real tokenizer, so budget accounting is the same as in a real
-run. Every call is recorded for assertions.
+run. Every call is recorded for assertions; the reply ``UNAVAILABLE`` fails the call as an unreachable
+model does (``LLMUnavailableError``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
+
+UNAVAILABLE = "<model unavailable>"  # a scripted reply that fails as a model outage would
 
 _SOURCE = re.compile(r"^\[(\d+)\] [^\n]*\n(.*?)(?=^\[\d+\] |\Z)", re.MULTILINE | re.DOTALL)
 
@@ -56,6 +59,11 @@ class ScriptedChat(BaseChatModel):
             template = self.replies[-1]
         else:
             raise AssertionError(f"unscripted call #{index + 1}")
+        if template == UNAVAILABLE:
+            from agentic_rag.llm.usage import LLMUnavailableError
+
+            self.calls.append({"prompt": prompt, "reply": None, "max_tokens": kwargs.get("max_tokens")})
+            raise LLMUnavailableError("scripted://model", "scripted outage", 3, 0.0)
         text = render_reply(template, prompt)
         cap = kwargs.get("max_tokens")
         counter = self.count_tokens or (lambda t: len(t.split()))

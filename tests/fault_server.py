@@ -8,7 +8,7 @@ exercised through its actual client, timeouts and error handling. Each request t
 * ``ok``: a chat completion whose text is ``reply`` rendered against the prompt's sources
   (``{cite:PHRASE}`` becomes ``[n]``, as in ``tests.fakes.ScriptedChat``), with usage;
 * ``empty``: a well-formed completion with empty text;
-* ``500`` / ``429``: that HTTP status (the 500 body echoes the request's Authorization header, as a
+* ``500`` / ``429`` / ``401``: that HTTP status (the 500 body echoes the request's Authorization header, as a
   careless proxy would, so tests can check that no key leaks through error texts);
 * ``hang``: no reply for ``hang_s`` seconds (released early by ``stop``);
 * ``malformed``: HTTP 200 with a body that is not JSON;
@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 from tests.fakes import render_reply
 
-MODES = ("ok", "empty", "500", "429", "hang", "malformed", "no_choices", "drop")
+MODES = ("ok", "empty", "500", "429", "401", "hang", "malformed", "no_choices", "drop")
 
 
 def free_port() -> int:
@@ -118,6 +118,8 @@ class FaultServer:
                                             "type": "server_error"}})
         if mode == "429":
             return _send(h, 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0"})
+        if mode == "401":
+            return _send(h, 401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
         if mode == "malformed":
             return _send_raw(h, 200, b'{"id": "x", "choices": [{"message": ', "application/json")
         if mode == "no_choices":
