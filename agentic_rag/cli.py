@@ -33,17 +33,17 @@ def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool =
     try:
         settings = Settings.load(preset=preset, overrides=overrides or [])
     except SettingsError as exc:
-        err.print(f"[red]settings error:[/] {exc}")
+        err.print(f"[red]settings error:[/] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None
     for warning in env_warnings(settings):
-        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)
     return settings
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/] {msg}")
+    err.print(f"[red]error:[/] {msg}", soft_wrap=True, highlight=False)  # one line, however long: greppable
     raise typer.Exit(code)
 
 
@@ -243,7 +243,7 @@ def eval_cmd(
     if unavailable := res["summary"].get("llm_unavailable"):
         err.print(f"[yellow]warning:[/] {unavailable} of {res['summary']['n']} questions ended as ABSTAIN_LLM_UNAVAILABLE "
                   "(the model could not be reached; their rows say why): rerun them into a new --out once it answers",
-                  highlight=False)
+                  soft_wrap=True, highlight=False)
 
 
 def _prog() -> str:

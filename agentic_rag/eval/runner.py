@@ -302,10 +302,12 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     """Every complete row of a results.jsonl; a line cut by a crash or kill is skipped (and re-run)."""
-    if not path.is_file():
-        return []
+    return read_results_text(path.read_text(encoding="utf-8")) if path.is_file() else []
+
+
+def read_results_text(text: str) -> list[dict[str, Any]]:
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
@@ -319,26 +321,29 @@ def _done_ids(path: Path) -> set[str]:
     return {row["id"] for row in read_results(path)}
 
 
-def drop_cut_line(path: Path) -> bool:
-    """Remove a last line that a kill cut before its newline; True when there was one. Its question
-    has no complete row, so the resumed run answers it again."""
+def repair_last_line(path: Path) -> str:
+    """End a last line that a kill left without its newline: a complete row gets its newline back; a
+    cut one is removed, and its question, having no row, is answered again. Returns what was done."""
     if not path.is_file() or not path.stat().st_size:
-        return False
+        return "none"
     with open(path, "rb+") as fh:
         fh.seek(-1, os.SEEK_END)
         if fh.read(1) == b"\n":
-            return False
-        size, end = fh.tell(), 0
+            return "none"
+        size, start = fh.tell(), 0
         while size > 0:  # find the last newline, reading backwards in blocks
-            start = max(0, size - (1 << 16))
-            fh.seek(start)
-            block = fh.read(size - start)
-            if (i := block.rfind(b"\n")) >= 0:
-                end = start + i + 1
+            block_start = max(0, size - (1 << 16))
+            fh.seek(block_start)
+            if (i := fh.read(size - block_start).rfind(b"\n")) >= 0:
+                start = block_start + i + 1
                 break
-            size = start
-        fh.truncate(end)
-    return True
+            size = block_start
+        fh.seek(start)
+        if read_results_text(fh.read().decode("utf-8", errors="replace")):
+            fh.write(b"\n")
+            return "ended"
+        fh.truncate(start)
+    return "cut"
 
 
 def _writable_folder(out: Path) -> None:
@@ -376,6 +381,8 @@ def run_eval(
     results_path = out / "results.jsonl"
     if not resume and results_path.exists():
         results_path.unlink()
+    elif resume:
+        repair_last_line(results_path)
     done = _done_ids(results_path)
     own_telemetry = out / "telemetry.jsonl"
     if settings.TELEMETRY_PATH is None:
@@ -401,10 +408,8 @@ def run_eval(
     }
     if done:
         check_resumable(out, config)
-    if resume:
-        drop_cut_line(results_path)
-        if Path(settings.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
-            keep_questions(own_telemetry, done)
+    if resume and Path(settings.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
+        keep_questions(own_telemetry, done)
     (out / "config.json").write_text(json.dumps(config, indent=2))
     todo = [rec for rec in selected if rec.interaction_id not in done]
     bar = tqdm(total=len(selected), initial=len(selected) - len(todo), desc=system, unit="q", disable=not progress)
