@@ -18,6 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 UNAVAILABLE = "<model unavailable>"  # a scripted reply that fails as a model outage would
+NO_TIME = "<no time left>"  # ... as a call the question's wall time left no room to start
 
 _SOURCE = re.compile(r"^\[(\d+)\] [^\n]*\n(.*?)(?=^\[\d+\] |\Z)", re.MULTILINE | re.DOTALL)
 
@@ -59,11 +60,11 @@ class ScriptedChat(BaseChatModel):
             template = self.replies[-1]
         else:
             raise AssertionError(f"unscripted call #{index + 1}")
-        if template == UNAVAILABLE:
+        if template in (UNAVAILABLE, NO_TIME):
             from agentic_rag.llm.usage import LLMUnavailableError
 
             self.calls.append({"prompt": prompt, "reply": None, "max_tokens": kwargs.get("max_tokens")})
-            raise LLMUnavailableError("scripted://model", "scripted outage", 3, 0.0)
+            raise LLMUnavailableError("scripted://model", "scripted outage", 3 if template == UNAVAILABLE else 0, 0.0)
         text = render_reply(template, prompt)
         cap = kwargs.get("max_tokens")
         counter = self.count_tokens or (lambda t: len(t.split()))

@@ -17,7 +17,7 @@ import pytest
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import answer
-from tests.fakes import UNAVAILABLE
+from tests.fakes import NO_TIME, UNAVAILABLE
 from tests.fault_server import FaultServer, refused_url
 from tests.test_agent_graph import QUOTE_2004, record, run
 from tests.test_eval_runner import dataset
@@ -142,6 +142,21 @@ def test_an_outage_at_the_grader_refuses_before_generation(agent_settings):
     result, fake, rows = run(agent_settings, [UNAVAILABLE], USE_RERANKER=True, RERANKER_KIND="llm", MAX_LLM_CALLS=8)
     assert len(fake.calls) == 1 and result.reason == "ABSTAIN_LLM_UNAVAILABLE"
     assert "generation" not in result.tokens["detail"]
+
+
+def test_a_call_the_wall_time_left_no_room_for_is_a_budget_refusal_not_an_outage(agent_settings):
+    from agentic_rag.llm.remote import call_with_retries
+    from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
+
+    with llm_deadline(time.time() - 1.0), pytest.raises(LLMUnavailableError) as err:
+        call_with_retries(lambda timeout: pytest.fail("no attempt may start"), url="u", timeout_s=5, retries=2,
+                          backoff_s=0)
+    assert not err.value.tried and "WALL_TIME_S" in err.value.last_error
+    result, fake, rows = run(agent_settings, [NO_TIME])
+    assert result.reason == "ABSTAIN_LOW_BUDGET" and rows[-1]["llm_error"]["attempts"] == 0
+    good = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    result, fake, rows = run(agent_settings, [good, NO_TIME], VERIFIER_ENABLED=True)
+    assert result.status == "ok" and result.signals["support_verdict_skipped"] == "budget"
 
 
 def test_an_eval_against_a_dead_server_writes_every_row_and_the_summary(server, settings, tmp_path):

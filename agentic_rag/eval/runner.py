@@ -321,29 +321,19 @@ def _done_ids(path: Path) -> set[str]:
     return {row["id"] for row in read_results(path)}
 
 
-def repair_last_line(path: Path) -> str:
+def repair_last_line(path: Path) -> None:
     """End a last line that a kill left without its newline: a complete row gets its newline back; a
-    cut one is removed, and its question, having no row, is answered again. Returns what was done."""
-    if not path.is_file() or not path.stat().st_size:
-        return "none"
+    cut one is removed, and its question, having no row, is answered again."""
+    data = path.read_bytes() if path.is_file() else b""
+    if not data or data.endswith(b"\n"):
+        return
+    start = data.rfind(b"\n") + 1
     with open(path, "rb+") as fh:
-        fh.seek(-1, os.SEEK_END)
-        if fh.read(1) == b"\n":
-            return "none"
-        size, start = fh.tell(), 0
-        while size > 0:  # find the last newline, reading backwards in blocks
-            block_start = max(0, size - (1 << 16))
-            fh.seek(block_start)
-            if (i := fh.read(size - block_start).rfind(b"\n")) >= 0:
-                start = block_start + i + 1
-                break
-            size = block_start
-        fh.seek(start)
-        if read_results_text(fh.read().decode("utf-8", errors="replace")):
+        if read_results_text(data[start:].decode("utf-8", errors="replace")):
+            fh.seek(0, os.SEEK_END)
             fh.write(b"\n")
-            return "ended"
-        fh.truncate(start)
-    return "cut"
+        else:
+            fh.truncate(start)
 
 
 def _writable_folder(out: Path) -> None:

@@ -137,7 +137,7 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         hedging=bool(draft) and is_hedging(draft),
         ood=bool(state.get("ood")),
         ambiguity=(state.get("ambiguity") or {}).get("status", "") if not draft else "",
-        llm_unavailable=bool(llm_error),
+        llm_unavailable=bool(llm_error and llm_error["attempts"]),  # no attempt: the time ran out, not the model
         empty_draft=not draft and any(usage.get(stage, {}).get("calls", 0) for stage in ("generation", "reflect")),
     )
     decision = decide(signals, flags, settings)
@@ -148,8 +148,11 @@ def baug_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
                 state, verify_usage = _final_check(state, config, settings, signals, cited_text)
         except LLMUnavailableError as exc:
             llm_error = exc.to_dict()
-            flags = dataclasses.replace(flags, llm_unavailable=True)
-            decision = decide(signals, flags, settings)
+            if exc.tried:
+                flags = dataclasses.replace(flags, llm_unavailable=True)
+                decision = decide(signals, flags, settings)
+            else:  # the time ran out first: as a check the budget cannot pay for, nothing is withheld
+                signals["support_verdict_skipped"] = "budget"
         else:
             if signals.get("verified_score") is not None:
                 decision = decide(signals, flags, settings)

@@ -15,6 +15,7 @@ from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
 
 UNAVAILABLE = {"action": "ABSTAIN", "reason": "ABSTAIN_LLM_UNAVAILABLE"}
+OUT_OF_TIME = {"action": "ABSTAIN", "reason": "ABSTAIN_LOW_BUDGET"}
 
 
 def _generate(state: RAGState, config: RunnableConfig, with_probe: bool) -> dict[str, Any]:
@@ -42,7 +43,9 @@ def generate_plain_node(state: RAGState, config: RunnableConfig) -> dict[str, An
     """The baseline's answer call: vanilla RAG, no probe. It never abstains, except when there is no
     model to answer: then finalize has nothing but the refusal to return."""
     update = _generate(state, config, with_probe=False)
-    return {**update, "decision": UNAVAILABLE} if "llm_error" in update else update
+    if "llm_error" not in update:
+        return update
+    return {**update, "decision": UNAVAILABLE if update["llm_error"]["attempts"] else OUT_OF_TIME}
 
 
 def reflect_problems(signals: dict[str, Any]) -> str:

@@ -24,12 +24,18 @@ class LLMUnavailableError(RuntimeError):
     that is not a chat completion, on every attempt the question's time allowed.
 
     Graph nodes turn it into the refusal ABSTAIN_LLM_UNAVAILABLE, so one unreachable server costs a
-    question, never the run. ``url`` and ``last_error`` are already free of credentials."""
+    question, never the run; with no attempt at all (the question's wall time ran out before the call
+    could start) the model is not to blame, and the refusal is ABSTAIN_LOW_BUDGET. ``url`` and
+    ``last_error`` are already free of credentials."""
 
     def __init__(self, url: str, last_error: str, attempts: int, elapsed_s: float) -> None:
         self.url, self.last_error, self.attempts, self.elapsed_s = url, last_error, attempts, elapsed_s
         super().__init__(f"the model at {url} did not answer ({attempts} attempt{'s' if attempts != 1 else ''} "
                          f"in {elapsed_s:.1f} s; last error: {last_error})")
+
+    @property
+    def tried(self) -> bool:
+        return self.attempts > 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "last_error": self.last_error, "attempts": self.attempts,
