@@ -23,7 +23,7 @@ from agentic_rag.llm.usage import LLMUnavailableError, seconds_left
 
 T = TypeVar("T")
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
-RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+RETRYABLE_4XX = frozenset({408, 409, 425, 429})  # timeout, conflict, too early, rate limit; every 5xx is retried too
 ERROR_TEXT_CHARS = 200  # server error messages are quoted up to this length (characters)
 
 
@@ -53,7 +53,7 @@ class RemoteChat(ChatOpenAI):
         return call_with_retries(
             lambda timeout: super(RemoteChat, self)._generate(messages, stop, run_manager, timeout=timeout, **kwargs),
             url=self.display_url, timeout_s=float(self.request_timeout or 600.0), retries=self._retries,
-            backoff_s=self._backoff_s, secrets=[secret],
+            backoff_s=self._backoff_s, secrets=(secret,),
         )
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
@@ -67,7 +67,7 @@ class RemoteChat(ChatOpenAI):
 
 
 def call_with_retries(attempt: Callable[[float], T], *, url: str, timeout_s: float, retries: int, backoff_s: float,
-                      secrets: list[str] = ()) -> T:
+                      secrets: tuple[str, ...] = ()) -> T:
     """``attempt(timeout)`` until it succeeds, a fault is not worth retrying, the retries are spent or
     the deadline (``llm_deadline``) leaves no time; then ``LLMUnavailableError`` with the last fault."""
     t0 = time.monotonic()
@@ -89,7 +89,7 @@ def call_with_retries(attempt: Callable[[float], T], *, url: str, timeout_s: flo
             break
         wait = retry_after if retry_after is not None else backoff_s * 2 ** n
         left = seconds_left()
-        if left is not None and wait >= left:
+        if (left is not None and wait >= left) or (retry_after or 0) > timeout_s:  # a server's "come back in an hour"
             break
         time.sleep(wait)
     last = faults[-1] if faults else "the question's WALL_TIME_S ran out before the call could start"
@@ -108,7 +108,7 @@ def describe_fault(exc: BaseException, timeout: float) -> tuple[str, bool, float
         phrase = getattr(exc.response, "reason_phrase", "") or ""
         body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
         detail = str(body.get("message", "") if isinstance(body, dict) else exc.message)[:ERROR_TEXT_CHARS]
-        return f"HTTP {status} {phrase}: {detail}".strip(": "), status in RETRYABLE_STATUS or status >= 500, _retry_after(exc)
+        return f"HTTP {status} {phrase}: {detail}".strip(": "), status in RETRYABLE_4XX or status >= 500, _retry_after(exc)
     if isinstance(exc, (MalformedReplyError, openai.APIResponseValidationError)):
         return str(exc)[:ERROR_TEXT_CHARS], True, None
     if _has_http_response(exc):  # raised while reading the server's reply (langchain attaches it)
@@ -135,7 +135,7 @@ def _root_cause(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def redact(text: str, secrets: list[str]) -> str:
+def redact(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
