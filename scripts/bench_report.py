@@ -284,7 +284,7 @@ def reliability_section(rel: dict) -> list[str]:
            f"{lost} result rows lost, {doubled} doubled."]
     for c in cases:
         if "peak_rss_mb" in c.get("detail", {}):
-            out.append(f"{c['case']}: {c['outcome']}.")
+            out.append(f"Memory ({c['injected']}; wall time on the shared CPU): {c['outcome']}.")
     return [*out, ""]
 
 
