@@ -69,6 +69,12 @@ def time_left(state: dict[str, Any], settings) -> bool:
     return started is None or time.time() - started < settings.WALL_TIME_S
 
 
+def question_deadline(state: dict[str, Any], settings) -> float | None:
+    """The ``time.time()`` instant the question's ``WALL_TIME_S`` ends (None before its clock started)."""
+    started = state.get("started_at")
+    return None if started is None else started + settings.WALL_TIME_S
+
+
 def can_afford(state: dict[str, Any], settings, cost_tokens: int) -> bool:
     usage = state.get("usage")
     return (

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agentic_rag.configuration import Settings, SettingsError
+from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.nodes import Node
 
@@ -31,12 +31,16 @@ IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index 
 DEFAULT_SHARED = Path("../shared/data")
 
 
-def _settings(preset: str | None, overrides: list[str] | None) -> Settings:
+def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
     try:
         settings = Settings.load(preset=preset, overrides=overrides or [])
     except SettingsError as exc:
-        err.print(f"[red]settings error:[/] {exc}")
+        err.print(f"[red]settings error:[/] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None
+    for warning in env_warnings(settings):
+        err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
+    if needs_llm and (problem := settings.backend_error()):
+        _fail(problem)
     if settings.EXTENSIONS or settings.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
         from agentic_rag.extensions import ExtensionError
         from graphs import get_graph
@@ -44,14 +48,14 @@ def _settings(preset: str | None, overrides: list[str] | None) -> Settings:
         try:
             get_graph("agent", settings)
         except ExtensionError as exc:
-            err.print(f"[red]extension error:[/] {exc}")
+            err.print(f"[red]extension error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
             raise typer.Exit(2) from None
     return settings
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    # one line whatever the terminal width, and the message's own brackets are not read as markup
-    err.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True)
+    # one line whatever the terminal width (greppable), and the message's own brackets are not read as markup
+    err.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True, highlight=False)
     raise typer.Exit(code)
 
 
@@ -128,7 +132,7 @@ def ask(
     from agentic_rag.runner import answer
     from agentic_rag.supervisor.ambiguity import question_too_long
 
-    settings = _settings(preset, override)
+    settings = _settings(preset, override, needs_llm=True)
     record, index_dir = _source(dataset, record_id, index, settings)
     if record is None and not question:
         _fail("give a QUESTION with --index")
@@ -250,16 +254,23 @@ def eval_cmd(
     override: OverrideOpt = None,
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
-    from agentic_rag.eval.runner import run_eval
+    from agentic_rag.eval.runner import ResumeMismatchError, RunFolderError, exit_interrupted, resume_command, run_eval
 
-    settings = _settings(preset, override)
+    settings = _settings(preset, override, needs_llm=True)
     out = out or Path(settings.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
     if checkpoints and settings.CHECKPOINT_PATH is None:
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
         res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed)
-    except DataError as exc:
+    except KeyboardInterrupt as exc:
+        exit_interrupted(exc, out, _prog(), sys.argv[1:])
+    except (DataError, ResumeMismatchError) as exc:
         _fail(str(exc))
+    except RunFolderError as exc:
+        _fail(str(exc))
+    except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
+        what = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
+        _fail(f"{what}; the rows written so far are kept: {resume_command(_prog(), sys.argv[1:], out)}")
     table = Table(title=f"{system} on {dataset}", show_lines=True)
     for col in ("question", "gold", "answer", "status", "reason", "judge", "tokens", "ms"):
         table.add_column(col, overflow="fold")
@@ -278,6 +289,15 @@ def eval_cmd(
             summary.add_row(key, str(value))
     console.print(summary)
     console.print(f"results in {res['out']}")
+    if unavailable := res["summary"].get("llm_unavailable"):
+        err.print(f"[yellow]warning:[/] {unavailable} of {res['summary']['n']} questions ended as ABSTAIN_LLM_UNAVAILABLE "
+                  "(the model could not be reached; their rows say why): rerun them into a new --out once it answers",
+                  soft_wrap=True, highlight=False)
+
+
+def _prog() -> str:
+    """How this command was started, for the resume line it prints."""
+    return "agentic-rag" if Path(sys.argv[0]).name == "agentic-rag" else "python -m agentic_rag.cli"
 
 
 @app.command("compare")
@@ -327,7 +347,7 @@ def calibrate_cmd(
     """Sweep a threshold; report accuracy, refusal and false-refusal rates and the CRAG score per value."""
     from agentic_rag.eval.calibrate import calibrate, parse_values, to_markdown
 
-    settings = _settings(preset, override)
+    settings = _settings(preset, override, needs_llm=True)
     out = out or Path(settings.ARTIFACTS_DIR) / "calibration" / param.upper()
     try:
         report = calibrate(dataset, param, parse_values(param.upper(), values), settings, out, system, n, max_false_refusal)

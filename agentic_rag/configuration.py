@@ -21,6 +21,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 ENV_PREFIX = "AGENTIC_RAG_"
+SECRET_SETTINGS = ("OPENAI_API_KEY", "EVAL_JUDGE_API_KEY")
+# The OpenAI SDK's own variables, read when the prefixed ones are unset (anyone with an OpenAI-compatible
+# server has them exported already); every other unprefixed name is ignored with a warning.
+ENV_FALLBACKS = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
 class SettingsError(ValueError):
@@ -41,7 +45,9 @@ class Settings(BaseSettings):
         description="local: 'packaged' (the Qwen2.5-Coder-0.5B GGUF from PyPI), 'packaged-1.5b' (the 1.5B, "
         "extra model-1-5b), an HF folder or a .gguf path; openai: the served model name.",
     )
-    OPENAI_BASE_URL: str | None = Field(None, description="Base URL of the OpenAI-compatible API (openai backend).")
+    OPENAI_BASE_URL: str | None = Field(
+        None, description="Base URL of the OpenAI-compatible API (openai backend); falls back to $OPENAI_BASE_URL."
+    )
     OPENAI_API_KEY: SecretStr | None = Field(None, description="API key (openai backend); falls back to $OPENAI_API_KEY.")
     MODEL_CACHE_DIR: Path = Field(
         Path(user_cache_dir("agentic-rag")) / "models",
@@ -57,7 +63,20 @@ class Settings(BaseSettings):
     LLM_CACHE_PATH: Path | None = Field(
         None, description="SQLite file replaying identical LLM calls (used only at TEMPERATURE 0); None = off."
     )
-    LLM_TIMEOUT_S: float = Field(300.0, gt=0, description="Timeout of one remote LLM call (seconds).")
+    LLM_TIMEOUT_S: float = Field(
+        300.0, gt=0,
+        description="Timeout of one remote LLM call attempt, cut to what is left of the question's WALL_TIME_S (seconds).",
+    )
+    LLM_RETRIES: int = Field(
+        2, ge=0,
+        description="Retries of a remote LLM call that failed (connection, timeout, HTTP 429/5xx, malformed reply) "
+        "before the question ends as ABSTAIN_LLM_UNAVAILABLE (retries).",
+    )
+    LLM_BACKOFF_S: float = Field(
+        1.0, ge=0.0,
+        description="Wait before the first retry, doubled before each next one (a server's Retry-After wins); "
+        "a retry that cannot start within the question's WALL_TIME_S is not made (seconds).",
+    )
 
     # --- Embeddings and ingestion ------------------------------------------------------------
     EMBEDDING_MODEL: str = Field(
@@ -383,10 +402,17 @@ class Settings(BaseSettings):
     def public_dump(self) -> dict[str, Any]:
         """Every setting as JSON-ready values, secrets masked (for run configs and telemetry)."""
         data = self.model_dump(mode="json")
-        for secret in ("OPENAI_API_KEY", "EVAL_JUDGE_API_KEY"):
+        for secret in SECRET_SETTINGS:
             if data.get(secret):
                 data[secret] = "***"
         return data
+
+    def backend_error(self) -> str | None:
+        """Why the configured LLM backend cannot be reached at all, or None (checked before a run starts)."""
+        if self.LLM_BACKEND == "openai" and not self.OPENAI_BASE_URL and not self.openai_api_key:
+            return ("LLM_BACKEND='openai' needs OPENAI_BASE_URL (a local server) or an OpenAI API key "
+                    f"(set {ENV_PREFIX}OPENAI_BASE_URL, $OPENAI_BASE_URL or -o OPENAI_BASE_URL=...)")
+        return None
 
     @property
     def openai_api_key(self) -> str | None:
@@ -419,8 +445,10 @@ def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
             raise SettingsError(f"override {item!r} is not of the form KEY=VALUE")
         key, raw = item.split("=", 1)
         key, raw = key.strip(), raw.strip()
-        if raw in {"True", "False"}:
-            value: Any = raw == "True"
+        if key.upper() in SECRET_SETTINGS:  # a key is text even when it reads as a number
+            value: Any = raw
+        elif raw in {"True", "False"}:
+            value = raw == "True"
         else:
             try:
                 value = json.loads(raw)
@@ -446,8 +474,27 @@ def _env_values() -> dict[str, Any]:
     out = {}
     for name in Settings.model_fields:
         raw = os.environ.get(ENV_PREFIX + name)
+        if raw is None and name in ENV_FALLBACKS:
+            raw = os.environ.get(name) or None
         if raw is not None:
             out[name] = parse_overrides([f"{name}={raw}"])[name]
+    return out
+
+
+def ignored_env_names() -> list[str]:
+    """Environment variables named exactly like a setting but without the prefix: the README's setting
+    names invite ``export LLM_BACKEND=openai``, which would otherwise be silently ignored."""
+    return [name for name in Settings.model_fields
+            if name in os.environ and name not in ENV_FALLBACKS and ENV_PREFIX + name not in os.environ]
+
+
+def env_warnings(settings: Settings) -> list[str]:
+    """One line per ignored environment variable, with the name that would be read and the value in force."""
+    out = []
+    for name in ignored_env_names():
+        value = "hidden" if name in SECRET_SETTINGS else repr(settings.public_dump()[name])
+        out.append(f"environment variable {name} is ignored: settings are read from {ENV_PREFIX}{name} "
+                   f"({name} stays {value}); export {ENV_PREFIX}{name} or pass -o {name}=...")
     return out
 
 
@@ -456,7 +503,8 @@ def _explain(exc: ValidationError) -> str:
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"])
         if key:
-            lines.append(f"setting {key}: {err['msg']} (got {err.get('input')!r})")
+            shown = "a hidden value" if key.upper() in SECRET_SETTINGS else repr(err.get("input"))
+            lines.append(f"setting {key}: {err['msg']} (got {shown})")
         else:
             lines.append(str(err["msg"]).removeprefix("Value error, "))
     return "; ".join(lines)

@@ -59,7 +59,7 @@ class AnswerRecord(BaseModel):
     draft: str = ""  # the model's last raw output, markup included (for inspection; empty if never called)
     citations: list[Citation] = Field(default_factory=list)
     reason: str = ""
-    abstention_layer: str = ""  # low_retrieval_score | no_score_gap | not_grounded | hedging_detected | budget | extension
+    abstention_layer: str = ""  # one of gate.policy.LAYER_CODES' values, out_of_domain, invalid_selection or extension
     explanation: str = ""
     missing: list[str] = Field(default_factory=list)
     options: list[dict[str, Any]] = Field(default_factory=list)
@@ -101,6 +101,7 @@ class RAGState(TypedDict, total=False):
     passages: list[dict[str, Any]]
     bundle: dict[str, Any]
     draft: str
+    llm_error: dict[str, Any]  # the model was unavailable: url, last error, attempts (LLMUnavailableError)
     # accounting (reducers make parallel branches add up)
     usage: Annotated[dict[str, Any], merge_usage]
     latency_ms: Annotated[dict[str, float], merge_latency]

@@ -9,11 +9,14 @@ plotted without re-running the model.
 from __future__ import annotations
 
 import json
-import threading
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-_LOCK = threading.Lock()
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: appends are still single writes, only unlocked
+    fcntl = None
 
 
 def telemetry_path(settings, system: str) -> Path:
@@ -22,15 +25,65 @@ def telemetry_path(settings, system: str) -> Path:
     return Path(settings.ARTIFACTS_DIR) / "telemetry" / f"{system}.jsonl"
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append one whole line so that no other writer, thread or process, can cut into it.
+
+    A buffered ``open(path, "a").write`` hands a long line to the kernel in several writes, and two
+    processes sharing the file (two runs on one TELEMETRY_PATH) interleave their pieces. Here the line
+    goes out in one ``write`` on an ``O_APPEND`` descriptor, under an exclusive ``flock`` in case the
+    kernel writes it in parts (a full disk, a signal)."""
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def write_row(path: Path, row: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(row, ensure_ascii=False, default=str)
-    with _LOCK, open(path, "a", encoding="utf-8") as fh:
-        fh.write(line + "\n")
-        fh.flush()
+    append_line(path, json.dumps(row, ensure_ascii=False, default=str))
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Every complete row; a line cut by a killed writer is skipped."""
     if not Path(path).is_file():
         return []
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def keep_questions(path: Path, question_ids: Iterable[str]) -> int:
+    """Drop the rows of every question not in ``question_ids`` (and any cut line); returns how many went.
+
+    A resumed run redoes the questions that have no result yet, some of which had already written
+    rounds before the interruption: without this their rounds would appear twice. Written to a
+    temporary file and renamed, so a kill leaves either the old file or the new one."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    keep = set(question_ids)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and row.get("question_id") in keep:
+            kept.append(line)
+    if len(kept) == len(lines):
+        return 0
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    os.replace(tmp, path)
+    return len(lines) - len(kept)

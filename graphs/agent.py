@@ -75,10 +75,11 @@ def route_after_disambiguate(state: RAGState, config: RunnableConfig) -> str:
 
 
 def route_after_gate(state: RAGState, config: RunnableConfig) -> str:
-    """Generate only past the gate, with something new to say, and within every cap; else BAUG decides."""
+    """Generate only past the gate, with something new to say, a model to ask, and within every cap;
+    else BAUG decides."""
     settings = Settings.from_runnable_config(config)
     bundle = state.get("bundle") or {}
-    if not (state.get("confidence") or {}).get("passed", True) or state.get("no_new_hits"):
+    if not (state.get("confidence") or {}).get("passed", True) or state.get("no_new_hits") or state.get("llm_error"):
         return Node.COLLECT_SIGNALS
     if not can_afford(state, settings, bundle.get("generation_cost", 0)):
         return Node.COLLECT_SIGNALS

@@ -6,6 +6,7 @@ so the two compare question by question. It never abstains: that is what the age
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -28,8 +29,9 @@ SYSTEM = "baseline"
 def retrieve_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     index = resolve_index(state, settings)
+    started = time.time()  # the question's clock, as the agent's: WALL_TIME_S bounds its LLM call too
     passages = retrieve(index, state["question"], settings)
-    return {"passages": [p.to_dict() for p in passages]}
+    return {"passages": [p.to_dict() for p in passages], "started_at": started}
 
 
 @timed(Node.PACK)

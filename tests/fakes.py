@@ -3,7 +3,8 @@
 Each scripted reply may cite sources by content: ``{cite:PHRASE}`` becomes ``[n]`` for the numbered
 source in the prompt whose text contains PHRASE, so a test does not depend on ranking order. Usage
 is counted with the packaged model's real tokenizer, so budget accounting is the same as in a real
-run. Every call is recorded for assertions.
+run. Every call is recorded for assertions; the reply ``UNAVAILABLE`` fails the call as an unreachable
+model does (``LLMUnavailableError``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,28 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+UNAVAILABLE = "<model unavailable>"  # a scripted reply that fails as a model outage would
+NO_TIME = "<no time left>"  # ... as a call the question's wall time left no room to start
+
 _SOURCE = re.compile(r"^\[(\d+)\] [^\n]*\n(.*?)(?=^\[\d+\] |\Z)", re.MULTILINE | re.DOTALL)
 
 
 def sources_in(prompt: str) -> dict[int, str]:
     return {int(n): text for n, text in _SOURCE.findall(prompt)}
+
+
+def render_reply(template: str, prompt: str) -> str:
+    """``template`` with each ``{cite:PHRASE}`` replaced by the number of the prompt's source holding PHRASE."""
+    sources = sources_in(prompt)
+
+    def cite(m: re.Match) -> str:
+        phrase = m.group(1).lower()
+        for n, text in sources.items():
+            if phrase in text.lower():
+                return f"[{n}]"
+        return "[99]"  # cites a source that was never given
+
+    return re.sub(r"\{cite:([^}]+)\}", cite, template)
 
 
 class ScriptedChat(BaseChatModel):
@@ -33,18 +51,6 @@ class ScriptedChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-fake"
 
-    def _render(self, template: str, prompt: str) -> str:
-        sources = sources_in(prompt)
-
-        def cite(m: re.Match) -> str:
-            phrase = m.group(1).lower()
-            for n, text in sources.items():
-                if phrase in text.lower():
-                    return f"[{n}]"
-            return "[99]"  # cites a source that was never given
-
-        return re.sub(r"\{cite:([^}]+)\}", cite, template)
-
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
         index = len(self.calls)
@@ -54,7 +60,12 @@ class ScriptedChat(BaseChatModel):
             template = self.replies[-1]
         else:
             raise AssertionError(f"unscripted call #{index + 1}")
-        text = self._render(template, prompt)
+        if template in (UNAVAILABLE, NO_TIME):
+            from agentic_rag.llm.usage import LLMUnavailableError
+
+            self.calls.append({"prompt": prompt, "reply": None, "max_tokens": kwargs.get("max_tokens")})
+            raise LLMUnavailableError("scripted://model", "scripted outage", 3 if template == UNAVAILABLE else 0, 0.0)
+        text = render_reply(template, prompt)
         cap = kwargs.get("max_tokens")
         counter = self.count_tokens or (lambda t: len(t.split()))
         out_tokens = counter(text)

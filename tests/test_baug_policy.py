@@ -41,6 +41,10 @@ CASES = [
     ("ABSTAIN_NOT_ANSWERABLE", {**GOOD, "answerability": 0.05}, flags()),
     ("ABSTAIN_NOT_ANSWERABLE", {**WEAK, "answerability": 0.05}, flags()),  # no reflect: it cannot change the probe
     ("ABSTAIN_NOT_VERIFIED", {**GOOD, "verified_score": 0.1}, flags()),  # no reflect: same quotes, same verdict
+    ("ABSTAIN_LLM_UNAVAILABLE", GOOD, flags(has_draft=False, llm_unavailable=True)),
+    ("ABSTAIN_LLM_UNAVAILABLE", GOOD, flags(llm_unavailable=True)),  # a supported draft whose check failed
+    ("ABSTAIN_LLM_UNAVAILABLE", GOOD, flags(has_draft=False, llm_unavailable=True, gate_reason="scores_too_low")),
+    ("ABSTAIN_EMPTY_ANSWER", GOOD, flags(has_draft=False, empty_draft=True)),  # not LOW_BUDGET: it was asked
 ]
 
 

@@ -72,3 +72,55 @@ def test_the_design_runbook_overrides_are_all_accepted():
                "JUDGE_MAX_CALLS_PER_Q=1 USE_FACTOID_FINALIZER=True")
     s = Settings.load(overrides=runbook.split())
     assert s.MAX_ROUNDS == 1 and s.JUDGE_POLICY == "gray_zone" and s.ANCHOR_BONUS == 0.07
+
+
+# --- settings mistakes are impossible to miss, secrets are never shown ---------------------------
+
+
+def test_a_numeric_secret_is_a_key_and_is_never_echoed(monkeypatch):
+    monkeypatch.setenv("AGENTIC_RAG_OPENAI_API_KEY", "31415926535")
+    assert Settings.load().openai_api_key == "31415926535"  # text, not a number that fails validation
+    assert Settings.load(overrides=["EVAL_JUDGE_API_KEY=2718281828"]).EVAL_JUDGE_API_KEY.get_secret_value() == "2718281828"
+    with pytest.raises(SettingsError, match="OPENAI_API_KEY") as err:
+        Settings.load(overrides={"OPENAI_API_KEY": 31415926535})
+    assert "31415926535" not in str(err.value) and "hidden" in str(err.value)
+    assert "31415926535" not in json.dumps(Settings.load().public_dump())
+
+
+def test_the_standard_openai_variables_are_fallbacks_and_the_prefixed_ones_win(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8011/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    s = Settings.load()
+    assert s.OPENAI_BASE_URL == "http://127.0.0.1:8011/v1" and s.openai_api_key == "sk-from-env"
+    monkeypatch.setenv("AGENTIC_RAG_OPENAI_BASE_URL", "http://127.0.0.1:9000/v1")
+    assert Settings.load().OPENAI_BASE_URL == "http://127.0.0.1:9000/v1"
+
+
+def test_an_unprefixed_setting_in_the_environment_is_named_in_a_warning(monkeypatch):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+    from agentic_rag.configuration import ignored_env_names
+
+    monkeypatch.setenv("LLM_BACKEND", "openai")
+    monkeypatch.setenv("EVAL_JUDGE_API_KEY", "sk-unprefixed-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8011/v1")  # honoured: no warning
+    assert ignored_env_names() == ["LLM_BACKEND", "EVAL_JUDGE_API_KEY"]
+    res = CliRunner().invoke(app, ["settings"])
+    assert res.exit_code == 0
+    assert "LLM_BACKEND is ignored" in res.stderr and "AGENTIC_RAG_LLM_BACKEND" in res.stderr
+    assert "stays 'local'" in res.stderr
+    assert "EVAL_JUDGE_API_KEY is ignored" in res.stderr and "sk-unprefixed-secret" not in res.output
+    monkeypatch.setenv("AGENTIC_RAG_LLM_BACKEND", "openai")
+    assert "LLM_BACKEND" not in ignored_env_names()
+
+
+def test_the_openai_backend_without_a_server_is_a_one_line_error(monkeypatch):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "AGENTIC_RAG_OPENAI_BASE_URL", "AGENTIC_RAG_OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    res = CliRunner().invoke(app, ["ask", "--dataset", "example", "--id", "0", "-o", "LLM_BACKEND=openai"])
+    assert res.exit_code == 2 and "needs OPENAI_BASE_URL" in res.stderr and res.exception.__class__ is SystemExit

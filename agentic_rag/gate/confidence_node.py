@@ -6,11 +6,13 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from agentic_rag.budget import question_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.confidence import confidence_gate
 from agentic_rag.gate.crossencoder import rerank_scores
 from agentic_rag.gate.grader import llm_grades
 from agentic_rag.generator.generate import model_from
+from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
 from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
@@ -25,8 +27,12 @@ def confidence_gate_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     if settings.GATE_ENABLED and settings.USE_RERANKER and passages:
         if settings.RERANKER_KIND == "llm":
             # fewer grades than passages: the rest were not graded (budget), not graded low
-            rerank, usage = llm_grades(state["question"], passages, state, settings, model_from(config, settings),
-                                       answer_cost=bundle.get("generation_cost", 0))
+            try:
+                with llm_deadline(question_deadline(state, settings)):
+                    rerank, usage = llm_grades(state["question"], passages, state, settings,
+                                               model_from(config, settings), answer_cost=bundle.get("generation_cost", 0))
+            except LLMUnavailableError as exc:  # BAUG refuses: the grade tier 1 asked for cannot be read
+                return {"confidence": confidence_gate(passages, settings, None).to_dict(), "llm_error": exc.to_dict()}
             rerank = rerank or None  # nothing graded: tier 2 decides
         else:
             rerank = rerank_scores(settings.RERANKER_MODEL, state["question"], [p["text"] for p in passages])

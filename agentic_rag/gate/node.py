@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.predictor import Anchor
-from agentic_rag.budget import can_afford, llm_calls, time_left, tokens_used
+from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.crossencoder import entailment_probability
 from agentic_rag.gate.judge import (
@@ -28,6 +28,7 @@ from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quo
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import strip_markup
 from agentic_rag.generator.generate import model_from, prompt_cost, reflect_request
+from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
 from agentic_rag.prompts import is_hedging
 from agentic_rag.retrieval.embeddings import get_embedder
@@ -76,14 +77,20 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     cited_text = signals.pop("_cited_text")
     windows = signals.pop("_support_windows")
     judge_usage: dict[str, Any] = {}
-    if draft and settings.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
+    llm_error = state.get("llm_error")
+    if draft and not llm_error and settings.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
         judged = int(usage.get("judge", {}).get("calls", 0))
         request = judge_messages(state["question"], draft, cited_text)
         if judged < settings.JUDGE_MAX_CALLS_PER_Q and can_afford(state, settings, yes_no_cost(request, settings)):
-            score, judge_usage = run_judge(request, settings, model_from(config, settings))
-            signals["judge_score"] = score
-            signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
-            state = _charge(state, signals, judge_usage, settings)
+            try:
+                with llm_deadline(question_deadline(state, settings)):
+                    score, judge_usage = run_judge(request, settings, model_from(config, settings))
+            except LLMUnavailableError as exc:
+                llm_error = exc.to_dict()
+            else:
+                signals["judge_score"] = score
+                signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
+                state = _charge(state, signals, judge_usage, settings)
     # periods are checked where PERIOD_SCOPE says, around the supporting sentences; with no support,
     # against the cited text
     claims = " ".join(supported_quotes(signals.get("sentences", [])))
@@ -109,8 +116,11 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
         ood=bool(state.get("ood")),
         too_long=bool(state.get("too_long")),
         ambiguity=(state.get("ambiguity") or {}).get("status", "") if not draft else "",
+        llm_unavailable=bool(llm_error and llm_error["attempts"]),  # no attempt: the time ran out, not the model
+        empty_draft=not draft and any(usage.get(stage, {}).get("calls", 0) for stage in ("generation", "reflect")),
     )
     return {
+        **({"llm_error": llm_error} if llm_error else {}),
         "usage": judge_usage,
         "signals": signals,
         "cited_text": cited_text,
@@ -132,8 +142,24 @@ def final_check_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     becomes ``verified_score`` (None when nothing could be read, and then nothing is withheld)."""
     settings = Settings.from_runnable_config(config)
     signals = dict(state.get("signals") or {})
-    model = model_from(config, settings)
-    usage: dict[str, Any] = {}
+    booked: dict[str, Any] = {}  # what the calls made so far cost, kept if a later one fails
+    try:
+        with llm_deadline(question_deadline(state, settings)):
+            _read_final_check(state, model_from(config, settings), settings, signals, booked)
+    except LLMUnavailableError as exc:
+        update: dict[str, Any] = {"llm_error": exc.to_dict()}
+        if exc.tried:  # decide refuses: the check the draft needed could not be made
+            update["flags"] = {**(state.get("flags") or {}), "llm_unavailable": True}
+        else:  # the time ran out first: as a check the budget cannot pay for, nothing is withheld
+            signals["support_verdict_skipped"] = "budget"
+        signals["verified_score"] = None
+        return {**update, "signals": signals, "usage": booked["usage"] if booked else {}}
+    signals["verified_score"] = verified_score(signals, settings)
+    return {"signals": signals, "usage": booked.get("usage", {})}
+
+
+def _read_final_check(state: RAGState, model, settings: Settings, signals: dict[str, Any], booked: dict[str, Any]) -> None:
+    """Fill ``signals`` with the final check's readings; ``booked["usage"]`` holds the calls' cost so far."""
     if "quote_answerability" in COMBINE_PARTS[settings.VERIFIER_COMBINE]:
         messages = quote_probe_messages(state["question"], signals.get("sentences", []), state.get("bundle") or {})
         capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)
@@ -141,17 +167,15 @@ def final_check_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
             reading, call_usage = read_quote_probe(messages, probe_request(model, settings), settings, VERIFY_STAGE, model)
             if reading.get("status") == "scored":
                 signals["quote_answerability"] = reading["answerability"]
-            state, usage = _charge(state, signals, call_usage, settings), merge_usage(usage, call_usage)
+            state, booked["usage"] = _charge(state, signals, call_usage, settings), merge_usage(booked.get("usage"), call_usage)
     if needs_verdict(signals, settings):
         request = verify_messages(state["question"], state.get("draft", ""), signals, state.get("cited_text", ""))
         if can_afford(state, settings, yes_no_cost(request, settings)):
             verdict, call_usage = yes_probability(request, settings, VERIFY_STAGE, model)
             signals["support_verdict"] = round(verdict, 4)
-            state, usage = _charge(state, signals, call_usage, settings), merge_usage(usage, call_usage)
+            state, booked["usage"] = _charge(state, signals, call_usage, settings), merge_usage(booked.get("usage"), call_usage)
         else:
             signals["support_verdict_skipped"] = "budget"
-    signals["verified_score"] = verified_score(signals, settings)
-    return {"signals": signals, "usage": usage}
 
 
 def needs_final_check(decision: Decision, signals: dict[str, Any], settings: Settings) -> bool:
@@ -207,6 +231,7 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "untrusted_sources": [u["n"] for u in signals.get("untrusted_sources", [])],
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
+        "llm_error": state.get("llm_error"),
         "validator": validation.get("name"),
         "validator_ok": validation.get("ok"),
         "context_tokens": (state.get("bundle") or {}).get("context_tokens", 0),

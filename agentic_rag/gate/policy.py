@@ -7,8 +7,11 @@ writes can change it: the draft enters only through the signals computed from it
    out of domain / an unknown option selected          -> ABSTAIN_OUT_OF_DOMAIN / ABSTAIN_INVALID_SELECTION
 1. no evidence at all                                  -> ABSTAIN_NO_EVIDENCE
    evidence splits into clusters none of which wins    -> AMBIGUOUS_OPTIONS (status "ambiguous")
+   the model could not be reached for a call the question needed (after retries, within its wall time)
+                                                       -> ABSTAIN_LLM_UNAVAILABLE
    the confidence gate refused before generation       -> ABSTAIN_LOW_RETRIEVAL_SCORE / ABSTAIN_NO_SCORE_GAP
-2. no draft and no budget for one                      -> ABSTAIN_LOW_BUDGET
+2. the model was asked and replied with nothing        -> ABSTAIN_EMPTY_ANSWER
+   no draft and no budget for one                      -> ABSTAIN_LOW_BUDGET
    the draft hedges ("I think", "not mentioned")      -> ABSTAIN_HEDGING
 3. supported (overlap, faith, relevance to the question) and sufficient (anchor coverage, type validator)
                                                        -> STOP_OVERLAP_OK
@@ -59,10 +62,13 @@ REASONS = {
     "ABSTAIN_OUT_OF_DOMAIN": ABSTAIN,
     "ABSTAIN_QUESTION_TOO_LONG": ABSTAIN,
     "ABSTAIN_INVALID_SELECTION": ABSTAIN,
+    "ABSTAIN_LLM_UNAVAILABLE": ABSTAIN,
+    "ABSTAIN_EMPTY_ANSWER": ABSTAIN,
     "AMBIGUOUS_OPTIONS": ABSTAIN,
 }
 
-# The abstention layer each refusal belongs to (layer 1 retrieval confidence, 2 grounding, 3 hedging).
+# The abstention layer each refusal belongs to (layer 1 retrieval confidence, 2 grounding, 3 hedging;
+# the model being unreachable or replying with nothing are faults of the generator, not of the evidence).
 LAYER_CODES = {
     "ABSTAIN_NO_EVIDENCE": "low_retrieval_score",
     "ABSTAIN_LOW_RETRIEVAL_SCORE": "low_retrieval_score",
@@ -73,6 +79,8 @@ LAYER_CODES = {
     "ABSTAIN_NOT_VERIFIED": "not_grounded",
     "ABSTAIN_HEDGING": "hedging_detected",
     "ABSTAIN_LOW_BUDGET": "budget",
+    "ABSTAIN_LLM_UNAVAILABLE": "llm_unavailable",
+    "ABSTAIN_EMPTY_ANSWER": "empty_answer",
 }
 GATE_REASONS = {
     "no_relevant_information": "ABSTAIN_NO_EVIDENCE",
@@ -111,6 +119,8 @@ class Flags:
     ood: bool = False  # the question is out of domain
     too_long: bool = False  # the question is longer than MAX_QUESTION_CHARS
     ambiguity: str = ""  # "ambiguous" or "refuse" (invalid selection) from the ambiguity policy
+    llm_unavailable: bool = False  # an LLM call of this question failed on every attempt (state's llm_error)
+    empty_draft: bool = False  # the generator was called and its reply was empty
     # extension nodes' requests: {"by": name, "action": ABSTAIN | RETRIEVE_MORE, "code": "UPPER_SNAKE", ...}
     requests: tuple[dict[str, Any], ...] = ()
 
@@ -158,10 +168,12 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide("ABSTAIN_NO_EVIDENCE")
     if flags.ambiguity == "ambiguous":
         return _decide("AMBIGUOUS_OPTIONS")
+    if flags.llm_unavailable:  # whatever the draft, a check or revision it needed could not be made
+        return _decide("ABSTAIN_LLM_UNAVAILABLE")
     if flags.gate_reason and not flags.has_draft:
         return _decide(GATE_REASONS[flags.gate_reason])
     if not flags.has_draft:
-        return _decide("ABSTAIN_LOW_BUDGET")
+        return _decide("ABSTAIN_EMPTY_ANSWER" if flags.empty_draft else "ABSTAIN_LOW_BUDGET")
     if flags.hedging and settings.HEDGING_ENABLED:
         return _decide("ABSTAIN_HEDGING")
     nli = signals.get("nli_entailment")

@@ -60,12 +60,25 @@ def _list(items: list[str]) -> str:
 def explain_refusal(
     reason: str, signals: dict[str, Any], validation: dict[str, Any], settings, confidence: dict[str, Any] | None = None,
     requests: list[dict[str, Any]] | tuple = (),
+    llm_error: dict[str, Any] | None = None,
 ) -> tuple[str, list[str]]:
     """A sentence with the figures, and the information that would be needed."""
     missing_anchors = list(dict.fromkeys((signals.get("missing_anchors") or []) + (validation.get("missing") or [])))
     request = requested(reason, requests)
     if request is not None:  # an extension asked for this refusal: its words, its missing information
         return request["message"], list(request.get("missing") or []) or missing_anchors
+    if reason == "ABSTAIN_LLM_UNAVAILABLE":
+        e = llm_error or {}
+        attempts = e.get("attempts", 0)
+        return (
+            f"The language model at {e.get('url', 'the configured endpoint')} could not be reached "
+            f"({attempts} attempt{'s' if attempts != 1 else ''} in {e.get('elapsed_s', 0.0):.1f} s; last error: "
+            f"{e.get('last_error', 'unknown')}), so no answer could be written or checked.",
+            ["a reachable language model"],
+        )
+    if reason == "ABSTAIN_EMPTY_ANSWER":
+        return ("The generator was asked and replied with an empty text, so there is no answer to check or show.",
+                missing_anchors)
     if reason in ("ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NO_SCORE_GAP"):
         return (
             f"{(confidence or {}).get('message', '')} A source that addresses the question directly is needed.".strip(),
@@ -212,7 +225,8 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         confidence = state.get("confidence") or {}
         requests = (decision.get("flags") or {}).get("requests") or ()
         explanation, missing = explain_refusal(
-            decision["reason"], signals, state.get("validation") or {}, settings, confidence, requests
+            decision["reason"], signals, state.get("validation") or {}, settings, confidence, requests,
+            state.get("llm_error"),
         )
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(

@@ -6,12 +6,17 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from agentic_rag.budget import question_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.probe import probe_request, read_probe
 from agentic_rag.generator.generate import answer_messages, call_generator, call_model, model_from, reflect_request
+from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
 from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
+
+UNAVAILABLE = {"action": "ABSTAIN", "reason": "ABSTAIN_LLM_UNAVAILABLE"}
+OUT_OF_TIME = {"action": "ABSTAIN", "reason": "ABSTAIN_LOW_BUDGET"}
 
 
 def _generate(state: RAGState, config: RunnableConfig, with_probe: bool) -> dict[str, Any]:
@@ -20,24 +25,36 @@ def _generate(state: RAGState, config: RunnableConfig, with_probe: bool) -> dict
     model = model_from(config, settings)
     # the probe's state comes from this same call's prefill; a graph without BAUG has no use for it
     request = probe_request(model, settings) if with_probe else {"status": "off"}
-    message, usage = call_model(messages, settings, "generation", model, **request.get("kwargs", {}))
+    try:
+        with llm_deadline(question_deadline(state, settings)):
+            message, usage = call_model(messages, settings, "generation", model, **request.get("kwargs", {}))
+    except LLMUnavailableError as exc:
+        return {"draft": "", "llm_error": exc.to_dict(), "probe": {"status": "skipped", "why": "llm_unavailable"}}
     return {"draft": str(message.content).strip(), "usage": usage, "probe": read_probe(message, request)}
 
 
 @timed(Node.GENERATE)
 def generate_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
-    """The agent's answer call, read by the answerability probe."""
+    """The agent's answer call, read by the answerability probe (an unavailable model: BAUG refuses)."""
     return _generate(state, config, with_probe=True)
 
 
 @timed(Node.GENERATE)
 def generate_plain_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
-    """The baseline's answer call: vanilla RAG, no probe."""
-    return _generate(state, config, with_probe=False)
+    """The baseline's answer call: vanilla RAG, no probe. It never abstains, except when there is no
+    model to answer: then finalize has nothing but the refusal to return."""
+    update = _generate(state, config, with_probe=False)
+    if "llm_error" not in update:
+        return update
+    return {**update, "decision": UNAVAILABLE if update["llm_error"]["attempts"] else OUT_OF_TIME}
 
 
 @timed(Node.REFLECT)
 def reflect_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
-    revised, usage = call_generator(reflect_request(state), settings, "reflect", model_from(config, settings))
+    try:
+        with llm_deadline(question_deadline(state, settings)):
+            revised, usage = call_generator(reflect_request(state), settings, "reflect", model_from(config, settings))
+    except LLMUnavailableError as exc:  # the draft stays; BAUG refuses, as the revision it asked for is missing
+        return {"reflected": True, "llm_error": exc.to_dict()}
     return {"draft": revised, "usage": usage, "reflected": True}

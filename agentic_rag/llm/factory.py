@@ -27,8 +27,8 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
         model = _local_model(str(path), cap, settings.TEMPERATURE, settings.TORCH_THREADS, settings.REPETITION_PENALTY)
         return _with_cache(model, settings)
     if settings.LLM_BACKEND == "openai":
-        if not settings.OPENAI_BASE_URL and not settings.openai_api_key:
-            raise ValueError("LLM_BACKEND='openai' needs OPENAI_BASE_URL (a local server) or an OpenAI API key")
+        if problem := settings.backend_error():
+            raise ValueError(problem)
         model = _openai_model(
             settings.LLM_MODEL,
             settings.OPENAI_BASE_URL,
@@ -36,6 +36,8 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
             settings.TEMPERATURE,
             cap,
             settings.LLM_TIMEOUT_S,
+            settings.LLM_RETRIES,
+            settings.LLM_BACKOFF_S,
         )
         return _with_cache(model, settings)
     raise ValueError(f"unknown LLM_BACKEND {settings.LLM_BACKEND!r}; expected 'local' or 'openai'")
@@ -96,19 +98,21 @@ def _local_model(path: str, cap: int, temperature: float, threads: int, repetiti
 
 @lru_cache(maxsize=16)
 def _openai_model(
-    model: str, base_url: str | None, api_key: str, temperature: float, cap: int, timeout: float
+    model: str, base_url: str | None, api_key: str, temperature: float, cap: int, timeout: float,
+    retries: int, backoff_s: float,
 ) -> BaseChatModel:
-    from langchain_openai import ChatOpenAI
+    from agentic_rag.llm.remote import RemoteChat
 
-    return ChatOpenAI(
+    # the client's own retries are off: RemoteChat retries within the question's deadline
+    return RemoteChat(
         model=model,
         base_url=base_url,
         api_key=api_key,
         temperature=temperature,
         max_tokens=cap,
         timeout=timeout,
-        max_retries=1,
-    )
+        max_retries=0,
+    ).with_retry_policy(retries, backoff_s)
 
 
 def get_tokenizer(settings) -> Any:

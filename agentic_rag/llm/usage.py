@@ -8,12 +8,63 @@ is locked because graph branches may call the model from several threads.
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+import time
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 _FIELDS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+class LLMUnavailableError(RuntimeError):
+    """The model could not be asked: its server refused, failed, timed out or replied with something
+    that is not a chat completion, on every attempt the question's time allowed.
+
+    Graph nodes turn it into the refusal ABSTAIN_LLM_UNAVAILABLE, so one unreachable server costs a
+    question, never the run; with no attempt at all (the question's wall time ran out before the call
+    could start) the model is not to blame, and the refusal is ABSTAIN_LOW_BUDGET. ``url`` and
+    ``last_error`` are already free of credentials."""
+
+    def __init__(self, url: str, last_error: str, attempts: int, elapsed_s: float) -> None:
+        self.url, self.last_error, self.attempts, self.elapsed_s = url, last_error, attempts, elapsed_s
+        super().__init__(f"the model at {url} did not answer ({attempts} attempt{'s' if attempts != 1 else ''} "
+                         f"in {elapsed_s:.1f} s; last error: {last_error})")
+
+    @property
+    def tried(self) -> bool:
+        return self.attempts > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "last_error": self.last_error, "attempts": self.attempts,
+                "elapsed_s": round(self.elapsed_s, 2)}
+
+
+_DEADLINE: ContextVar[float | None] = ContextVar("llm_deadline", default=None)
+
+
+@contextmanager
+def llm_deadline(at: float | None) -> Iterator[None]:
+    """LLM calls made inside end by ``at`` (a ``time.time()`` instant; None = no deadline beyond
+    each backend's own timeout). Nested deadlines keep the earlier one.
+
+    A context variable rather than a call argument: the deadline is the question's, set once by the
+    node that holds the question's state, and must reach every call made below it (grader, judge,
+    verifier) without entering the call's kwargs, which key the replay cache."""
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(at if outer is None else outer if at is None else min(at, outer))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def seconds_left() -> float | None:
+    """Seconds until the current LLM deadline (negative once passed), or None when there is none."""
+    at = _DEADLINE.get()
+    return None if at is None else at - time.time()
 
 
 def usage_of(message: AIMessage) -> dict[str, int]:

@@ -1,0 +1,151 @@
+"""The openai backend's chat model: a failed call is retried within the question's time, and a model
+that stays unavailable ends as ``LLMUnavailableError`` (a refusal upstream), never as a traceback.
+
+The OpenAI client's own retries are off: its backoff knows nothing of the question's deadline, so a
+question could outlive ``WALL_TIME_S`` by several timeouts. Here every attempt's timeout is the lesser
+of ``LLM_TIMEOUT_S`` and the time the question has left, and a retry that could not start before the
+deadline is not made. Only faults of the server or the connection are retried or turned into
+``LLMUnavailableError``; an error raised before any request was sent (a bug) still propagates.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from langchain_core.outputs import ChatResult
+from langchain_openai import ChatOpenAI
+from pydantic import PrivateAttr
+
+from agentic_rag.llm.usage import LLMUnavailableError, seconds_left
+
+T = TypeVar("T")
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+RETRYABLE_4XX = frozenset({408, 409, 425, 429})  # timeout, conflict, too early, rate limit; every 5xx is retried too
+ERROR_TEXT_CHARS = 200  # server error messages are quoted up to this length (characters)
+
+
+class MalformedReplyError(ValueError):
+    """The server answered, but not with a chat completion (no JSON, no choices)."""
+
+
+class RemoteChat(ChatOpenAI):
+    """``ChatOpenAI`` with deadline-bounded retries; see the module docstring.
+
+    The retry policy lives in private attributes so it stays out of the replay cache's key: how often
+    a call is retried does not change what a successful call returns."""
+
+    _retries: int = PrivateAttr(default=0)
+    _backoff_s: float = PrivateAttr(default=1.0)
+
+    def with_retry_policy(self, retries: int, backoff_s: float) -> "RemoteChat":
+        self._retries, self._backoff_s = int(retries), float(backoff_s)
+        return self
+
+    @property
+    def display_url(self) -> str:
+        return safe_url(self.openai_api_base or OPENAI_DEFAULT_URL)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        secret = self.openai_api_key.get_secret_value() if self.openai_api_key else ""
+        return call_with_retries(
+            lambda timeout: super(RemoteChat, self)._generate(messages, stop, run_manager, timeout=timeout, **kwargs),
+            url=self.display_url, timeout_s=float(self.request_timeout or 600.0), retries=self._retries,
+            backoff_s=self._backoff_s, secrets=(secret,),
+        )
+
+    def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
+        choices = response.get("choices") if isinstance(response, dict) else getattr(response, "choices", "n/a")
+        if not choices:  # missing, null or empty: a completion with nothing to read
+            raise MalformedReplyError("malformed reply: the completion has no choices")
+        try:
+            return super()._create_chat_result(response, generation_info)
+        except Exception as exc:  # whatever the parser tripped on, the server's reply was at fault
+            raise MalformedReplyError(f"malformed reply: {exc}") from exc
+
+
+def call_with_retries(attempt: Callable[[float], T], *, url: str, timeout_s: float, retries: int, backoff_s: float,
+                      secrets: tuple[str, ...] = ()) -> T:
+    """``attempt(timeout)`` until it succeeds, a fault is not worth retrying, the retries are spent or
+    the deadline (``llm_deadline``) leaves no time; then ``LLMUnavailableError`` with the last fault."""
+    t0 = time.monotonic()
+    faults: list[str] = []
+    for n in range(retries + 1):
+        left = seconds_left()
+        if left is not None and left <= 0:
+            break
+        timeout = timeout_s if left is None else min(timeout_s, left)
+        try:
+            return attempt(timeout)
+        except Exception as exc:  # noqa: BLE001 - classified below; anything else re-raised
+            fault = describe_fault(exc, timeout)
+            if fault is None:
+                raise
+            text, retryable, retry_after = fault
+            faults.append(redact(text, secrets))
+        if not retryable or n == retries:
+            break
+        wait = retry_after if retry_after is not None else backoff_s * 2 ** n
+        left = seconds_left()
+        if (left is not None and wait >= left) or (retry_after or 0) > timeout_s:  # a server's "come back in an hour"
+            break
+        time.sleep(wait)
+    last = faults[-1] if faults else "the question's WALL_TIME_S ran out before the call could start"
+    raise LLMUnavailableError(url, last, len(faults), time.monotonic() - t0)
+
+
+def describe_fault(exc: BaseException, timeout: float) -> tuple[str, bool, float | None] | None:
+    """(what went wrong, worth a retry, seconds the server asked to wait) for a fault of the server or
+    the connection; None for anything else (a bug on this side must stay visible)."""
+    if isinstance(exc, openai.APITimeoutError):
+        return f"no reply within {timeout:.1f} s", True, None
+    if isinstance(exc, openai.APIConnectionError):
+        return f"connection failed: {_root_cause(exc)}", True, None
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        phrase = getattr(exc.response, "reason_phrase", "") or ""
+        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
+        detail = str(body.get("message", "") if isinstance(body, dict) else exc.message)[:ERROR_TEXT_CHARS]
+        return f"HTTP {status} {phrase}: {detail}".strip(": "), status in RETRYABLE_4XX or status >= 500, _retry_after(exc)
+    if isinstance(exc, (MalformedReplyError, openai.APIResponseValidationError)):
+        return str(exc)[:ERROR_TEXT_CHARS], True, None
+    if _has_http_response(exc):  # raised while reading the server's reply (langchain attaches it)
+        return f"malformed reply: {type(exc).__name__}: {str(exc)[:ERROR_TEXT_CHARS]}", True, None
+    return None
+
+
+def _has_http_response(exc: BaseException) -> bool:
+    """Duck-typed: the openai SDK's HTTP library (httpx or its successor httpx2) varies by version."""
+    response = getattr(exc, "response", None)
+    return response is not None and hasattr(response, "status_code") and hasattr(response, "headers")
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    try:
+        return max(0.0, float(exc.response.headers.get("retry-after", "")))
+    except (TypeError, ValueError):
+        return None
+
+
+def _root_cause(exc: BaseException) -> str:
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__
+    return str(exc) or type(exc).__name__
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def safe_url(url: str) -> str:
+    """``url`` without a user or password (``http://user:key@host`` would otherwise print the key)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))

@@ -1,0 +1,232 @@
+"""Model faults end as refusals: a real local HTTP server injects them into the openai backend
+(connection refused, HTTP 500/429/401, a hang past the timeout, an empty completion, malformed JSON,
+no choices, a dropped connection); the scripted model checks the graph's handling of a failure at
+each LLM call site (grader, generator, reflect, verifier)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentic_rag.configuration import Settings
+from agentic_rag.eval.runner import run_eval
+from agentic_rag.runner import answer
+from tests.fakes import NO_TIME, UNAVAILABLE
+from tests.fault_server import FaultServer, refused_url
+from tests.test_agent_graph import QUOTE_2004, record, run
+from tests.test_eval_runner import dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+REPLY = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'
+KEY = "sk-fake-7f3a9c1d2e4b"  # distinctive: grepped for in every output
+RETRIES = 2
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FaultServer(reply=REPLY, hang_s=30) as srv:
+        yield srv
+
+
+def remote(settings: Settings, url: str, **extra) -> Settings:
+    return settings.replace(LLM_BACKEND="openai", OPENAI_BASE_URL=url, LLM_MODEL="m", OPENAI_API_KEY=KEY,
+                            LLM_TIMEOUT_S=1.0, LLM_RETRIES=RETRIES, LLM_BACKOFF_S=0.05, **extra)
+
+
+def ask(server: FaultServer, settings: Settings, plan: list[str], system: str = "agent", url: str | None = None):
+    server.set_plan(plan)
+    before = len(server.requests)
+    t0 = time.monotonic()
+    result = answer(system, remote(settings, url or server.url), record=record())
+    return result, server.modes_served()[before:], time.monotonic() - t0
+
+
+UNAVAILABLE_CASES = {
+    "http_500": (["500"] * 3, "HTTP 500"),
+    "hang_past_timeout": (["hang"] * 3, "no reply within 1.0 s"),
+    "malformed_json": (["malformed"] * 3, "malformed reply"),
+    "no_choices": (["no_choices"] * 3, "the completion has no choices"),
+    "dropped_connection": (["drop"] * 3, "connection failed"),
+}
+
+
+@pytest.mark.parametrize("case", UNAVAILABLE_CASES)
+def test_a_server_that_stays_faulty_ends_as_an_llm_unavailable_refusal(server, agent_settings, case):
+    plan, error = UNAVAILABLE_CASES[case]
+    result, served, _ = ask(server, agent_settings, plan)
+    assert result.status == "refuse" and result.reason == "ABSTAIN_LLM_UNAVAILABLE"
+    assert result.abstention_layer == "llm_unavailable" and result.citations == []
+    assert served == plan  # one attempt and LLM_RETRIES retries
+    assert server.url in result.explanation and error in result.explanation
+    assert f"{RETRIES + 1} attempts" in result.explanation
+    assert KEY not in json.dumps(result.model_dump())  # the 500 body echoes the Authorization header
+
+
+def test_connection_refused_names_the_url_and_the_errno(server, agent_settings):
+    url = refused_url()
+    result, served, elapsed = ask(server, agent_settings, [], url=url)
+    assert result.reason == "ABSTAIN_LLM_UNAVAILABLE" and served == []
+    assert url in result.explanation and "Connection refused" in result.explanation
+    assert elapsed < 30
+
+
+def test_baseline_without_a_model_refuses_instead_of_crashing(server, agent_settings):
+    result, served, _ = ask(server, agent_settings, ["500"] * 3, system="baseline")
+    assert result.status == "refuse" and result.reason == "ABSTAIN_LLM_UNAVAILABLE" and len(served) == 3
+
+
+def test_429_twice_then_success_answers(server, agent_settings):
+    result, served, _ = ask(server, agent_settings, ["429", "429"])
+    assert served == ["429", "429", "ok"]
+    assert result.status == "ok" and result.reason == "STOP_OVERLAP_OK" and "Finding Nemo" in result.answer
+    assert result.llm_calls == 1  # retries are attempts of one call, not calls against MAX_LLM_CALLS
+
+
+def test_a_rejected_key_is_not_retried(server, agent_settings):
+    result, served, _ = ask(server, agent_settings, ["401"])
+    assert served == ["401"] and result.reason == "ABSTAIN_LLM_UNAVAILABLE" and "HTTP 401" in result.explanation
+
+
+def test_an_empty_completion_is_its_own_refusal_not_low_budget(server, agent_settings):
+    result, served, _ = ask(server, agent_settings, ["empty"])
+    assert served == ["empty"]
+    assert result.status == "refuse" and result.reason == "ABSTAIN_EMPTY_ANSWER"
+    assert result.abstention_layer == "empty_answer" and "empty" in result.explanation
+    assert "budget" not in result.explanation
+
+
+def test_no_call_outlives_the_questions_wall_time(server, agent_settings):
+    # a server that never answers, a 60 s request timeout and 2 retries: the old worst case was
+    # WALL_TIME_S plus two timeouts; the question's deadline cuts the one attempt it has time for
+    server.set_plan(["hang"] * 3)
+    s = remote(agent_settings, server.url).replace(WALL_TIME_S=3.0, LLM_TIMEOUT_S=60.0)
+    t0 = time.time()
+    result = answer("agent", s, record=record())
+    assert result.reason == "ABSTAIN_LLM_UNAVAILABLE"
+    assert time.time() - t0 < 3.0 + 1.5  # retrieval included; no second attempt was started
+    assert "1 attempt " in result.explanation
+
+
+def test_a_backoff_that_would_pass_the_deadline_is_not_waited(server, agent_settings):
+    server.set_plan(["500"] * 3)
+    s = remote(agent_settings, server.url).replace(WALL_TIME_S=4.0, LLM_BACKOFF_S=30.0)
+    t0 = time.time()
+    result = answer("agent", s, record=record())
+    assert result.reason == "ABSTAIN_LLM_UNAVAILABLE" and time.time() - t0 < 4.0
+
+
+# --- the graph's handling at every call site (scripted model) ---------------------------------------
+
+
+def test_an_outage_at_reflect_refuses_rather_than_showing_the_unrevised_draft(agent_settings):
+    weak = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."
+    result, fake, rows = run(agent_settings, [weak, UNAVAILABLE], OVERLAP_TAU=0.99, REFLECT_MIN_OVERLAP=0.0)
+    assert [r["reason"] for r in rows] == ["REFLECT_LOW_FAITH", "ABSTAIN_LLM_UNAVAILABLE"]
+    assert rows[-1]["llm_error"]["last_error"] == "scripted outage"
+    assert result.reason == "ABSTAIN_LLM_UNAVAILABLE" and "scripted://model" in result.explanation
+
+
+def test_an_outage_at_the_verifier_withholds_the_draft(agent_settings):
+    good = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    result, fake, rows = run(agent_settings, [good, UNAVAILABLE], VERIFIER_ENABLED=True)
+    assert len(fake.calls) == 2 and result.status == "refuse" and result.reason == "ABSTAIN_LLM_UNAVAILABLE"
+
+
+def test_an_outage_at_the_grader_refuses_before_generation(agent_settings):
+    result, fake, rows = run(agent_settings, [UNAVAILABLE], USE_RERANKER=True, RERANKER_KIND="llm", MAX_LLM_CALLS=8)
+    assert len(fake.calls) == 1 and result.reason == "ABSTAIN_LLM_UNAVAILABLE"
+    assert "generation" not in result.tokens["detail"]
+
+
+def test_a_call_the_wall_time_left_no_room_for_is_a_budget_refusal_not_an_outage(agent_settings):
+    from agentic_rag.llm.remote import call_with_retries
+    from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
+
+    with llm_deadline(time.time() - 1.0), pytest.raises(LLMUnavailableError) as err:
+        call_with_retries(lambda timeout: pytest.fail("no attempt may start"), url="u", timeout_s=5, retries=2,
+                          backoff_s=0)
+    assert not err.value.tried and "WALL_TIME_S" in err.value.last_error
+    result, fake, rows = run(agent_settings, [NO_TIME])
+    assert result.reason == "ABSTAIN_LOW_BUDGET" and rows[-1]["llm_error"]["attempts"] == 0
+    good = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    result, fake, rows = run(agent_settings, [good, NO_TIME], VERIFIER_ENABLED=True)
+    assert result.status == "ok" and result.signals["support_verdict_skipped"] == "budget"
+
+
+def test_an_eval_against_a_dead_server_writes_every_row_and_the_summary(server, settings, tmp_path):
+    data = dataset(tmp_path)
+    res = run_eval(data, "agent", remote(settings, refused_url()), tmp_path / "run", progress=False)
+    assert [r["reason"] for r in res["rows"]] == ["ABSTAIN_LLM_UNAVAILABLE"] * 5
+    assert res["summary"]["n"] == 5 and res["summary"]["llm_unavailable"] == 5
+    assert (tmp_path / "run" / "summary.json").is_file()
+
+
+# --- end to end, as a user runs it ------------------------------------------------------------------
+
+
+def cli(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_") and k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    return subprocess.run([sys.executable, "-m", "agentic_rag.cli", *args], capture_output=True, text=True,
+                          env={**base, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=600, **kw)
+
+
+def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_server(server, tmp_path):
+    """Every fault in one eval (one question each), then `ask` with nothing listening: exit 0, every row
+    and the summary written, no traceback, and the key (given on the command line and in the
+    environment, echoed back by the server's 500) in no file, no stdout, no stderr."""
+    data = dataset(tmp_path)
+    server.set_plan(["500"] * 3 + ["429", "ok"] + ["hang"] * 3 + ["empty"] + ["no_choices"] * 3)
+    opts = ["-o", "LLM_BACKEND=openai", "-o", "LLM_MODEL=m", "-o", "LLM_TIMEOUT_S=1", "-o", "LLM_BACKOFF_S=0.05",
+            "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
+    out = tmp_path / "run"
+    ev = cli("eval", "--dataset", str(data), "--out", str(out), "-o", f"OPENAI_BASE_URL={server.url}",
+             "-o", f"OPENAI_API_KEY={KEY}", *opts, env={"OPENAI_API_KEY": KEY})
+    assert ev.returncode == 0, ev.stderr[-2000:]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["reason"] for r in rows] == ["ABSTAIN_LLM_UNAVAILABLE", "STOP_OVERLAP_OK", "ABSTAIN_LLM_UNAVAILABLE",
+                                           "ABSTAIN_EMPTY_ANSWER", "ABSTAIN_LLM_UNAVAILABLE"]
+    assert json.loads((out / "summary.json").read_text())["llm_unavailable"] == 3
+    assert "3 of 5 questions ended as ABSTAIN_LLM_UNAVAILABLE" in ev.stderr
+
+    url = refused_url()
+    asked = cli("ask", "--dataset", str(data), "--id", "toy-0", "--json", "-o", f"OPENAI_BASE_URL={url}", *opts,
+                env={"OPENAI_API_KEY": KEY})
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    reply = json.loads(asked.stdout)
+    assert reply["reason"] == "ABSTAIN_LLM_UNAVAILABLE" and url in reply["explanation"]
+
+    for proc in (ev, asked):
+        assert "Traceback" not in proc.stderr and KEY not in proc.stdout + proc.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix not in (".png",)]
+    assert out / "config.json" in written and out / "telemetry.jsonl" in written
+    assert any("telemetry" in p.parts for p in written if p.is_relative_to(tmp_path / "artifacts"))  # ask's trace
+    leaking = [str(p) for p in written if KEY.encode() in p.read_bytes()]
+    assert leaking == []
+
+
+def test_an_unreachable_evaluation_judge_keeps_the_rule_verdict(settings, tmp_path):
+    from tests.fakes import ScriptedChat
+
+    s = settings.replace(EVAL_LLM_JUDGE=True, EVAL_JUDGE_BASE_URL=refused_url(), EVAL_JUDGE_MODEL="judge",
+                         LLM_BACKOFF_S=0.01)
+    res = run_eval(dataset(tmp_path), "baseline", s, tmp_path / "run", progress=False,
+                   extra_config={"llm": ScriptedChat(replies=["Finding Dory won."])})
+    judged = [r for r in res["rows"] if r["gold"] == "finding nemo"]
+    assert judged and all("did not answer" in r["eval_judge_error"] for r in judged)
+    assert all(r["judge_rule"] == "no_match" and r["judgement"] == "incorrect" for r in judged)
+    assert len(res["rows"]) == 5
+
+
+def test_the_printed_resume_command_never_shows_a_key():
+    from agentic_rag.eval.runner import resume_command
+
+    line = resume_command("agentic-rag", ["eval", "--dataset", "d.jsonl", "-o", f"OPENAI_API_KEY={KEY}",
+                                          f"--override=eval_judge_api_key={KEY}", "-o", "RETRIEVAL_K=3"], "runs/x")
+    assert KEY not in line and "OPENAI_API_KEY=***" in line and "--override=eval_judge_api_key=***" in line
+    assert line.endswith("-o RETRIEVAL_K=3 --out runs/x --resume")

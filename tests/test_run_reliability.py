@@ -1,0 +1,251 @@
+"""Eval runs lose or double nothing: killed at any point, interrupted with Ctrl-C, resumed under a new
+server port, written by two processes at once, pointed at a folder that cannot be written.
+
+The model is the scripted reply served over real HTTP by tests/fault_server.py (openai backend), so the
+runs are real `agentic-rag eval` processes, killed and resumed for real; one check uses the 0.5B."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentic_rag.cli import app
+from agentic_rag.configuration import Settings
+from agentic_rag.eval.runner import run_eval
+from agentic_rag.telemetry import read_rows
+from tests.fault_server import FaultServer
+from tests.test_eval_runner import dataset
+from tests.test_model_faults import ROOT, cli
+
+# every question drafts, is told to revise, and revises: two calls and two telemetry rounds each, so a
+# kill can land between a question's rounds
+WEAK = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."
+TIMING = {"latency_p50_ms", "latency_p95_ms"}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FaultServer(reply=WEAK, hang_s=60) as srv:
+        yield srv
+
+
+def overrides(url: str, tmp: Path) -> dict[str, object]:
+    return {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url, "LLM_MODEL": "m", "LLM_TIMEOUT_S": 120,
+            "LLM_BACKOFF_S": 0.05, "OVERLAP_TAU": 0.99, "REFLECT_MIN_OVERLAP": 0.0, "ARTIFACTS_DIR": str(tmp / "artifacts")}
+
+
+def as_options(values: dict[str, object]) -> list[str]:
+    return [x for k, v in values.items() for x in ("-o", f"{k}={v}")]
+
+
+def start_eval(data: Path, out: Path, values: dict[str, object], *extra: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_"))}
+    return subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", str(data), "--out", str(out),
+                             *as_options(values), *extra], env={**env, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0, step: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"eval ended early: {proc.communicate()[1][-2000:]}"
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(step)
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.is_file() else 0
+
+
+def result_ids(out: Path) -> list[str]:
+    return [json.loads(line)["id"] for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def same_run(a: Path, b: Path) -> None:
+    """Each question once, the same summary but latency, and each question's telemetry rounds once."""
+    assert sorted(result_ids(b)) == sorted(set(result_ids(b))) == sorted(result_ids(a))
+    sa, sb = (json.loads((p / "summary.json").read_text()) for p in (a, b))
+    assert {k: v for k, v in sa.items() if k not in TIMING} == {k: v for k, v in sb.items() if k not in TIMING}
+    rounds = [Counter((r["question_id"], r["round"], r["reason"]) for r in read_rows(p / "telemetry.jsonl")) for p in (a, b)]
+    assert rounds[0] == rounds[1] and set(rounds[1].values()) == {1}
+
+
+def test_sigkill_at_any_point_then_resume_loses_and_doubles_nothing(server, tmp_path):
+    data, values = dataset(tmp_path), overrides(server.url, tmp_path)
+    settings = Settings.load(overrides=values)
+    server.set_plan([])
+    run_eval(data, "agent", settings, tmp_path / "full", progress=False)
+    assert len(read_rows(tmp_path / "full" / "telemetry.jsonl")) == 10  # two rounds per question
+
+    # early: killed while it starts, before any question
+    early = tmp_path / "early"
+    proc = start_eval(data, early, values)
+    time.sleep(2.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert lines(early / "results.jsonl") == 0
+
+    # mid-question: question 3 has written its first round and hangs in its revision call
+    mid = tmp_path / "mid"
+    server.set_plan(["ok"] * 5 + ["hang"])
+    before = len(server.requests)
+    proc = start_eval(data, mid, values)
+    wait_for(lambda: len(server.requests) - before == 6 and lines(mid / "results.jsonl") == 2, proc)
+    wait_for(lambda: len(read_rows(mid / "telemetry.jsonl")) == 5, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert [r["question_id"] for r in read_rows(mid / "telemetry.jsonl")][-1] == "toy-2"  # a round without a result
+
+    # while writing: killed the moment the first result line reaches the file
+    writing = tmp_path / "writing"
+    server.set_plan([])
+    proc = start_eval(data, writing, values)
+    wait_for(lambda: (writing / "results.jsonl").is_file() and (writing / "results.jsonl").stat().st_size > 0,
+             proc, step=0.001)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    for out in (early, mid, writing):
+        run_eval(data, "agent", settings, out, resume=True, progress=False)
+        same_run(tmp_path / "full", out)
+
+
+def test_a_cut_last_line_is_detected_and_its_question_redone(server, tmp_path):
+    data, settings = dataset(tmp_path), Settings.load(overrides=overrides(server.url, tmp_path))
+    server.set_plan([])
+    full = tmp_path / "full"
+    run_eval(data, "agent", settings, full, progress=False)
+    whole = (full / "results.jsonl").read_bytes()
+    last = whole.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    for i, cut in enumerate((1, len(last) // 2, len(last))):  # a byte, half the line, all but its newline
+        out = tmp_path / f"cut{i}"
+        run_eval(data, "agent", settings, out, progress=False)
+        (out / "results.jsonl").write_bytes(whole[: len(whole) - len(last) - 1 + cut])
+        served = len(server.requests)
+        run_eval(data, "agent", settings, out, resume=True, progress=False)
+        redone = cut < len(last)  # a line that is complete but for its newline is kept
+        assert len(server.requests) - served == (2 if redone else 0)
+        assert (out / "results.jsonl").read_bytes().count(b"\n") == 5
+        same_run(full, out)
+
+
+def test_ctrl_c_saves_prints_the_resume_command_and_exits_130_at_once(server, tmp_path):
+    data, values, out = dataset(tmp_path), overrides(server.url, tmp_path), tmp_path / "run"
+    server.set_plan(["ok"] * 5 + ["hang"])
+    before = len(server.requests)
+    proc = start_eval(data, out, values, "--workers", "1")
+    wait_for(lambda: len(server.requests) - before == 6 and lines(out / "results.jsonl") == 2, proc)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - t0
+    assert proc.returncode == 130 and took < 5.0, (took, stderr[-2000:])
+    assert "Traceback" not in stderr and "2 of 5 questions are saved" in stderr
+    command = re.search(r"resume with:\n\s+(.+)", stderr).group(1)
+    argv = shlex.split(command)
+    assert argv[:3] == ["python", "-m", "agentic_rag.cli"] and argv[-1] == "--resume" and str(out) in argv
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_"))}
+    resumed = subprocess.run([sys.executable, *argv[1:]], env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                             text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert sorted(result_ids(out)) == [f"toy-{i}" for i in range(5)]
+    rounds = Counter((r["question_id"], r["round"], r["reason"]) for r in read_rows(out / "telemetry.jsonl"))
+    assert len(rounds) == 10 and set(rounds.values()) == {1}  # question 3's first decision is not doubled
+
+
+def test_resume_under_other_settings_is_one_line_naming_them_and_a_new_port_is_not_one(server, tmp_path):
+    data, values, out = dataset(tmp_path), overrides(server.url, tmp_path), tmp_path / "run"
+    server.set_plan([])
+    runner = CliRunner()
+    base = ["eval", "--dataset", str(data), "--n", "2", "--out", str(out)]
+    assert runner.invoke(app, [*base, *as_options(values)]).exit_code == 0
+    changed = {**values, "COVERAGE_MIN": 0.0, "ANSWER_RELEVANCE_MIN": 0.2, "FAITH_MIN": 0.1, "OVERLAP_MIN": 0.1,
+               "MAX_ROUNDS": 1}
+    res = runner.invoke(app, [*base, "--resume", *as_options(changed)])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit)
+    message = res.stderr.strip()
+    assert "\n" not in message and message.startswith(f"error: cannot resume {out}")
+    assert "COVERAGE_MIN: 0.5 -> 0.0" in message and "and 1 more" in message and "a new --out" in message
+
+    # the model server moved (other port), with other timeouts, retries and key: the same run
+    with FaultServer(reply=WEAK) as moved:
+        again = {**values, "OPENAI_BASE_URL": moved.url, "LLM_TIMEOUT_S": 30, "LLM_RETRIES": 5, "LLM_BACKOFF_S": 2,
+                 "OPENAI_API_KEY": "sk-other"}
+        res = runner.invoke(app, ["eval", "--dataset", str(data), "--n", "4", "--out", str(out), "--resume",
+                                  *as_options(again)])
+        assert res.exit_code == 0, res.output[-2000:]
+        assert len(moved.requests) == 4  # the two new questions, two calls each
+    assert sorted(result_ids(out)) == [f"toy-{i}" for i in range(4)]
+    config = json.loads((out / "config.json").read_text())
+    assert "sk-other" not in json.dumps(config) and config["model"]["base_url"] == moved.url
+
+
+def test_an_eval_into_a_place_that_cannot_be_written_is_a_one_line_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    places = [blocker / "run"]
+    if Path("/sys").is_dir():
+        places.append(Path("/sys/agentic-rag-run"))  # sysfs: no folder can be made there, even by root
+    for place in places:
+        res = CliRunner().invoke(app, ["eval", "--dataset", "example", "--n", "1", "--out", str(place)])
+        assert res.exit_code == 2 and isinstance(res.exception, SystemExit), res.output
+        assert res.stderr.strip().startswith(f"error: cannot write the run folder {place}: ")
+        assert "\n" not in res.stderr.strip()
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from agentic_rag.telemetry import write_row
+path, tag, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    write_row(path, {"question_id": f"{tag}-{i}", "payload": tag * 150_000})
+"""
+
+
+def test_two_processes_appending_long_lines_never_interleave(tmp_path):
+    path, n = tmp_path / "telemetry.jsonl", 60
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag, str(n)], env=env) for tag in "ab"]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    raw = path.read_text().splitlines()
+    assert len(raw) == 2 * n
+    rows = [json.loads(line) for line in raw]  # a cut-in line would not parse
+    for tag in "ab":
+        mine = [r for r in rows if r["question_id"].startswith(tag)]
+        assert [r["question_id"] for r in mine] == [f"{tag}-{i}" for i in range(n)]
+        assert all(r["payload"] == tag * 150_000 for r in mine)
+
+
+@pytest.mark.model
+def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
+    """The one end-to-end check with the packaged 0.5B: Ctrl-C while it decodes in a worker thread."""
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_")}
+    proc = subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", "example", "--n", "3",
+                             "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"],
+                            env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    wait_for(lambda: lines(out / "results.jsonl") >= 1, proc, timeout=900)
+    time.sleep(1.0)  # the second question is under way
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode == 130 and took < 5.0, (took, stderr[-2000:])
+    assert "--resume" in stderr and "Traceback" not in stderr
+    assert cli("eval", "--dataset", "example", "--n", "1", "--out", str(out), "--resume",
+               "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}").returncode == 0
+    assert len(result_ids(out)) == len(set(result_ids(out))) >= 1
