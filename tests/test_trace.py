@@ -216,7 +216,7 @@ def test_graph_draws_every_format_offline(system, tmp_path):
 
 def test_ask_streams_nodes_and_json_stays_one_object(tmp_path):
     # the confidence gate refuses before generation, so no model is loaded
-    args = ["ask", "--dataset", "example", "--id", "0", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", "RETRIEVAL_MIN_SCORE=0.99"]
+    args = ["ask", "--dataset", "example", "--id", "9", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", "RETRIEVAL_MIN_SCORE=0.99"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     out = res.stdout

@@ -240,7 +240,7 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
 
 # Settings that change where files go or how fast a run is, never what it answers.
 RUN_NEUTRAL_SETTINGS = frozenset({"TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS",
-                                  "CHECKPOINT_PATH", "TRACE_TEXT_CHARS"})
+                                  "CHECKPOINT_PATH", "TRACE_TEXT_CHARS", "INDEX_CACHE_DIR"})
 
 
 class ResumeMismatchError(ValueError):
