@@ -160,12 +160,13 @@ def test_local_answers_deterministically_with_tokenizer_usage(local_llm):
 
 
 @pytest.mark.model
-def test_local_respects_token_cap(local_llm):
-    reply = invoke_llm(local_llm, LONG_REQUEST, "cap", UsageLedger(), max_tokens=5)
-    assert reply.usage_metadata["output_tokens"] == 5
+def test_local_respects_token_cap(settings, local_llm):
+    reply = invoke_llm(local_llm, LONG_REQUEST, "cap", UsageLedger(), max_tokens=2)
+    assert reply.usage_metadata["output_tokens"] == 2
     assert reply.response_metadata["finish_reason"] == "length"
-    reply = local_llm.invoke(LONG_REQUEST)
-    assert reply.usage_metadata["output_tokens"] == local_llm.max_new_tokens == 12
+    short = get_chat_model(settings, max_tokens=3)  # the same weights under another default cap
+    reply = short.invoke(LONG_REQUEST)
+    assert reply.usage_metadata["output_tokens"] == short.max_new_tokens == 3
     assert reply.response_metadata["finish_reason"] == "length"
 
 
