@@ -337,6 +337,11 @@ class Settings(BaseSettings):
         "work (characters).",
     )
     ARTIFACTS_DIR: Path = Field(Path("artifacts"), description="Indexes, caches, runs and telemetry.")
+    INDEX_CACHE_DIR: Path | None = Field(
+        None,
+        description="Folder of the per-question index cache (an index per question's pages, reused by every run "
+        "that sees the same pages); None = ARTIFACTS_DIR/cache.",
+    )
 
     @field_validator("EXTENSIONS", mode="before")
     @classmethod

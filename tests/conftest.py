@@ -1,19 +1,44 @@
-"""Shared fixtures: settings that write into a temp artifacts folder, and the data folder."""
+"""Shared fixtures: settings that write into a temp artifacts folder, and the data folder.
+
+Per-question indexes are the one expensive artifact many tests read without changing it (a CRAG
+record's pages cost seconds of embedding), so a whole session shares one index cache, through the
+environment so that CLI runs, ``Settings.load`` calls in tests and subprocesses use it too. Outputs
+(runs, telemetry) still go to each test's own ``ARTIFACTS_DIR``. A test of the cache itself asks for
+``own_index_cache``.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
 
-from agentic_rag.configuration import Settings
+from agentic_rag.configuration import ENV_PREFIX, Settings
+from agentic_rag.ingest import ingest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_index_cache(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("index-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ENV_PREFIX + "INDEX_CACHE_DIR", str(folder))
+        yield folder
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "artifacts")})
+
+
+@pytest.fixture
+def own_index_cache(settings: Settings, monkeypatch) -> Settings:
+    """Settings whose index cache is the test's own (the default ARTIFACTS_DIR/cache), with the
+    in-process index memory emptied for the test, so that what it checks is built and written here."""
+    monkeypatch.setattr(ingest, "_MEMORY", OrderedDict())
+    return settings.replace(INDEX_CACHE_DIR=None)
 
 
 @pytest.fixture(scope="session")

@@ -2,15 +2,16 @@
 
 Each scripted reply may cite sources by content: ``{cite:PHRASE}`` becomes ``[n]`` for the numbered
 source in the prompt whose text contains PHRASE, so a test does not depend on ranking order. Usage
-is counted with the packaged model's real tokenizer, so budget accounting is the same as in a real
-run. Every call is recorded for assertions; the reply ``UNAVAILABLE`` fails the call as an unreachable
-model does (``LLMUnavailableError``).
+is counted in words by default: routing does not depend on the exact count, and words are cheap. A
+test of token accounting passes ``count_tokens=real_tokens(settings)``, so the model reports what the
+packaged tokenizer counts, the same counter the budget checks use. Every call is recorded; the reply ``UNAVAILABLE``
+fails the call as an unreachable model does (``LLMUnavailableError``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -21,6 +22,16 @@ UNAVAILABLE = "<model unavailable>"  # a scripted reply that fails as a model ou
 NO_TIME = "<no time left>"  # ... as a call the question's wall time left no room to start
 
 _SOURCE = re.compile(r"^\[(\d+)\] [^\n]*\n(.*?)(?=^\[\d+\] |\Z)", re.MULTILINE | re.DOTALL)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def real_tokens(settings) -> Callable[[str], int]:
+    from agentic_rag.llm.factory import count_tokens
+
+    return lambda text: count_tokens(text, settings)
 
 
 def sources_in(prompt: str) -> dict[int, str]:
@@ -45,7 +56,7 @@ class ScriptedChat(BaseChatModel):
     replies: list[str] = Field(default_factory=list)
     repeat_last: bool = True
     calls: list[dict[str, Any]] = Field(default_factory=list)
-    count_tokens: Any = None  # callable(text) -> int; the real tokenizer in tests
+    count_tokens: Callable[[str], int] = words
 
     @property
     def _llm_type(self) -> str:
@@ -67,7 +78,7 @@ class ScriptedChat(BaseChatModel):
             raise LLMUnavailableError("scripted://model", "scripted outage", 3 if template == UNAVAILABLE else 0, 0.0)
         text = render_reply(template, prompt)
         cap = kwargs.get("max_tokens")
-        counter = self.count_tokens or (lambda t: len(t.split()))
+        counter = self.count_tokens
         out_tokens = counter(text)
         if cap is not None and out_tokens > cap:
             raise AssertionError(f"scripted reply of {out_tokens} tokens exceeds the cap {cap}")

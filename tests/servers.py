@@ -6,13 +6,26 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+
+def console_script(name: str) -> list[str] | None:
+    """The command that runs console script ``name`` of the running interpreter's environment, or None
+    when that environment does not install it. Looked up in the installed packages' entry points, not
+    on PATH: PATH may hold another environment's copy (a pyenv shim, a system package), running other code."""
+    if not entry_points(group="console_scripts", name=name):
+        return None
+    run = ("import sys; from importlib.metadata import entry_points; "
+           f"sys.argv[0] = {name!r}; sys.exit(next(iter(entry_points(group='console_scripts', name={name!r}))).load()())")
+    return [sys.executable, "-c", run]
 
 
 def free_port() -> int:

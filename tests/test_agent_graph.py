@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
-from agentic_rag.llm.factory import count_tokens
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
-from tests.fakes import ScriptedChat, sources_in
+from tests.fakes import ScriptedChat, real_tokens, sources_in
 
 PAGES = {
     "Oscars 2004": (
@@ -26,6 +28,7 @@ PAGES = {
     ),
     "Gardening": "Tomatoes grow best in warm soil with six hours of sun a day and regular watering.",
 }
+SNAPSHOTS = Path(__file__).parent / "snapshots"
 QUESTION = "which movie won best animated feature at the 2004 oscars?"
 QUOTE_2004 = "At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best Animated Feature"
 QUOTE_2005 = "At the 77th Academy Awards in 2005, The Incredibles won the Oscar for Best Animated Feature"
@@ -42,9 +45,11 @@ def record(question: str = QUESTION, pages: dict[str, str] = PAGES) -> CragRecor
     )
 
 
-def run(settings: Settings, replies: list[str], rec: CragRecord | None = None, **overrides):
+def run(settings: Settings, replies: list[str], rec: CragRecord | None = None, tokenizer: bool = False, **overrides):
+    """The agent on ``rec`` with a scripted model, which counts usage in words, or with the packaged
+    tokenizer (``tokenizer=True``) where a test checks token accounting."""
     s = settings.replace(**overrides) if overrides else settings
-    fake = ScriptedChat(replies=replies, count_tokens=lambda t: count_tokens(t, s))
+    fake = ScriptedChat(replies=replies, **({"count_tokens": real_tokens(s)} if tokenizer else {}))
     result = answer("agent", s, record=rec or record(), extra_config={"llm": fake})
     rows = [r for r in read_rows(s.TELEMETRY_PATH)]
     return result, fake, rows
@@ -165,7 +170,7 @@ def test_citation_to_a_missing_source_is_never_shown(agent_settings):
 
 def test_one_worker_per_anchor_in_parallel(agent_settings):
     s = agent_settings
-    fake = ScriptedChat(replies=[f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'], count_tokens=lambda t: count_tokens(t, s))
+    fake = ScriptedChat(replies=[f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'])
     from graphs import get_graph
     from agentic_rag.runner import graph_input
 
@@ -178,16 +183,21 @@ def test_one_worker_per_anchor_in_parallel(agent_settings):
         assert {"passages", "path_score", "new_hits_ratio", "terminated_by", "pruned_count"} <= set(path)
 
 
-@pytest.mark.parametrize("budget", [400, 1300, 2500])
-def test_token_budget_is_never_exceeded_by_an_adversarial_model(agent_settings, budget):
-    # always unsupported: the policy keeps asking for more (retrieve, reflect) until a cap says no
+def test_token_budget_is_never_exceeded_by_an_adversarial_model(agent_settings):
+    # always unsupported: the policy keeps asking for more (retrieve, reflect) until a cap says no. The model
+    # reports usage in the packaged tokenizer's counts, as the budget is checked: words would leave it slack
     adversarial = "It was Shrek {cite:77th academy}, says the 2009 review by DreamWorks and Universal."
-    result, fake, rows = run(agent_settings, [adversarial], TOKEN_BUDGET=budget, REFLECT_MIN_OVERLAP=0.0, OVERLAP_TAU=0.99,
-                             MAX_CONTEXT_TOKENS=300)
-    assert result.tokens["total"] <= budget
-    assert result.llm_calls <= agent_settings.MAX_LLM_CALLS
-    assert max(r["round"] for r in rows) <= agent_settings.MAX_ROUNDS
-    assert result.status == "refuse"
+    pushy = {"REFLECT_MIN_OVERLAP": 0.0, "OVERLAP_TAU": 0.99, "MAX_CONTEXT_TOKENS": 300}
+    free, _, _ = run(agent_settings, [adversarial], tokenizer=True, **pushy)
+    assert free.llm_calls >= 2  # with room to spare the adversary gets a draft and a revision
+    for budget in (agent_settings.TOKEN_BUDGET, int(0.9 * free.tokens["total"]), max(200, free.tokens["total"] // 2)):
+        result, fake, rows = run(agent_settings, [adversarial], tokenizer=True, TOKEN_BUDGET=budget, **pushy)
+        assert result.tokens["total"] <= budget
+        if budget < free.tokens["total"]:
+            assert result.llm_calls < free.llm_calls  # the budget, not the policy's own limits, stopped it
+        assert result.llm_calls <= agent_settings.MAX_LLM_CALLS
+        assert max(r["round"] for r in rows) <= agent_settings.MAX_ROUNDS
+        assert result.status == "refuse"
 
 
 def test_call_cap_holds(agent_settings):
@@ -211,20 +221,19 @@ def test_baseline_and_agent_share_the_output_record(agent_settings):
     assert b.reason == "STOP_SINGLE_PASS" and b.status == "ok" and b.llm_calls == 1
 
 
-def test_graph_shape():
-    from agentic_rag.nodes import Node
+@pytest.mark.parametrize("system", ["agent", "baseline"])
+def test_graph_shape_matches_its_snapshot(system):
+    """Every node and every edge, plain or conditional, as `agentic-rag graph` draws them."""
     from graphs import get_graph
 
-    g = get_graph("agent").get_graph()
-    assert set(g.nodes) == {"__start__", "__end__", *(n for n in Node if n not in (Node.RETRIEVE, Node.PACK))}
-    edges = {(e.source, e.target) for e in g.edges}
-    signals, decide = Node.COLLECT_SIGNALS, Node.DECIDE
-    assert ("generate", signals) in edges and ("reflect", signals) in edges and (signals, decide) in edges
-    assert (decide, "worker") in edges and (decide, "finalize") in edges and (decide, "reflect") in edges
-    assert (decide, "final_check") in edges and ("final_check", decide) in edges and ("finalize", "__end__") in edges
-    assert ("confidence_gate", "generate") in edges and ("confidence_gate", signals) in edges
-    assert ("supervise", "disambiguate") in edges and ("supervise", signals) in edges
-    assert ("disambiguate", "confidence_gate") in edges and ("anchors", signals) in edges
+    drawn = get_graph(system).get_graph().draw_mermaid()
+    path = SNAPSHOTS / f"{system}.mmd"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        path.write_text(drawn)
+    update = (f"if the change is meant, run `UPDATE_SNAPSHOTS=1 python -m pytest -q tests/test_agent_graph.py -k snapshot` "
+              f"and commit tests/snapshots/{path.name}")
+    assert path.is_file(), f"no snapshot of the {system} graph: {update}"
+    assert drawn == path.read_text(), f"the {system} graph's shape changed; {update}"
 
 
 def test_gray_zone_judge_is_called_once_and_booked_as_judge(agent_settings):

@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from agentic_rag.cli import app
 from agentic_rag.datasets.crag import DataError, ReadReport, iter_records
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.llm.factory import count_tokens
 from agentic_rag.runner import answer
 from tests.fakes import ScriptedChat
 
@@ -40,8 +39,8 @@ def write_jsonl(path: Path, rows: list, raw_lines: dict[int, bytes] | None = Non
     return path
 
 
-def fake(settings):
-    return ScriptedChat(replies=[REPLY], count_tokens=lambda t: count_tokens(t, settings))
+def fake():
+    return ScriptedChat(replies=[REPLY])
 
 
 def cli(*args: str):
@@ -63,7 +62,7 @@ def test_empty_search_results_refuse_that_question_and_the_eval_goes_on(agent_se
     # before: AttributeError ('BM25' object has no attribute 'scores') aborted the whole eval
     data = write_jsonl(tmp_path / "d.jsonl", [rec("empty", pages=[]), rec("good")])
     res = run_eval(data, "agent", agent_settings, tmp_path / "run", progress=False,
-                   extra_config={"llm": fake(agent_settings)})
+                   extra_config={"llm": fake()})
     rows = {r["id"]: r for r in res["rows"]}
     assert rows["empty"]["status"] == "refuse" and rows["empty"]["reason"] == "ABSTAIN_NO_EVIDENCE"
     assert rows["empty"]["llm_calls"] == 0
@@ -124,7 +123,7 @@ def test_bad_lines_are_printed_on_stderr_with_a_cap(agent_settings, tmp_path, ca
     raw = {i: b"{not json" for i in range(1, 6)}
     data = write_jsonl(tmp_path / "d.jsonl", [rec("good")], raw)
     s = agent_settings.replace(BAD_RECORDS_SHOWN=3)
-    res = run_eval(data, "agent", s, tmp_path / "run", progress=False, extra_config={"llm": fake(s)})
+    res = run_eval(data, "agent", s, tmp_path / "run", progress=False, extra_config={"llm": fake()})
     assert res["summary"]["n"] == 1 and res["summary"]["bad_records"] == 5
     err = capsys.readouterr().err
     shown = [ln for ln in err.splitlines() if ln.startswith("warning: skipped bad record")]
@@ -149,7 +148,7 @@ def test_duplicate_ids_are_refused_as_bad_records(agent_settings, tmp_path, caps
     # before: 3 rows written, the summary counted 2, no warning
     data = write_jsonl(tmp_path / "d.jsonl", [rec("a"), rec("b"), rec("a", query="another question about a?")])
     res = run_eval(data, "agent", agent_settings, tmp_path / "run", progress=False,
-                   extra_config={"llm": fake(agent_settings)})
+                   extra_config={"llm": fake()})
     assert [r["id"] for r in res["rows"]] == ["a", "b"]
     assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 2
     assert res["summary"]["n"] == 2 and res["summary"]["bad_records"] == 1
@@ -161,7 +160,7 @@ def test_a_lone_surrogate_in_a_page_does_not_crash_the_eval(agent_settings, tmp_
     bad_page = json.dumps(rec("sur", pages=[PAGE.replace("Kodak", "Kodak \\ud800")])).replace("\\\\ud800", "\\ud800")
     data = write_jsonl(tmp_path / "d.jsonl", [rec("good")], {0: bad_page.encode()})
     res = run_eval(data, "agent", agent_settings, tmp_path / "run", progress=False,
-                   extra_config={"llm": fake(agent_settings)})
+                   extra_config={"llm": fake()})
     assert {r["id"]: r["status"] for r in res["rows"]} == {"sur": "ok", "good": "ok"}
 
 
@@ -215,7 +214,7 @@ LONG = " ".join(["which movie won best animated feature at the oscars"] * 2500) 
 
 @pytest.mark.parametrize("system", ["agent", "baseline"])
 def test_a_too_long_question_is_refused_before_any_work(agent_settings, system):
-    model = fake(agent_settings)
+    model = fake()
     t0 = time.perf_counter()
     result = answer(system, agent_settings, record=_record(LONG), extra_config={"llm": model})
     assert time.perf_counter() - t0 < 5  # before: 89 s in the anchor step alone
@@ -230,7 +229,7 @@ def test_the_agent_graph_refuses_a_too_long_question_on_its_own(agent_settings):
     from agentic_rag.runner import graph_input
 
     final = get_graph("agent").invoke(graph_input(record=_record(LONG)),
-                                      config={"configurable": {"settings": agent_settings, "llm": fake(agent_settings)}})
+                                      config={"configurable": {"settings": agent_settings, "llm": fake()}})
     assert final["result"]["reason"] == "ABSTAIN_QUESTION_TOO_LONG" and final["anchors_proposed"] == []
     assert final["latency_ms"]["anchors"] < 1000
 

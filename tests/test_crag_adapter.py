@@ -16,8 +16,8 @@ from platformdirs import user_cache_dir
 
 from agentic_rag.budget import DeadlineExceeded, check_deadline
 from agentic_rag.crag_adapter import CRAG_IDK, AnswerTrimmer, UserModel
-from agentic_rag.datasets.crag import iter_records
-from agentic_rag.ingest.ingest import index_for_record
+from agentic_rag.datasets.crag import CragRecord, iter_records
+from agentic_rag.ingest.ingest import index_for_record, record_cache_key
 from agentic_rag.llm.factory import get_tokenizer
 from agentic_rag.llm.packaged import resolve_local_model
 from tests.fakes import ScriptedChat
@@ -111,8 +111,22 @@ def test_batch_answers_are_routed_trimmed_and_leave_the_kit_folder_alone(records
     assert answers[0] == "DreamWorks Animation is owned by Universal Pictures. It is a studio. It is"
     assert list(kit_cwd.iterdir()) == []  # indexes and telemetry went to the cache dir instead
     cache = Path(kit_settings.CRAG_ARTIFACTS_DIR)
-    assert any((cache / "cache" / "questions").iterdir())
     assert (cache / "telemetry" / "crag_kit.jsonl").is_file() and (cache / "telemetry" / "agent.jsonl").is_file()
+
+
+def test_question_indexes_are_cached_in_the_kit_cache_dir_by_default(own_index_cache, tmp_path, monkeypatch):
+    kit_cwd = tmp_path / "kit"
+    kit_cwd.mkdir()
+    monkeypatch.chdir(kit_cwd)
+    settings = own_index_cache.replace(CRAG_ARTIFACTS_DIR=str(tmp_path / "cache"))  # INDEX_CACHE_DIR unset
+    toy = CragRecord(interaction_id="toy-kit", query="is dreamworks animation owned by time warner or universal pictures?",
+                     search_results=[{"page_name": "DreamWorks", "page_url": "toy://dreamworks",
+                                      "page_result": "DreamWorks Animation is owned by Universal Pictures since 2016."}])
+    model = UserModel(settings=settings, llm=ScriptedChat(replies=[UNIVERSAL]))
+    model.batch_generate_answer(next(kit_batches([toy], 1)))
+    assert list(kit_cwd.iterdir()) == []
+    cached = tmp_path / "cache" / "cache" / "questions"
+    assert [p.name for p in cached.iterdir()] == [record_cache_key(toy, model.settings)]
 
 
 def test_default_cache_dir_is_the_user_cache_not_the_working_directory(settings):
@@ -227,8 +241,8 @@ def test_local_decoding_stops_at_the_deadline(settings):
         model.invoke(count, deadline=t0 + 1.0)
     assert time.monotonic() - t0 < 2.0
     # with time to spare the deadline changes nothing: greedy decoding gives the same text
-    free = model.invoke(count, max_tokens=12).content
-    assert model.invoke(count, max_tokens=12, deadline=time.monotonic() + 600).content == free
+    free = model.invoke(count, max_tokens=4).content
+    assert model.invoke(count, max_tokens=4, deadline=time.monotonic() + 600).content == free
 
 
 @pytest.mark.model

@@ -12,7 +12,6 @@ from agentic_rag.cli import app
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.extensions import Extension, ExtensionError, request
 from agentic_rag.gate.policy import Flags, decide
-from agentic_rag.llm.factory import count_tokens
 from agentic_rag.nodes import Node
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
@@ -40,7 +39,7 @@ def dated_record(dynamism: str, answer_page_date: str) -> CragRecord:
 
 def ask(settings, rec: CragRecord, replies=(DRAFT,), **overrides):
     s = settings.replace(**overrides) if overrides else settings
-    fake = ScriptedChat(replies=list(replies), count_tokens=lambda t: count_tokens(t, s))
+    fake = ScriptedChat(replies=list(replies))
     result = answer("agent", s, record=rec, extra_config={"llm": fake})
     return result, fake, read_rows(s.TELEMETRY_PATH)
 
@@ -202,7 +201,7 @@ def test_a_bounded_loop_is_allowed_and_stops_at_the_budget(agent_settings):
 
     loop = ext(router=again, routes=(Node.COLLECT_SIGNALS, Node.GENERATE), bounded=True)
     graph = build_graph([loop])
-    fake = ScriptedChat(replies=[DRAFT], count_tokens=lambda t: count_tokens(t, agent_settings))
+    fake = ScriptedChat(replies=[DRAFT])
     s = agent_settings.replace(MAX_LLM_CALLS=3)
     final = graph.invoke({"question": QUESTION, "record": record().model_dump(mode="json")},
                          config={"configurable": {"settings": s, "llm": fake}})

@@ -78,7 +78,8 @@ def test_a_killed_ingest_leaves_no_index_that_loads(settings, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and (p / "manifest.json").exists()]
 
 
-def test_a_truncated_cache_file_is_rebuilt(settings, capsys):
+def test_a_truncated_cache_file_is_rebuilt(own_index_cache, capsys):
+    settings = own_index_cache
     rec = _record()
     first = index_for_record(rec, settings)
     entry = Path(settings.ARTIFACTS_DIR) / "cache" / "questions" / record_cache_key(rec, settings)

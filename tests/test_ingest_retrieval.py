@@ -1,8 +1,10 @@
 import numpy as np
 import pytest
 
-from agentic_rag.datasets.crag import iter_records
-from agentic_rag.ingest.ingest import build_corpus_index, index_for_record, pages_from_record
+from agentic_rag.configuration import Settings
+from agentic_rag.datasets.crag import CragRecord, iter_records
+from agentic_rag.ingest import ingest
+from agentic_rag.ingest.ingest import build_corpus_index, index_for_record, pages_from_record, record_cache_key
 from agentic_rag.ingest.pages import chunk_page, html_to_text, make_page
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex, tokenize
@@ -37,7 +39,10 @@ def test_chunks_keep_metadata_and_exact_offsets():
     assert all(b.start < a.end for a, b in zip(chunks, chunks[1:]))  # consecutive chunks overlap
 
 
-def _toy_index(settings):
+@pytest.fixture(scope="module")
+def toy_index():
+    """Five one-sentence pages, built once: the tests below only search them."""
+    settings = Settings.load()
     docs = {
         "cats": "Cats are small domesticated carnivores that purr and chase mice.",
         "dogs": "Dogs are loyal domesticated animals that bark and fetch sticks.",
@@ -49,36 +54,32 @@ def _toy_index(settings):
     return HybridIndex.build(pages, get_embedder(settings), 500, 50, 10)
 
 
-def test_hybrid_search_returns_all_three_scores(settings):
-    index = _toy_index(settings)
-    hits = index.search("What is the corporate tax rate in Ireland?", k=3, pool_k=5, mmr_lambda=1.0)
+def test_hybrid_search_returns_all_three_scores(toy_index):
+    hits = toy_index.search("What is the corporate tax rate in Ireland?", k=3, pool_k=5, mmr_lambda=1.0)
     assert hits[0].chunk.page_name == "tax"
     assert hits[0].bm25_score > 0 and hits[0].vector_score > 0.3 and hits[0].fused_score > 0
     assert [h.rank for h in hits] == [1, 2, 3]
     # a BM25-only term: the exact number only matches lexically
-    assert index.search("12.5", k=1, pool_k=5)[0].chunk.page_name == "tax"
+    assert toy_index.search("12.5", k=1, pool_k=5)[0].chunk.page_name == "tax"
 
 
-def test_rrf_fusion_beats_each_single_ranking_for_mixed_queries(settings):
-    index = _toy_index(settings)
-    hits = index.search("purring pets that hunt mice", k=5, pool_k=5, mmr_lambda=1.0)
+def test_rrf_fusion_beats_each_single_ranking_for_mixed_queries(toy_index):
+    hits = toy_index.search("purring pets that hunt mice", k=5, pool_k=5, mmr_lambda=1.0)
     fused = [h.fused_score for h in hits]
     assert fused == sorted(fused, reverse=True)
     assert {hits[0].chunk.page_name, hits[1].chunk.page_name} == {"cats", "cats2"}
 
 
-def test_mmr_prefers_diversity(settings):
-    index = _toy_index(settings)
-    relevance_only = index.search("cats purr and chase mice", k=2, pool_k=5, mmr_lambda=1.0)
-    diverse = index.search("cats purr and chase mice", k=2, pool_k=5, mmr_lambda=0.1)
+def test_mmr_prefers_diversity(toy_index):
+    relevance_only = toy_index.search("cats purr and chase mice", k=2, pool_k=5, mmr_lambda=1.0)
+    diverse = toy_index.search("cats purr and chase mice", k=2, pool_k=5, mmr_lambda=0.1)
     assert {h.chunk.page_name for h in relevance_only} == {"cats", "cats2"}
     assert len({h.chunk.page_name for h in diverse} & {"cats", "cats2"}) == 1
 
 
-def test_bonus_hook_reorders(settings):
-    index = _toy_index(settings)
-    plain = index.search("domesticated animals", k=5, pool_k=5, mmr_lambda=1.0)
-    boosted = index.search(
+def test_bonus_hook_reorders(toy_index):
+    plain = toy_index.search("domesticated animals", k=5, pool_k=5, mmr_lambda=1.0)
+    boosted = toy_index.search(
         "domesticated animals", k=5, pool_k=5, mmr_lambda=1.0,
         bonus=lambda c: 1.0 if "Amazon" in c.text else 0.0,
     )
@@ -87,11 +88,10 @@ def test_bonus_hook_reorders(settings):
     assert all(0.0 <= h.fused_score <= 1.0 for h in plain)  # fused scores are scaled to [0, 1]
 
 
-def test_save_load_roundtrip(settings, tmp_path):
-    index = _toy_index(settings)
-    index.save(tmp_path / "idx")
+def test_save_load_roundtrip(settings, tmp_path, toy_index):
+    toy_index.save(tmp_path / "idx")
     again = HybridIndex.load(tmp_path / "idx", get_embedder(settings))
-    a = index.search("tax in Ireland", k=3, pool_k=5)
+    a = toy_index.search("tax in Ireland", k=3, pool_k=5)
     b = again.search("tax in Ireland", k=3, pool_k=5)
     assert [p.chunk_id for p in a] == [p.chunk_id for p in b]
     assert np.allclose([p.fused_score for p in a], [p.fused_score for p in b])
@@ -99,8 +99,9 @@ def test_save_load_roundtrip(settings, tmp_path):
         HybridIndex.load(tmp_path, get_embedder(settings))
 
 
-def test_per_question_index_is_cached_on_disk(settings):
-    record = list(iter_records("example"))[3]
+def test_per_question_index_is_cached_on_disk(own_index_cache):
+    settings = own_index_cache
+    record = list(iter_records("example"))[6]  # the example record with the least text to embed
     pages = pages_from_record(record, settings)
     assert len(pages) == 5 and all(p.text for p in pages)
     index = index_for_record(record, settings)
@@ -111,6 +112,20 @@ def test_per_question_index_is_cached_on_disk(settings):
     for h in hits:
         page = index.page(h.chunk.page_id)
         assert page.text[h.chunk.start : h.chunk.end] == h.text
+
+
+def test_index_cache_dir_moves_the_per_question_cache_and_is_read_back(own_index_cache, tmp_path, monkeypatch):
+    elsewhere = own_index_cache.replace(INDEX_CACHE_DIR=str(tmp_path / "shared"))
+    record = CragRecord(interaction_id="toy-cache", query="how tall is the eiffel tower?", search_results=[
+        {"page_name": "Eiffel", "page_url": "toy://eiffel", "page_result": "The Eiffel Tower is 330 metres tall."}])
+    built = index_for_record(record, elsewhere)
+    key = record_cache_key(record, elsewhere)
+    assert [p.name for p in (tmp_path / "shared" / "questions").iterdir()] == [key]
+    assert not (elsewhere.ARTIFACTS_DIR / "cache").exists()
+    ingest._MEMORY.clear()  # as a new process would: read from the folder, not rebuilt
+    monkeypatch.setattr(HybridIndex, "build", lambda *a, **k: pytest.fail("rebuilt instead of read from the cache"))
+    again = index_for_record(record, elsewhere)
+    assert again is not built and [c.text for c in again.chunks] == [c.text for c in built.chunks]
 
 
 def test_corpus_ingest_from_a_folder(settings, tmp_path):

@@ -33,7 +33,7 @@ from agentic_rag.llm.packaged import (
     verify_file,
 )
 from agentic_rag.llm.usage import UsageLedger, invoke_llm
-from tests.servers import free_port, running
+from tests.servers import console_script, free_port, running
 
 QUESTION = [
     SystemMessage("Answer in as few words as possible."),
@@ -64,7 +64,9 @@ def openai_server(model_dir, tmp_path_factory):
     # /v1/models scans the HF hub cache and answers 500 if that folder does not exist.
     hub_cache = tmp_path_factory.mktemp("hf-hub")
     env = {**os.environ, "HF_HUB_CACHE": str(hub_cache), "HF_HUB_OFFLINE": "1"}
-    cmd = ["transformers", "serve", "--host", "127.0.0.1", "--port", str(port), str(model_dir)]
+    transformers = console_script("transformers")
+    assert transformers, f"transformers' CLI is not installed in the environment of {sys.executable}"
+    cmd = [*transformers, "serve", "--host", "127.0.0.1", "--port", str(port), str(model_dir)]
     base_url = f"http://127.0.0.1:{port}/v1"
     with running(cmd, base_url + "/models", tmp_path_factory.mktemp("serve") / "serve.log", 180, env=env):
         yield base_url
@@ -158,12 +160,13 @@ def test_local_answers_deterministically_with_tokenizer_usage(local_llm):
 
 
 @pytest.mark.model
-def test_local_respects_token_cap(local_llm):
-    reply = invoke_llm(local_llm, LONG_REQUEST, "cap", UsageLedger(), max_tokens=5)
-    assert reply.usage_metadata["output_tokens"] == 5
+def test_local_respects_token_cap(settings, local_llm):
+    reply = invoke_llm(local_llm, LONG_REQUEST, "cap", UsageLedger(), max_tokens=2)
+    assert reply.usage_metadata["output_tokens"] == 2
     assert reply.response_metadata["finish_reason"] == "length"
-    reply = local_llm.invoke(LONG_REQUEST)
-    assert reply.usage_metadata["output_tokens"] == local_llm.max_new_tokens == 12
+    short = get_chat_model(settings, max_tokens=3)  # the same weights under another default cap
+    reply = short.invoke(LONG_REQUEST)
+    assert reply.usage_metadata["output_tokens"] == short.max_new_tokens == 3
     assert reply.response_metadata["finish_reason"] == "length"
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -13,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from graphs.server import input_problem
-from tests.servers import free_port, running
+from tests.servers import console_script, free_port, running
 
 REPO = Path(__file__).resolve().parents[1]
 STARTUP_S = 300
@@ -41,12 +39,12 @@ def _post(port: int, body: dict, timeout: float = 600) -> tuple[int, dict]:
 
 @pytest.fixture
 def server(tmp_path):
-    exe = shutil.which("langgraph") or str(Path(sys.executable).with_name("langgraph"))
-    if not Path(exe).is_file():
+    langgraph = console_script("langgraph")
+    if langgraph is None:
         pytest.skip("langgraph-cli is not installed (extra: dev)")
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false", "AGENTIC_RAG_ARTIFACTS_DIR": str(tmp_path)}
-    cmd = [exe, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+    cmd = [*langgraph, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
            "--config", str(REPO / "langgraph.json")]
     # from the repo: langgraph.json's http.app path is read relative to the working directory
     with running(cmd, f"http://127.0.0.1:{port}/ok", tmp_path / "server.log", STARTUP_S, cwd=REPO, env=env):

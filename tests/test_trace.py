@@ -13,7 +13,6 @@ from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import write_records
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.llm.factory import count_tokens
 from agentic_rag.runner import answer
 from agentic_rag.trace.html import render_html
 from agentic_rag.trace.run import load_run, question_view
@@ -43,7 +42,7 @@ def make_run(out: Path, system: str = "agent", replies: list[str] = REPLIES, **o
     settings = Settings.load(overrides={"ARTIFACTS_DIR": str(out.parent / "artifacts"), **overrides})
     data = out.parent / "toy.jsonl"
     write_records(records(), data)
-    fake = ScriptedChat(replies=list(replies), count_tokens=lambda t: count_tokens(t, settings))
+    fake = ScriptedChat(replies=list(replies))
     run_eval(data, system, settings, out, progress=False, extra_config={"llm": fake})
     return out
 
@@ -177,7 +176,7 @@ def test_checkpoints_list_show_and_replay(tmp_path):
 
     ck = tmp_path / "checkpoints.sqlite"
     settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "a"), "CHECKPOINT_PATH": str(ck)})
-    fake = ScriptedChat(replies=[REPLIES[0]], count_tokens=lambda t: count_tokens(t, settings))
+    fake = ScriptedChat(replies=[REPLIES[0]])
     first = answer("agent", settings, record=record(), extra_config={"llm": fake})
     snaps = history(get_graph("agent"), ck, "toy-1")
     assert [s.next for s in snaps][:3] == [("__start__",), ("anchors",), ("worker", "worker", "worker")][: 3]
@@ -216,7 +215,7 @@ def test_graph_draws_every_format_offline(system, tmp_path):
 
 def test_ask_streams_nodes_and_json_stays_one_object(tmp_path):
     # the confidence gate refuses before generation, so no model is loaded
-    args = ["ask", "--dataset", "example", "--id", "0", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", "RETRIEVAL_MIN_SCORE=0.99"]
+    args = ["ask", "--dataset", "example", "--id", "9", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", "RETRIEVAL_MIN_SCORE=0.99"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     out = res.stdout
@@ -250,7 +249,7 @@ def test_checkpoints_do_not_store_the_pages_at_every_step(tmp_path):
     rec = record(pages={**PAGES, "Padding": bulk})
     ck = tmp_path / "checkpoints.sqlite"
     settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "a"), "CHECKPOINT_PATH": str(ck)})
-    fake = ScriptedChat(replies=[REPLIES[0]], count_tokens=lambda t: count_tokens(t, settings))
+    fake = ScriptedChat(replies=[REPLIES[0]])
     answer("agent", settings, record=rec, extra_config={"llm": fake})
     from graphs import get_graph
     from agentic_rag.trace.checkpoints import history

@@ -90,7 +90,7 @@ def index_for_record(record: CragRecord, settings: Settings) -> HybridIndex:
             _MEMORY.move_to_end(key)
             return _MEMORY[key]
     embedder = get_embedder(settings)
-    cache_dir = Path(settings.ARTIFACTS_DIR) / "cache" / "questions" / key
+    cache_dir = Path(settings.INDEX_CACHE_DIR or Path(settings.ARTIFACTS_DIR) / "cache") / "questions" / key
     index = None
     if (cache_dir / "manifest.json").is_file():
         try:
