@@ -1,5 +1,7 @@
 """Run summaries, the calibration choice rule and the rule judge, on hand-made rows."""
 
+import pytest
+
 from agentic_rag.eval.calibrate import choose, parse_values
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.runner import summarize, wilson_interval
@@ -67,6 +69,34 @@ def test_judge_rules():
     assert judge("The premise is false: he never won.", "", "invalid question", [], False).label == "accurate"
     assert judge("about 3,696 feet", "3,696 feet", "3696", [], False).rule in {"numeric", "contains"}
     assert judge("Berlin", "Berlin", "paris", ["Berlin"], False).rule == "alias"
+
+
+@pytest.mark.parametrize("prediction, gold", [
+    ("Lionel Andr\u00e9s Messi Cuccittini", "Lionel Messi"),
+    ("The award went to Lionel Andres Messi Cuccittini [1].", "lionel messi"),
+    ("It was John Quincy Adams.", "John Adams"),
+    ("Wolfgang Amadeus Theophilus Mozart", "wolfgang mozart"),
+    ("Johann Wolfgang von Goethe", "Johann Goethe"),  # a lower-case particle inside the name
+    ("Pablo Diego Ruiz Picasso painted it.", "Pablo Picasso"),
+])
+def test_a_full_name_that_extends_the_gold_name_is_accurate(prediction, gold):
+    j = judge(prediction, prediction, gold, [], False)
+    assert (j.label, j.rule) == ("accurate", "full_name")
+
+
+@pytest.mark.parametrize("prediction, gold", [
+    ("William Jefferson Clinton", "Bill Clinton"),  # a gold word is missing
+    ("John Adams and Will Smith met.", "John Smith"),  # the words are in two names
+    ("John went home and Smith stayed.", "John Smith"),  # far apart in a sentence
+    ("John Paul George Ringo Smith Jones", "John Smith"),  # too many added words
+    ("Smith John Paul", "John Smith"),  # out of order
+    ("George H. W. Bush", "George W. Bush"),  # an added initial: another person
+    ("Lionel Scaloni", "Lionel"),  # a one-word gold
+    ("New York 1999 Yankees Stadium", "New York Stadium"),  # digits break the name
+    ("the manchester united football club", "manchester club"),  # not capitalised: not a name
+])
+def test_the_full_name_rule_refuses_near_misses(prediction, gold):
+    assert judge(prediction, prediction, gold, [], False).rule != "full_name"
 
 
 def test_compare_writes_plots_and_a_paired_interval(tmp_path):
