@@ -526,8 +526,9 @@ def _title_break(t, run: list, cased: str) -> bool:
 
 
 def _light_trim(doc, s: int, e: int, blocked: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Runs of [s, e) outside the blocked spans without edge articles and punctuation. Used for the
-    compared alternatives, which may be titles made of function words ("all alone or one more time")."""
+    """Runs of [s, e) outside the blocked spans without edge articles, prepositions and punctuation.
+    Used for the compared alternatives, which may be titles made of function words ("all alone or one
+    more time"), but not a single stop word."""
     span = doc.char_span(s, e, alignment_mode="expand")
     if span is None:
         return []
@@ -537,12 +538,18 @@ def _light_trim(doc, s: int, e: int, blocked: list[tuple[int, int]]) -> list[tup
             runs.append([])
         else:
             runs[-1].append(t)
+
+    def edge(t) -> bool:
+        return t.lower_ in {"the", "a", "an"} or t.pos_ == "ADP"
+
     out = []
     for run in runs:
-        while run and (run[0].is_punct or run[0].lower_ in {"the", "a", "an"} or run[0].pos_ == "ADP"):
+        while run and (run[0].is_punct or edge(run[0])):
             run = run[1:]
-        while run and run[-1].is_punct and run[-1].text != ".":
+        while run and ((run[-1].is_punct and run[-1].text != ".") or edge(run[-1])):
             run = run[:-1]
+        if len(run) == 1 and run[0].lower_ in STOP_WORDS:
+            continue  # "capitalism, imperialism, and what?", "150 goals or more in the premier league": no thing compared
         if any(t.is_alpha for t in run):
             out.append((run[0].idx, run[-1].idx + len(run[-1].text)))
     return out
