@@ -195,6 +195,11 @@ def test_a_compared_side_that_is_one_stop_word_is_no_anchor():
     # titles made of function words still are anchors when they are compared
     anchors = propose_anchors("which song came out more recently, all alone or one more time?")
     assert _find(anchors, "all alone") is not None and _find(anchors, "one more time") is not None
+    # the preposition leading into a period or unit anchor is not part of the compared name, but a
+    # title may end in one
+    texts = [a.text for a in propose_anchors("did meta have any mergers or acquistions in 2022?")]
+    assert "acquistions" in texts and "acquistions in" not in texts
+    assert "knocked up" in [a.text for a in propose_anchors("which film is longer, knocked up or superbad?")]
 
 
 def test_question_kind_vocabulary():
