@@ -20,10 +20,12 @@ HERE = Path(__file__).resolve().parents[1] / "benchmarks" / "judge_agreement"
 def main() -> int:
     rows = [json.loads(line) for line in (HERE / "labels.jsonl").read_text().splitlines() if line.strip()]
     pairs = Counter()
+    rules = Counter()
     disagree = []
     for r in rows:
         j = judge(r["prediction"], r["short_answer"], r["gold"], r["alternatives"], False)
         pairs[(r["hand_label"], j.label)] += 1
+        rules[j.rule] += 1
         if j.label != r["hand_label"]:
             disagree.append((r, j))
     agree = sum(v for (h, j), v in pairs.items() if h == j)
@@ -38,6 +40,9 @@ def main() -> int:
         f"Agreement now: {agree}/{len(rows)} ({agree / len(rows):.1%}). At labelling time: {then}/{len(rows)} "
         f"({then / len(rows):.1%}); the `date` rule (month and day of the gold date, year when given) was added after",
         "these disagreements were seen, so the current figure is measured on the sample that motivated it.",
+        "",
+        "Rules that decided: " + ", ".join(f"`{k}` {v}" for k, v in rules.most_common()) + f". `full_name` decides {rules['full_name']}",
+        "of them; its false-positive check on pairs of real gold answers is `full_name_pairs.md` (`scripts/judge_name_pairs.py`).",
         "",
         "| hand label, judge label -> | " + " | ".join(labels) + " |",
         "|---|---|---|---|",

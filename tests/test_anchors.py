@@ -183,6 +183,25 @@ def test_question_kind_cues(question, kind):
     assert question_kind(question, propose_anchors(question)) == kind
 
 
+def test_a_compared_side_that_is_one_stop_word_is_no_anchor():
+    # "between X and Y" / "X or Y" with a bare stop word on one side: nothing is compared there
+    for q, word in [
+        ("There is some debate that there is a not correlation between capitalism, imperialism, and what?", "what"),
+        ("who are the non-english players that have scored 150 goals or more in the premier league?", "more"),
+        ("which cars movie had the higher box office gross worldwide, the first or the second?", "first"),
+    ]:
+        texts = [a.text.lower() for a in propose_anchors(q, top_m=10)]
+        assert not any(t == word or t.startswith(word + " ") for t in texts), texts
+    # titles made of function words still are anchors when they are compared
+    anchors = propose_anchors("which song came out more recently, all alone or one more time?")
+    assert _find(anchors, "all alone") is not None and _find(anchors, "one more time") is not None
+    # the preposition leading into a period or unit anchor is not part of the compared name, but a
+    # title may end in one
+    texts = [a.text for a in propose_anchors("did meta have any mergers or acquistions in 2022?")]
+    assert "acquistions" in texts and "acquistions in" not in texts
+    assert "knocked up" in [a.text for a in propose_anchors("which film is longer, knocked up or superbad?")]
+
+
 def test_question_kind_vocabulary():
     for q in EXAMPLES:
         assert question_kind(q, propose_anchors(q)) in QUESTION_KINDS

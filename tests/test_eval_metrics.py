@@ -1,5 +1,7 @@
 """Run summaries, the calibration choice rule and the rule judge, on hand-made rows."""
 
+import pytest
+
 from agentic_rag.eval.calibrate import choose, parse_values
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.runner import summarize, wilson_interval
@@ -67,6 +69,34 @@ def test_judge_rules():
     assert judge("The premise is false: he never won.", "", "invalid question", [], False).label == "accurate"
     assert judge("about 3,696 feet", "3,696 feet", "3696", [], False).rule in {"numeric", "contains"}
     assert judge("Berlin", "Berlin", "paris", ["Berlin"], False).rule == "alias"
+
+
+@pytest.mark.parametrize("prediction, gold", [
+    ("Lionel Andr\u00e9s Messi Cuccittini", "Lionel Messi"),
+    ("The award went to Lionel Andres Messi Cuccittini [1].", "lionel messi"),
+    ("It was John Quincy Adams.", "John Adams"),
+    ("Wolfgang Amadeus Theophilus Mozart", "wolfgang mozart"),
+    ("Johann Wolfgang von Goethe", "Johann Goethe"),  # a lower-case particle inside the name
+    ("Pablo Diego Ruiz Picasso painted it.", "Pablo Picasso"),
+])
+def test_a_full_name_that_extends_the_gold_name_is_accurate(prediction, gold):
+    j = judge(prediction, prediction, gold, [], False)
+    assert (j.label, j.rule) == ("accurate", "full_name")
+
+
+@pytest.mark.parametrize("prediction, gold", [
+    ("William Jefferson Clinton", "Bill Clinton"),  # a gold word is missing
+    ("John Adams and Will Smith met.", "John Smith"),  # the words are in two names
+    ("John went home and Smith stayed.", "John Smith"),  # far apart in a sentence
+    ("John Paul George Ringo Smith Jones", "John Smith"),  # too many added words
+    ("Smith John Paul", "John Smith"),  # out of order
+    ("George H. W. Bush", "George W. Bush"),  # an added initial: another person
+    ("Lionel Scaloni", "Lionel"),  # a one-word gold
+    ("New York 1999 Yankees Stadium", "New York Stadium"),  # digits break the name
+    ("the manchester united football club", "manchester club"),  # not capitalised: not a name
+])
+def test_the_full_name_rule_refuses_near_misses(prediction, gold):
+    assert judge(prediction, prediction, gold, [], False).rule != "full_name"
 
 
 def test_compare_writes_plots_and_a_paired_interval(tmp_path):
@@ -176,3 +206,68 @@ def test_frontier_replays_only_the_final_check_from_stored_readings():
     curves = frontier(rows, [0.0, 1.0])
     assert curves["probes"][0] == {"threshold": 0.0, "refusal_unanswerable": 0.0, "false_refusal": 0.5}
     assert curves["probes"][1] == {"threshold": 1.0, "refusal_unanswerable": 1.0, "false_refusal": 1.0}
+
+
+def _refusal_rows():
+    def r(gold, status, reason, judge_rule=None):
+        return {**row(gold, status, "missing" if status != "ok" else "accurate"), "reason": reason,
+                **({"judge_rule": judge_rule} if judge_rule else {})}
+
+    return [
+        r("paris", "refuse", "ABSTAIN_NOT_VERIFIED"),
+        r("paris", "refuse", "ABSTAIN_NOT_VERIFIED"),
+        r("i don't know", "refuse", "ABSTAIN_NOT_VERIFIED"),
+        r("i don't know", "refuse", "ABSTAIN_LOW_RETRIEVAL_SCORE"),
+        r("i don't know", "refuse", "ABSTAIN_LOW_RETRIEVAL_SCORE"),
+        r("invalid question", "refuse", "ABSTAIN_LOW_RETRIEVAL_SCORE"),
+        r("lyon", "ok", "STOP_OVERLAP_OK", judge_rule="abstained"),  # the answer itself said it does not know
+        r("lyon", "ok", "STOP_OVERLAP_OK"),
+        r("i don't know", "ok", "STOP_OVERLAP_OK"),
+    ]
+
+
+def test_refusals_are_counted_per_reason_code_against_the_gold():
+    from agentic_rag.eval.refusals import ANSWERED_IDK, refusal_table, refusals_by_reason
+
+    by = refusals_by_reason(_refusal_rows())
+    assert list(by) == ["ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NOT_VERIFIED", ANSWERED_IDK]  # most refusals first
+    assert by["ABSTAIN_NOT_VERIFIED"] == {"refused": 3, "refused_answerable": 2, "refused_unanswerable": 1,
+                                          "refused_false_premise": 0, "answerable_per_unanswerable": 2.0,
+                                          "share_of_answerable": 0.5}  # 2 of the 4 answerable questions
+    low = by["ABSTAIN_LOW_RETRIEVAL_SCORE"]
+    assert (low["refused_answerable"], low["refused_unanswerable"], low["refused_false_premise"]) == (0, 2, 1)
+    assert low["answerable_per_unanswerable"] == 0.0
+    assert by[ANSWERED_IDK]["refused_answerable"] == 1 and by[ANSWERED_IDK]["answerable_per_unanswerable"] is None
+    # the per-code counts add up to the run's refusals of each group
+    s = summarize(_refusal_rows())
+    assert s["refusals_by_reason"] == by
+    assert sum(c["refused_answerable"] for c in by.values()) == round(s["false_refusal_rate"] * s["answerable"])
+    assert sum(c["refused_unanswerable"] for c in by.values()) == round(s["refusal_rate_unanswerable"] * s["unanswerable"])
+    table = refusal_table(by)
+    assert table[2].startswith("| ABSTAIN_LOW_RETRIEVAL_SCORE | 3 | 0 | 2 | 1 | 0.0 | 0.0 |")
+    assert table[-1] == f"| {ANSWERED_IDK} | 1 | 1 | 0 | 0 | - | 0.25 |"
+
+
+def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    run = tmp_path / "dev-run"
+    run.mkdir()
+    rows = [{**r, "id": str(i), "domain": "squad2" if i % 2 else "nq"} for i, r in enumerate(_refusal_rows())]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "config.json").write_text(json.dumps({"system": "agent", "dataset": "data/dev.jsonl", "model": {"model": "m"}}))
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_refusals.py"
+    done = subprocess.run([sys.executable, str(script), str(run), "--by", "domain", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((tmp_path / "out" / "dev-run.json").read_text())[0]
+    assert (entry["answerable"], entry["refused_answerable"], entry["unanswerable"], entry["refused_unanswerable"]) == (4, 3, 4, 3)
+    assert entry["by_reason"]["ABSTAIN_NOT_VERIFIED"]["refused_answerable"] == 2
+    assert set(entry["by_domain"]) == {"nq", "squad2"}
+    md = (tmp_path / "out" / "dev-run.md").read_text()
+    assert "| ABSTAIN_NOT_VERIFIED | 3 | 2 | 1 | 0 | 2.0 | 0.5 |" in md and "### domain = nq" in md
+    missing = subprocess.run([sys.executable, str(script), str(tmp_path / "nothing")], capture_output=True, text=True, timeout=120)
+    assert missing.returncode != 0 and "no results.jsonl rows" in missing.stderr and "Traceback" not in missing.stderr

@@ -527,22 +527,34 @@ def _title_break(t, run: list, cased: str) -> bool:
 
 def _light_trim(doc, s: int, e: int, blocked: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Runs of [s, e) outside the blocked spans without edge articles and punctuation. Used for the
-    compared alternatives, which may be titles made of function words ("all alone or one more time")."""
+    compared alternatives, which may be titles made of function words ("all alone or one more time"),
+    but not a single stop word. A run cut by a blocked span also loses the article or preposition
+    that led into it ("foum gleita dam in | meters", "more in the | premier league"); elsewhere a
+    final preposition can end a title ("knocked up")."""
     span = doc.char_span(s, e, alignment_mode="expand")
     if span is None:
         return []
     runs: list[list] = [[]]
+    cut: list[bool] = [False]
     for t in span:
         if _blocked(t, blocked):
+            cut[-1] = True
             runs.append([])
+            cut.append(False)
         else:
             runs[-1].append(t)
+
+    def edge(t) -> bool:
+        return t.lower_ in {"the", "a", "an"} or t.pos_ == "ADP"
+
     out = []
-    for run in runs:
-        while run and (run[0].is_punct or run[0].lower_ in {"the", "a", "an"} or run[0].pos_ == "ADP"):
+    for run, cut_short in zip(runs, cut):
+        while run and (run[0].is_punct or edge(run[0])):
             run = run[1:]
-        while run and run[-1].is_punct and run[-1].text != ".":
+        while run and ((run[-1].is_punct and run[-1].text != ".") or (cut_short and edge(run[-1]))):
             run = run[:-1]
+        if len(run) == 1 and run[0].lower_ in STOP_WORDS:
+            continue  # "capitalism, imperialism, and what?", "150 goals or more in the premier league": no thing compared
         if any(t.is_alpha for t in run):
             out.append((run[0].idx, run[-1].idx + len(run[-1].text)))
     return out

@@ -118,6 +118,8 @@ def gold_groups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """CRAG scores plus the abstention metrics (definitions in the README's evaluation section)."""
+    from agentic_rag.eval.refusals import refusals_by_reason  # it reads this module's gold groups
+
     n = len(rows)
     if n == 0:
         return {"n": 0}
@@ -171,6 +173,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "latency_p50_ms": round(latencies[len(latencies) // 2], 1),
         "latency_p95_ms": round(latencies[min(n - 1, int(0.95 * n))], 1),
         **{f"by_{field}": _breakdown(rows, field) for field in BREAKDOWNS},
+        "refusals_by_reason": refusals_by_reason(rows),
     }
 
 
@@ -526,11 +529,15 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]])
     lines = [f"# Run report: {summary['system']}", "", "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items() if not isinstance(v, dict)]
     for key, groups in summary.items():
-        if isinstance(groups, dict) and groups:
+        if key.startswith("by_") and isinstance(groups, dict) and groups:
             lines += ["", f"## {key.replace('_', ' ')}", "", "| group | n | accuracy | hallucination | missing | score |",
                       "|---|---|---|---|---|---|"]
             lines += [f"| {g} | {v['n']} | {v['accuracy']} | {v['hallucination']} | {v['missing']} | {v['score']} |"
                       for g, v in groups.items()]
+    if summary.get("refusals_by_reason"):
+        from agentic_rag.eval.refusals import refusal_table
+
+        lines += ["", "## refusals by reason", ""] + refusal_table(summary["refusals_by_reason"])
     lines += ["", f"![risk-coverage]({plot.name})", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))

@@ -10,6 +10,7 @@ import re
 import time
 from typing import Any
 
+from agentic_rag.anchors.predictor import STOP_WORDS, get_nlp, normalize_text
 from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.policy import LAYER_CODES, requested
 from agentic_rag.gate.signals import supported_quotes
@@ -57,13 +58,92 @@ def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+_PIECE_WORD = re.compile(r"[^\W_]+")
+
+
+def _filler(piece: str) -> bool:
+    """Only stop words ("other", "between", "out", "more in the"); a word in capitals is an acronym ("US")."""
+    words = _PIECE_WORD.findall(piece)
+    return bool(words) and all(w.lower() in STOP_WORDS and not (w.isupper() and len(w) > 1) for w in words)
+
+
+def _written(piece: str, context: str) -> bool:
+    """Is ``piece`` in ``context`` as whole words (not the "d" of "wed" or the "g" of "g-league")?"""
+    body = re.escape(normalize_text(piece).strip()).replace(r"\ ", r"\s+")
+    return re.search(r"(?<![\w'-])" + body + r"(?![\w-])", normalize_text(context)) is not None
+
+
+def _compound_of(piece: str, context: str) -> str:
+    """The hyphenated word of ``context`` that ``piece`` is one part of ("debt-to-equity" for "equity")."""
+    for m in re.finditer(r"[^\W_]+(?:-[^\W_]+)+", context):
+        if piece.lower() in m.group(0).lower().split("-"):
+            return m.group(0)
+    return ""
+
+
+def missing_pieces(items: list[str], context: str = "") -> list[str]:
+    """What a refusal may name as missing: entity, period and unit pieces, never filler or fragments.
+
+    Anchors, validator findings, question words the sources lack and unsupported claims all feed the
+    list; any of them can carry a stop word, a piece of a word or a word doubled where two spans met.
+    ``context`` is the text the pieces were taken from (question and draft): a piece not written there
+    as whole words is a fragment (the "d" of "wed"; one part of a hyphenated word stands for the whole
+    word), and a doubled word stays only if it is written so there ("la la land"). A piece of stop
+    words only stays only when the context quotes it as a title ("now or never"). A piece whose words
+    all occur in a longer kept piece ("keeper" beside "keeper bay") is said once.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for item in items:
+        piece = " ".join(str(item).split()).strip(" ,;:")
+        if not piece or not _PIECE_WORD.search(piece):
+            continue
+        if not context or not _written(piece, context):
+            words = piece.split()
+            said_once = " ".join(w for i, w in enumerate(words) if i == 0 or w.lower() != words[i - 1].lower())
+            if not context or _written(said_once, context):
+                piece = said_once
+            elif whole := _compound_of(piece, context):
+                piece = whole  # "point" of "3-point": the word as the question writes it
+            else:
+                continue  # a fragment: not in the question or draft as whole words
+        if _filler(piece) and not (context and f'"{normalize_text(piece)}"' in normalize_text(context)):
+            continue
+        key = normalize_text(piece)
+        if key not in seen:
+            seen.add(key)
+            out.append(piece)
+    words = {p: {w.lower() for w in _PIECE_WORD.findall(p)} for p in out}
+    content = {p: (w - STOP_WORDS) or w for p, w in words.items()}
+    return [p for i, p in enumerate(out)
+            if not any(content[p] < content[q] or (content[p] == content[q] and j < i) for j, q in enumerate(out))]
+
+
+_CONTENT_POS = frozenset({"NOUN", "PROPN", "NUM", "ADJ", "X"})
+
+
+def content_words(terms: list[str], question: str) -> list[str]:
+    """The question's words among ``terms`` that name something (nouns, names, numbers, adjectives):
+    "language" is missing from a passage, "came" and "originally" are not things a source lacks."""
+    nlp = get_nlp()
+    if nlp is None or not question or not terms:
+        return terms
+    pos: dict[str, str] = {}
+    for tok in nlp(question):
+        pos.setdefault(tok.lower_, tok.pos_)
+    return [t for t in terms if pos.get(t.lower(), "NOUN") in _CONTENT_POS]
+
+
 def explain_refusal(
     reason: str, signals: dict[str, Any], validation: dict[str, Any], settings, confidence: dict[str, Any] | None = None,
     requests: list[dict[str, Any]] | tuple = (),
     llm_error: dict[str, Any] | None = None,
+    question: str = "", draft: str = "",
 ) -> tuple[str, list[str]]:
-    """A sentence with the figures, and the information that would be needed."""
-    missing_anchors = list(dict.fromkeys((signals.get("missing_anchors") or []) + (validation.get("missing") or [])))
+    """A sentence with the figures, and the information that would be needed (what is missing is
+    checked against the ``question`` and ``draft`` it was taken from; see ``missing_pieces``)."""
+    context = f"{question}\n{draft}".strip()
+    missing_anchors = missing_pieces((signals.get("missing_anchors") or []) + (validation.get("missing") or []), context)
     request = requested(reason, requests)
     if request is not None:  # an extension asked for this refusal: its words, its missing information
         return request["message"], list(request.get("missing") or []) or missing_anchors
@@ -102,7 +182,7 @@ def explain_refusal(
             missing_anchors,
         )
     if reason == "ABSTAIN_NOT_ANSWERABLE":
-        unmatched = signals.get("question_terms_unmatched") or []
+        unmatched = missing_pieces(content_words(signals.get("question_terms_unmatched") or [], question), context)
         text = (
             f"The sources were read, but the answerability probe on the generator's own state gives only "
             f"{signals.get('answerability', 0.0):.0%} that they answer this question (at least "
@@ -146,7 +226,7 @@ def explain_refusal(
                   for asked, years in conflicting.items()]
         text = "; ".join(parts) + "."
         return text[0].upper() + text[1:] + _untrusted_note(signals), missing_anchors
-    unsupported = signals.get("unsupported_claims") or []
+    unsupported = missing_pieces(signals.get("unsupported_claims") or [], context)
     text = (
         f"The draft answer was not supported by the sources: {signals.get('overlap_est', 0.0):.0%} of its sentences "
         f"matched a cited source (needed {settings.OVERLAP_MIN:.0%}) and {signals.get('faith_est', 0.0):.0%} of its "
@@ -226,7 +306,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         requests = (decision.get("flags") or {}).get("requests") or ()
         explanation, missing = explain_refusal(
             decision["reason"], signals, state.get("validation") or {}, settings, confidence, requests,
-            state.get("llm_error"),
+            state.get("llm_error"), question=state["question"], draft=state.get("draft", ""),
         )
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(

@@ -1,0 +1,58 @@
+"""Which check refused what: per reason code, refusals of answerable and of unanswerable questions.
+
+A run's false refusal rate says how often answerable questions were refused, not which check did
+it. Counted per reason code, a check that refuses mostly answerable questions shows up as one to
+loosen or fix; one that refuses mostly unanswerable questions earns its keep. Read it on dev splits
+only: choosing which check to change from a test split's table would tune on the test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentic_rag.eval.runner import gold_groups, is_refusal
+
+# a refusal written into an answer ("I don't know" with status ok): no check refused it, the model did
+ANSWERED_IDK = "ANSWERED_IDK"
+
+
+def refusal_reason(row: dict[str, Any]) -> str:
+    """The reason code a refused row is booked under."""
+    if row["status"] == "ok":
+        return ANSWERED_IDK
+    return row.get("reason") or "UNKNOWN"
+
+
+def refusals_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per reason code: refused answerable, refused unanswerable (and false-premise, in neither group),
+    the answerable:unanswerable ratio (None with no unanswerable refused), and the share of all
+    answerable questions the code refused (its part of the false refusal rate). Most refusals first."""
+    answerable, unanswerable = gold_groups(rows)
+    ans_ids, unans_ids = {id(r) for r in answerable}, {id(r) for r in unanswerable}
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if not is_refusal(r):
+            continue
+        c = out.setdefault(refusal_reason(r), {"refused": 0, "refused_answerable": 0, "refused_unanswerable": 0,
+                                               "refused_false_premise": 0})
+        c["refused"] += 1
+        key = ("refused_answerable" if id(r) in ans_ids else
+               "refused_unanswerable" if id(r) in unans_ids else "refused_false_premise")
+        c[key] += 1
+    for c in out.values():
+        a, u = c["refused_answerable"], c["refused_unanswerable"]
+        c["answerable_per_unanswerable"] = round(a / u, 3) if u else None
+        c["share_of_answerable"] = round(a / len(answerable), 4) if answerable else None
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1]["refused"], kv[0])))
+
+
+def refusal_table(by_reason: dict[str, dict[str, Any]]) -> list[str]:
+    """Markdown rows of ``refusals_by_reason`` (header included)."""
+    lines = ["| reason | refused | answerable | unanswerable | false premise | answerable per unanswerable | "
+             "share of answerable refused |", "|---|---|---|---|---|---|---|"]
+    for reason, c in by_reason.items():
+        ratio = "-" if c["answerable_per_unanswerable"] is None else c["answerable_per_unanswerable"]
+        share = "-" if c["share_of_answerable"] is None else c["share_of_answerable"]
+        lines.append(f"| {reason} | {c['refused']} | {c['refused_answerable']} | {c['refused_unanswerable']} | "
+                     f"{c['refused_false_premise']} | {ratio} | {share} |")
+    return lines
