@@ -260,6 +260,10 @@ def eval_cmd(
             summary.add_row(key, str(value))
     console.print(summary)
     console.print(f"results in {res['out']}")
+    from agentic_rag.timing import format_startup, startup_report
+
+    if startup_report():  # paid once by this process, inside the first questions' latency
+        err.print(format_startup(startup_report()), soft_wrap=True)
 
 
 @app.command("compare")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
 from platformdirs import user_cache_dir
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PRESETS_DIR = Path(__file__).parent / "presets"
@@ -64,6 +64,26 @@ class Settings(BaseSettings):
         "packaged", description="'packaged' (all-MiniLM-L6-v2 from PyPI) or a local sentence-transformers folder."
     )
     EMBEDDING_BATCH_SIZE: int = Field(64, ge=1, description="Chunks embedded per forward pass (chunks).")
+    EMBEDDING_MEMO_SIZE: int = Field(
+        4096, ge=1, description="Query and sentence vectors kept in memory for reuse within and across questions (vectors)."
+    )
+    EMBEDDING_CACHE: bool = Field(
+        True, description="Keep chunk vectors on disk by embedding model and chunk text, so a page is embedded once "
+        "across questions and runs."
+    )
+    EMBEDDING_CACHE_DIR: Path | None = Field(
+        None,
+        description="Folder of the chunk-vector cache (embeddings.sqlite); None = ARTIFACTS_DIR/cache, beside the "
+        "per-question indexes built from the same vectors, so one folder holds (and clearing it drops) both.",
+    )
+    INDEX_MEMORY_SIZE: int = Field(
+        16, ge=1, description="Loaded per-question indexes kept in memory for the next question or system (indexes)."
+    )
+    VECTOR_STORE: str = Field(
+        "faiss",
+        description="LangChain vector store of the dense retrieval: 'faiss' (exact inner product), 'inmemory' "
+        "(langchain_core's InMemoryVectorStore) or a store class as module:Class (filled from the index's vectors).",
+    )
     CHUNK_SIZE_CHARS: int = Field(800, ge=100, description="Target chunk length (characters).")
     CHUNK_OVERLAP_CHARS: int = Field(120, ge=0, description="Overlap between consecutive chunks (characters).")
     MIN_CHUNK_CHARS: int = Field(40, ge=1, description="Chunks shorter than this are dropped as noise (characters).")
@@ -308,6 +328,19 @@ class Settings(BaseSettings):
         "work (characters).",
     )
     ARTIFACTS_DIR: Path = Field(Path("artifacts"), description="Indexes, caches, runs and telemetry.")
+
+    @field_validator("VECTOR_STORE")
+    @classmethod
+    def _vector_store_name(cls, value: str) -> str:
+        if value in ("faiss", "inmemory"):
+            return value
+        module, _, name = value.replace(":", ".").rpartition(".")
+        if not (module and name.isidentifier()):
+            raise ValueError("must be 'faiss', 'inmemory' or a store class as module:Class")
+        from agentic_rag.retrieval.vectorstore import store_class
+
+        store_class(value)  # a class that cannot be imported is a settings error, not a failed question
+        return value
 
     @model_validator(mode="after")
     def _reranker_needs_a_model(self) -> "Settings":
