@@ -10,7 +10,8 @@ One process, so the figures include what a user's first run pays:
    taken from the in-process LRU;
 3. warm questions: ``--warm-up`` passes of both systems, then ``--repeat`` measured passes in which
    each question is answered by the baseline and the agent one after the other (the order alternating
-   per question, so a drift in machine load hits both alike). From the result rows: per node
+   per question, so a drift in machine load hits both alike), the remembered query and sentence
+   vectors dropped before each, so a bundled question costs what a new one would. From the result rows: per node
    (workers' index / embed / search parts included) median and p95 of wall, own-thread CPU and LLM
    time; the LLM's share of each question's wall time; the agent's wall time over the baseline's.
 
@@ -57,9 +58,9 @@ def pct(values: list[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def stats(values: list[float]) -> dict[str, float | None]:
-    return {"median": round(statistics.median(values), 1) if values else None,
-            "p95": round(pct(values, 0.95), 1) if values else None, "n": len(values)}
+def stats(values: list[float], digits: int = 1) -> dict[str, float | None]:
+    return {"median": round(statistics.median(values), digits) if values else None,
+            "p95": round(pct(values, 0.95), digits) if values else None, "n": len(values)}
 
 
 def load_avg() -> list[float]:
@@ -70,6 +71,7 @@ def index_timings(records, settings, folder: Path) -> dict:
     """Per record: built from nothing, rebuilt with the chunk-vector cache, loaded from disk, from memory."""
     from agentic_rag.ingest import ingest
     from agentic_rag.retrieval.embeddings import Embedder
+    from agentic_rag.timing import node_clock
 
     embedded: list[int] = []
     real_embed = Embedder.embed
@@ -91,25 +93,33 @@ def index_timings(records, settings, folder: Path) -> dict:
                     ingest._MEMORY.clear()
                 embedded.clear()
                 t0 = time.perf_counter()
-                index = ingest.index_for_record(rec, s)
+                with node_clock() as clock:
+                    index = ingest.index_for_record(rec, s)
                 row[name] = round(time.perf_counter() - t0, 4)
                 if name == "cold_build_s":
-                    row.update(chunks=len(index), chunks_embedded_cold=sum(embedded))
+                    row.update(chunks=len(index), chunks_embedded_cold=sum(embedded), cold_parts_ms=clock.parts)
                 if name == "vector_cache_build_s":
                     row["chunks_embedded_with_cache"] = sum(embedded)
             rows.append(row)
     finally:
         Embedder.embed = real_embed
     keys = ("cold_build_s", "vector_cache_build_s", "disk_load_s", "memory_hit_s")
-    return {"per_record": rows, **{k: stats([r[k] for r in rows]) for k in keys},
+    parts = sorted({p for r in rows for p in r["cold_parts_ms"]})
+    return {"per_record": rows, **{k: stats([r[k] for r in rows], 4) for k in keys},
+            "cold_build_parts_ms": {p: stats([r["cold_parts_ms"].get(p, 0.0) for r in rows]) for p in parts},
             "chunks": sum(r["chunks"] for r in rows),
             "chunks_embedded_cold": sum(r["chunks_embedded_cold"] for r in rows),
             "chunks_embedded_with_cache": sum(r["chunks_embedded_with_cache"] for r in rows)}
 
 
-def run_row(system: str, rec, settings) -> dict:
+def run_row(system: str, rec, settings, new_question: bool = True) -> dict:
+    """One answer. ``new_question``: the embedder forgets the vectors of earlier passes first, so a
+    repeated question costs what a new one would on a warm process (models and indexes loaded)."""
+    from agentic_rag.retrieval.embeddings import get_embedder
     from agentic_rag.runner import answer
 
+    if new_question:
+        get_embedder(settings).forget()
     result = answer(system, settings, record=rec)
     return {"system": system, "id": rec.interaction_id, "status": result.status, "reason": result.reason,
             "latency_ms": result.latency_ms, "llm_ms": result.llm_ms, "cpu_ms": result.cpu_ms,
@@ -282,7 +292,8 @@ def markdown(d: dict) -> list[str]:
         f"{cold['first_agent_question_s']} s.",
         "",
         "Page indexing per question (median / p95 in s): "
-        f"built from nothing {_fmt(ix['cold_build_s'], digits=2)} ({ix['chunks_embedded_cold']} chunks embedded); "
+        f"built from nothing {_fmt(ix['cold_build_s'], digits=2)} ({ix['chunks_embedded_cold']} chunks embedded; "
+        + ", ".join(f"{p} {_fmt(v, 1000, 2)}" for p, v in ix["cold_build_parts_ms"].items()) + "); "
         f"rebuilt with the vector cache {_fmt(ix['vector_cache_build_s'], digits=2)}; "
         f"loaded from the disk cache {_fmt(ix['disk_load_s'], digits=3)}; from memory {_fmt(ix['memory_hit_s'], digits=4)}.",
     ]

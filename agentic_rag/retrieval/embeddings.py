@@ -86,6 +86,11 @@ class Embedder:
             )
         return np.asarray(vecs, dtype=np.float32)
 
+    def forget(self) -> None:
+        """Drop the remembered vectors (a benchmark measuring new questions on a warm process)."""
+        with self._memo_lock:
+            self._memo.clear()
+
     def embed_each(self, texts: list[str]) -> np.ndarray:
         """Vectors of short texts (queries, answer and source sentences), each embedded on its own and
         remembered.
