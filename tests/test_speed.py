@@ -176,3 +176,36 @@ def test_another_langchain_store_is_chosen_by_settings_alone(settings, store):
 def test_a_store_that_cannot_be_used_is_a_settings_error(value, why):
     with pytest.raises(SettingsError, match=f"VECTOR_STORE.*{why}"):
         Settings.load(overrides={"VECTOR_STORE": value})
+
+
+def test_kit_telemetry_rows_carry_the_node_times(settings, tmp_path):
+    from agentic_rag.crag_adapter import UserModel
+    from tests.test_crag_adapter import UNIVERSAL, kit_batches
+
+    rec = record("who owns dreamworks animation?", {"Universal": "DreamWorks Animation is owned by Universal Pictures."})
+    kit = settings.replace(CRAG_ARTIFACTS_DIR=str(tmp_path / "kit"), CRAG_SECONDS_PER_QUERY=600.0)
+    model = UserModel(settings=kit, batch_size=1, llm=ScriptedChat(replies=[UNIVERSAL]))
+    model.batch_generate_answer(next(kit_batches([rec], 1)))
+    row = model.last_batch[0]
+    assert {"anchors", "worker", "baug"} <= set(row["latency_by_node_ms"]) and set(row["cpu_by_node_ms"]) == set(
+        row["latency_by_node_ms"]) and row["llm_ms"] >= 0
+
+
+@pytest.mark.model
+def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(tmp_path):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+    from agentic_rag.eval.runner import read_results
+
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["eval", "--dataset", "example", "--n", "1", "--system", "baseline", "--out", str(out),
+                                   "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"])
+    assert res.exit_code == 0, res.output
+    assert "cold start:" in res.stderr and "LLM load" in res.stderr and "embedder load" in res.stderr
+    row = read_results(out / "results.jsonl")[0]
+    assert 0 < row["llm_by_node_ms"]["generate"] <= row["latency_by_node_ms"]["generate"]
+    assert 0 < row["llm_ms"] < row["latency_ms"] and row["cpu_ms"] > 0
+    assert set(row["cpu_by_node_ms"]) == set(row["latency_by_node_ms"]) == {"retrieve", "pack", "generate", "finalize"}
+    parts = next(e for e in row["events"] if e["node"] == "retrieve")["parts_ms"]
+    assert parts["extract"] > 0 and parts["embed"] > 0  # the question's pages were indexed in this node

@@ -34,7 +34,6 @@ from agentic_rag.ingest.pages import EXTRACTOR_VERSION, Page, make_page
 from agentic_rag.retrieval.embedding_cache import cache_for
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex
-from agentic_rag.retrieval.vectorstore import store_class
 from agentic_rag.timing import part, startup_step
 
 FOLDER_SUFFIXES = {".html", ".htm", ".txt", ".md", ".pdf"}
@@ -115,7 +114,6 @@ def index_for_record(record: CragRecord, settings: Settings) -> HybridIndex:
 
 
 def _load_or_build(record: CragRecord, settings: Settings, key: str) -> HybridIndex:
-    store_class(settings.VECTOR_STORE)  # a store that cannot be imported is the user's error, not a broken cache
     embedder = get_embedder(settings)
     cache_dir = Path(settings.ARTIFACTS_DIR) / "cache" / "questions" / key
     if (cache_dir / "manifest.json").is_file():

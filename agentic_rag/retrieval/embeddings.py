@@ -122,5 +122,5 @@ def get_embedder(settings) -> Embedder:
 
 
 @lru_cache(maxsize=4)
-def _embedder(model: str, batch_size: int, memo_size: int = 4096) -> Embedder:
+def _embedder(model: str, batch_size: int, memo_size: int) -> Embedder:
     return Embedder(model, batch_size, memo_size)
