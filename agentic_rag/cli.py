@@ -294,6 +294,11 @@ def eval_cmd(
                   "(the model could not be reached; their rows say why): rerun them into a new --out once it answers",
                   soft_wrap=True, highlight=False)
 
+    from agentic_rag.timing import format_startup, startup_report
+
+    if startup_report():  # paid once by this process, inside the first questions' latency
+        err.print(format_startup(startup_report()), soft_wrap=True)
+
 
 def _prog() -> str:
     """How this command was started, for the resume line it prints."""

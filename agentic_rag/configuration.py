@@ -83,6 +83,26 @@ class Settings(BaseSettings):
         "packaged", description="'packaged' (all-MiniLM-L6-v2 from PyPI) or a local sentence-transformers folder."
     )
     EMBEDDING_BATCH_SIZE: int = Field(64, ge=1, description="Chunks embedded per forward pass (chunks).")
+    EMBEDDING_MEMO_SIZE: int = Field(
+        4096, ge=1, description="Query and sentence vectors kept in memory for reuse within and across questions (vectors)."
+    )
+    EMBEDDING_CACHE: bool = Field(
+        True, description="Keep chunk vectors on disk by embedding model and chunk text, so a page is embedded once "
+        "across questions and runs."
+    )
+    EMBEDDING_CACHE_DIR: Path | None = Field(
+        None,
+        description="Folder of the chunk-vector cache (embeddings.sqlite); None = the index cache (INDEX_CACHE_DIR), beside the "
+        "per-question indexes built from the same vectors, so one folder holds (and clearing it drops) both.",
+    )
+    INDEX_MEMORY_SIZE: int = Field(
+        16, ge=1, description="Loaded per-question indexes kept in memory for the next question or system (indexes)."
+    )
+    VECTOR_STORE: str = Field(
+        "faiss",
+        description="LangChain vector store of the dense retrieval: 'faiss' (exact inner product), 'inmemory' "
+        "(langchain_core's InMemoryVectorStore) or a store class as module:Class (filled from the index's vectors).",
+    )
     CHUNK_SIZE_CHARS: int = Field(800, ge=100, description="Target chunk length (characters).")
     CHUNK_OVERLAP_CHARS: int = Field(120, ge=0, description="Overlap between consecutive chunks (characters).")
     MIN_CHUNK_CHARS: int = Field(40, ge=1, description="Chunks shorter than this are dropped as noise (characters).")
@@ -350,6 +370,19 @@ class Settings(BaseSettings):
             value = json.loads(value) if value.lstrip().startswith("[") else [v.strip() for v in value.split(",")]
         return [v for v in value if v] if isinstance(value, list) else value
 
+    @field_validator("VECTOR_STORE")
+    @classmethod
+    def _vector_store_name(cls, value: str) -> str:
+        if value in ("faiss", "inmemory"):
+            return value
+        module, _, name = value.replace(":", ".").rpartition(".")
+        if not (module and name.isidentifier()):
+            raise ValueError("must be 'faiss', 'inmemory' or a store class as module:Class")
+        from agentic_rag.retrieval.vectorstore import store_class
+
+        store_class(value)  # a class that cannot be imported is a settings error, not a failed question
+        return value
+
     @model_validator(mode="after")
     def _reranker_needs_a_model(self) -> "Settings":
         if self.USE_RERANKER and self.RERANKER_KIND == "cross_encoder" and not self.RERANKER_MODEL:
@@ -418,6 +451,11 @@ class Settings(BaseSettings):
             return ("LLM_BACKEND='openai' needs OPENAI_BASE_URL (a local server) or an OpenAI API key "
                     f"(set {ENV_PREFIX}OPENAI_BASE_URL, $OPENAI_BASE_URL or -o OPENAI_BASE_URL=...)")
         return None
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where per-question indexes (and, by default, the chunk vectors they are built from) live."""
+        return Path(self.INDEX_CACHE_DIR or Path(self.ARTIFACTS_DIR) / "cache")
 
     @property
     def openai_api_key(self) -> str | None:

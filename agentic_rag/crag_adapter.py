@@ -200,6 +200,8 @@ class UserModel:
         except Exception as exc:  # one bad question must not cost the batch
             self.log.exception(f"{qid}: failed ({type(exc).__name__}: {exc}); answered \"{CRAG_IDK}\"")
             return CRAG_IDK, {**row, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        row.update(latency_by_node_ms=result.latency_by_node_ms, cpu_by_node_ms=result.cpu_by_node_ms,
+                   llm_ms=result.llm_ms)
         if time.monotonic() > deadline:  # a budget check the clock tripped may have shaped this answer
             self.log.info(f"{qid}: finished after its deadline; answered \"{CRAG_IDK}\"")
             return CRAG_IDK, {**row, "status": "deadline"}

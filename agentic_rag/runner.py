@@ -48,9 +48,12 @@ def answer(
 
     A question longer than ``MAX_QUESTION_CHARS`` is refused here for every system, before any graph
     work (the agent's graph refuses it too when run on its own)."""
-    from graphs import get_graph
+    from agentic_rag.timing import startup_step
 
-    graph = get_graph(system, settings)
+    with startup_step("imports and graph"):
+        from graphs import get_graph
+
+        graph = get_graph(system, settings)
     state = graph_input(question, record, index_dir, selected_option)
     too_long = question_too_long(state["question"], settings)
     if too_long:
@@ -64,7 +67,7 @@ def answer(
         from agentic_rag.trace.checkpoints import start_thread
 
         graph, config = start_thread(graph, settings.CHECKPOINT_PATH, config, state)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if on_update is None:
         final = graph.invoke(state, config=config)
     else:
@@ -75,10 +78,14 @@ def answer(
             else:
                 for node, update in chunk.items():
                     on_update(node, update or {})
-    elapsed = (time.perf_counter() - t0) * 1000.0
+    elapsed, cpu = (time.perf_counter() - t0) * 1000.0, (time.process_time() - c0) * 1000.0
     result = AnswerRecord.model_validate(final["result"])
     result.latency_ms = round(elapsed, 1)
+    result.cpu_ms = round(cpu, 1)
     result.latency_by_node_ms = final.get("latency_ms", {})
+    result.cpu_by_node_ms = final.get("cpu_ms", {})
+    result.llm_by_node_ms = final.get("llm_ms", {})
+    result.llm_ms = round(sum(result.llm_by_node_ms.values()), 1)
     result.events = final.get("events", [])
     if final.get("decision", {}).get("flags") is not None:  # BAUG ran, so it wrote telemetry
         from agentic_rag.telemetry import telemetry_path

@@ -68,6 +68,10 @@ class AnswerRecord(BaseModel):
     tokens_saved: int = 0  # prompt + output cap of the generation the confidence gate skipped
     latency_ms: float = 0.0
     latency_by_node_ms: dict[str, float] = Field(default_factory=dict)
+    cpu_by_node_ms: dict[str, float] = Field(default_factory=dict)  # each node's own thread's CPU time
+    llm_by_node_ms: dict[str, float] = Field(default_factory=dict)  # wall time inside each node's LLM calls
+    llm_ms: float = 0.0  # wall time inside LLM calls, all nodes
+    cpu_ms: float = 0.0  # the process's CPU time over the question, every thread (torch's included)
     trace: str = ""
     signals: dict[str, Any] = Field(default_factory=dict)
     events: list[dict[str, Any]] = Field(default_factory=list)  # one per node run (agentic_rag/trace/record.py)
@@ -105,6 +109,8 @@ class RAGState(TypedDict, total=False):
     # accounting (reducers make parallel branches add up)
     usage: Annotated[dict[str, Any], merge_usage]
     latency_ms: Annotated[dict[str, float], merge_latency]
+    cpu_ms: Annotated[dict[str, float], merge_latency]  # the node's own thread's CPU time
+    llm_ms: Annotated[dict[str, float], merge_latency]  # wall time inside the node's LLM calls
     events: Annotated[list[dict[str, Any]], operator.add]
     # agent: anchors, workers, rounds and BAUG
     started_at: float  # time.time() at the first node, for the wall-time cap

@@ -6,6 +6,8 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
+from agentic_rag.timing import node_clock
+
 Node = Callable[..., dict[str, Any]]
 
 
@@ -18,8 +20,10 @@ def _event(name: str, state: dict, update: dict, started: float, ms: float, conf
 
 
 def timed(name: str) -> Callable[[Node], Node]:
-    """Record a node's wall time under ``latency_ms[name]`` (summed over rounds by the state reducer)
-    and one trace event under ``events`` (agentic_rag/trace/record.py), whatever the node is.
+    """Record a node's wall time under ``latency_ms[name]``, its own thread's CPU time under
+    ``cpu_ms[name]`` and the time its LLM calls took under ``llm_ms[name]`` (each summed over rounds by
+    the state reducer), and one trace event under ``events`` (agentic_rag/trace/record.py) that also
+    holds the node's named parts (agentic_rag/timing.py), whatever the node is.
 
     The wrapper declares ``config: RunnableConfig`` itself (and hides ``__wrapped__``) so LangGraph
     recognises the config parameter whatever annotation style the node module uses.
@@ -29,12 +33,18 @@ def timed(name: str) -> Callable[[Node], Node]:
 
     def wrap(fn: Node) -> Node:
         def inner(state: dict, config: RunnableConfig) -> Any:
-            started, t0 = time.time(), time.perf_counter()
-            update = fn(state, config)
+            started, t0, c0 = time.time(), time.perf_counter(), time.thread_time()
+            with node_clock() as clock:
+                update = fn(state, config)
             ms = (time.perf_counter() - t0) * 1000.0
+            cpu_ms, llm_ms = round((time.thread_time() - c0) * 1000.0, 3), round(clock.llm_ms, 3)
             written = update if isinstance(update, dict) else getattr(update, "update", None)
             if isinstance(written, dict):
-                extra = {"latency_ms": {name: round(ms, 3)}, "events": [_event(name, state, written, started, ms, config)]}
+                event = {**_event(name, state, written, started, ms, config), "cpu_ms": cpu_ms, "llm_ms": llm_ms}
+                if clock.parts:
+                    event["parts_ms"] = clock.parts
+                extra = {"latency_ms": {name: round(ms, 3)}, "cpu_ms": {name: cpu_ms}, "llm_ms": {name: llm_ms},
+                         "events": [event]}
                 if isinstance(update, dict):
                     update = {**update, **extra}
                 else:

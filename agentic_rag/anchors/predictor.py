@@ -31,6 +31,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from agentic_rag.timing import startup_step
 from agentic_rag.anchors.lexicon import (
     GENERIC_WORDS,
     MEASURE_UNITS,
@@ -362,7 +363,8 @@ def get_nlp():
     try:
         import spacy
 
-        return spacy.load(SPACY_MODEL)
+        with startup_step("spaCy load"):
+            return spacy.load(SPACY_MODEL)
     except Exception as exc:  # pragma: no cover - depends on the environment
         log.warning("anchors: spaCy model %s unavailable (%s); using regexes and lexicon only", SPACY_MODEL, exc)
         return None

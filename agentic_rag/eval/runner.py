@@ -64,6 +64,10 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
         "llm_calls": result.llm_calls,
         "latency_ms": result.latency_ms,
         "latency_by_node_ms": result.latency_by_node_ms,
+        "cpu_ms": result.cpu_ms,
+        "cpu_by_node_ms": result.cpu_by_node_ms,
+        "llm_ms": result.llm_ms,
+        "llm_by_node_ms": result.llm_by_node_ms,
         "signals": result.signals,
         "events": result.events,  # the trace: one compact entry per node run (agentic_rag/trace/record.py)
         "quoted_chunks": result.quoted_chunks,

@@ -240,4 +240,8 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "tokens_by_stage": {k: v.get("total_tokens", 0) for k, v in usage.items()},
         "llm_calls": llm_calls(usage),
         "latency_ms": round((time.time() - state.get("started_at", time.time())) * 1000.0, 1),
+        # per node up to this decision (this BAUG run itself is in the result row's figures)
+        "latency_by_node_ms": dict(state.get("latency_ms") or {}),
+        "cpu_by_node_ms": dict(state.get("cpu_ms") or {}),
+        "llm_by_node_ms": dict(state.get("llm_ms") or {}),
     }

@@ -182,14 +182,9 @@ def sentence_support(
                 for p in passages if p["n"] not in untrusted}
     source_sents = [(n, sent) for n, sents in sents_of.items() for sent in sents]
     source_sents += [(n, " ".join(sents)) for n, sents in sents_of.items() if len(sents) > 1]
-    vec_cache: dict[str, np.ndarray] = {}
 
     def vectors(texts: list[str]) -> np.ndarray:
-        todo = [t for t in dict.fromkeys(texts) if t not in vec_cache]
-        if todo and embedder is not None:
-            for t, v in zip(todo, embedder.embed(todo)):
-                vec_cache[t] = v
-        return np.stack([vec_cache[t] for t in texts]) if texts and embedder is not None else np.zeros((len(texts), 1))
+        return embedder.embed_each(texts) if texts and embedder is not None else np.zeros((len(texts), 1))
 
     rows = []
     relied: list[int] = []
@@ -284,7 +279,7 @@ def collect_signals(
         # a terse answer ("Finding Nemo.") is judged together with the source sentence behind it
         quotes_used = " ".join(supported_quotes(rows))
         probe = plain if len(plain.split()) >= 6 or not quotes_used else f"{plain} {quotes_used}"
-        qa = embedder.embed([question, probe])
+        qa = embedder.embed_each([question, probe])
         relevance = float(qa[0] @ qa[1])
     used = tokens_used(usage)
     calls = llm_calls(usage)

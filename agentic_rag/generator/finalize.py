@@ -364,6 +364,9 @@ def make_finalize_node(system: str):
         record = build_record(state, system, settings, tokens_summary(usage), llm_calls(usage))
         # so a served graph's output carries its timings too (the runner re-measures, finalize included)
         record.latency_by_node_ms = dict(state.get("latency_ms") or {})
+        record.cpu_by_node_ms = dict(state.get("cpu_ms") or {})
+        record.llm_by_node_ms = dict(state.get("llm_ms") or {})
+        record.llm_ms = round(sum(record.llm_by_node_ms.values()), 1)
         starts = [e["start"] for e in state.get("events") or [] if "start" in e]
         record.latency_ms = round((time.time() - min(starts)) * 1000.0, 1) if starts else 0.0
         record.quoted_chunks = quoted_chunks(state, [c.model_dump() for c in record.citations])

@@ -31,13 +31,15 @@ from agentic_rag.datasets.crag import (
     looks_binary, resolve_dataset,
 )
 from agentic_rag.ingest.pages import EXTRACTOR_VERSION, Page, make_page
+from agentic_rag.retrieval.embedding_cache import cache_for
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex
+from agentic_rag.timing import part, startup_step
 
 FOLDER_SUFFIXES = {".html", ".htm", ".txt", ".md", ".pdf"}
 _UTF8_SEQUENCE = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
 _MEMORY: "OrderedDict[str, HybridIndex]" = OrderedDict()
-_MEMORY_MAX = 16
+_IN_FLIGHT: dict[str, threading.Lock] = {}  # index key -> lock held while one thread loads or builds it
 _LOCK = threading.Lock()
 
 
@@ -83,36 +85,60 @@ def record_cache_key(record: CragRecord, settings: Settings) -> str:
 
 
 def index_for_record(record: CragRecord, settings: Settings) -> HybridIndex:
-    """The question's own pages as a hybrid index (memory, then disk cache, then built)."""
+    """The question's own pages as a hybrid index (memory, then disk cache, then built).
+
+    Single flight: the agent's parallel workers (and the baseline, and a repeated question) all ask
+    for the same index at once; the first builds or loads it, the others wait for it instead of each
+    extracting and embedding the same pages."""
     key = record_cache_key(record, settings)
+    memory_key = f"{key}:{settings.VECTOR_STORE}"  # the disk folder serves every store
     with _LOCK:
-        if key in _MEMORY:
-            _MEMORY.move_to_end(key)
-            return _MEMORY[key]
+        if memory_key in _MEMORY:
+            _MEMORY.move_to_end(memory_key)
+            return _MEMORY[memory_key]
+        flight = _IN_FLIGHT.setdefault(memory_key, threading.Lock())
+    try:
+        with flight:
+            with _LOCK:
+                if memory_key in _MEMORY:  # built by the thread this one waited for
+                    _MEMORY.move_to_end(memory_key)
+                    return _MEMORY[memory_key]
+            with startup_step("first index"):
+                index = _load_or_build(record, settings, key)
+            with _LOCK:
+                _MEMORY[memory_key] = index
+                while len(_MEMORY) > settings.INDEX_MEMORY_SIZE:
+                    _MEMORY.popitem(last=False)
+            return index
+    finally:
+        with _LOCK:
+            if _IN_FLIGHT.get(memory_key) is flight and not flight.locked():
+                del _IN_FLIGHT[memory_key]
+
+
+def _load_or_build(record: CragRecord, settings: Settings, key: str) -> HybridIndex:
     embedder = get_embedder(settings)
-    cache_dir = Path(settings.INDEX_CACHE_DIR or Path(settings.ARTIFACTS_DIR) / "cache") / "questions" / key
-    index = None
+    cache_dir = settings.cache_dir / "questions" / key
     if (cache_dir / "manifest.json").is_file():
         try:
-            index = HybridIndex.load(cache_dir, embedder)
+            return HybridIndex.load(cache_dir, embedder, vector_store=settings.VECTOR_STORE)
         except Exception as exc:  # noqa: BLE001 - whatever is wrong with a cache entry, it is rebuilt, never trusted
             print(f"warning: rebuilding the cached index of {record.interaction_id}: {exc}", file=sys.stderr)
-    if index is None:
-        index = HybridIndex.build(
-            pages_from_record(record, settings),
-            embedder,
-            settings.CHUNK_SIZE_CHARS,
-            settings.CHUNK_OVERLAP_CHARS,
-            settings.MIN_CHUNK_CHARS,
-        )
-        try:
-            index.save(cache_dir, {"mode": "question", "interaction_id": record.interaction_id, **_chunking_key(settings)})
-        except OSError as exc:
-            print(f"warning: could not cache index for {record.interaction_id}: {exc}", file=sys.stderr)
-    with _LOCK:
-        _MEMORY[key] = index
-        while len(_MEMORY) > _MEMORY_MAX:
-            _MEMORY.popitem(last=False)
+    with part("extract"):
+        pages = pages_from_record(record, settings)
+    index = HybridIndex.build(
+        pages,
+        embedder,
+        settings.CHUNK_SIZE_CHARS,
+        settings.CHUNK_OVERLAP_CHARS,
+        settings.MIN_CHUNK_CHARS,
+        vector_cache=cache_for(settings, embedder),
+        vector_store=settings.VECTOR_STORE,
+    )
+    try:
+        index.save(cache_dir, {"mode": "question", "interaction_id": record.interaction_id, **_chunking_key(settings)})
+    except OSError as exc:
+        print(f"warning: could not cache index for {record.interaction_id}: {exc}", file=sys.stderr)
     return index
 
 

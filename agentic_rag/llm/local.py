@@ -27,6 +27,7 @@ from transformers import StoppingCriteria
 
 from agentic_rag.budget import current_deadline, hard_deadline, stop_modules_at_deadline
 from agentic_rag.llm.packaged import converted_source_key
+from agentic_rag.timing import startup_step
 
 _LOAD_LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], tuple[Any, Any, threading.Lock]] = {}
@@ -40,7 +41,8 @@ def load_tokenizer(path: str | Path) -> Any:
     key = str(Path(path).resolve())
     with _LOAD_LOCK:
         if key not in _TOKENIZERS:
-            _TOKENIZERS[key] = AutoTokenizer.from_pretrained(key)
+            with startup_step("tokenizer load"):
+                _TOKENIZERS[key] = AutoTokenizer.from_pretrained(key)
         return _TOKENIZERS[key]
 
 
@@ -54,7 +56,8 @@ def _load(path: str, dtype: str) -> tuple[Any, Any, threading.Lock]:
     tokenizer = load_tokenizer(key[0])
     with _LOAD_LOCK:
         if key not in _LOADED:
-            model = AutoModelForCausalLM.from_pretrained(key[0], dtype=getattr(torch, dtype))
+            with startup_step("LLM load"):
+                model = AutoModelForCausalLM.from_pretrained(key[0], dtype=getattr(torch, dtype))
             model.eval()
             # Every decoder block checks the question's hard deadline first, so a prefill and each
             # decoding step stop between two blocks (DeadlineExceeded) once it passes.

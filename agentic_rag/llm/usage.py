@@ -16,6 +16,8 @@ from typing import Any, Iterator, Sequence
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+from agentic_rag.timing import book_llm
+
 _FIELDS = ("input_tokens", "output_tokens", "total_tokens")
 
 
@@ -83,10 +85,13 @@ class UsageLedger:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_stage: dict[str, dict[str, int]] = {}
+        self._ms_by_stage: dict[str, float] = {}
 
-    def record(self, stage: str, message: AIMessage) -> dict[str, int]:
+    def record(self, stage: str, message: AIMessage, ms: float = 0.0) -> dict[str, int]:
+        """Book one reply's tokens, and ``ms`` of wall time spent in the call, under ``stage``."""
         usage = usage_of(message)
         with self._lock:
+            self._ms_by_stage[stage] = self._ms_by_stage.get(stage, 0.0) + ms
             row = self._by_stage.setdefault(stage, {**dict.fromkeys(_FIELDS, 0), "calls": 0})
             for key in _FIELDS:
                 row[key] += usage[key]
@@ -97,6 +102,13 @@ class UsageLedger:
     def by_stage(self) -> dict[str, dict[str, int]]:
         with self._lock:
             return {stage: dict(row) for stage, row in self._by_stage.items()}
+
+    @property
+    def ms_by_stage(self) -> dict[str, float]:
+        """Wall time inside the model calls per stage (ms): what is left of a question's time is the
+        system's own work."""
+        with self._lock:
+            return {stage: round(ms, 3) for stage, ms in self._ms_by_stage.items()}
 
     @property
     def calls(self) -> int:
@@ -139,7 +151,10 @@ def invoke_llm(
     """
     bound = {**({"max_tokens": max_tokens} if max_tokens else {}), **call_kwargs}
     runnable = llm.bind(**bound) if bound else llm
+    t0 = time.perf_counter()
     message = runnable.invoke(list(messages))
+    ms = (time.perf_counter() - t0) * 1000.0
+    book_llm(ms)
     if ledger is not None:
-        ledger.record(stage, message)
+        ledger.record(stage, message, ms)
     return message

@@ -6,12 +6,14 @@ Loaded once per process; vectors are L2-normalised float32 so inner product equa
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from agentic_rag.budget import stop_modules_at_deadline
+from agentic_rag.timing import part, startup_step
 
 _LOCK = threading.Lock()
 
@@ -29,7 +31,7 @@ def _load(model: str):
     # Retriever-Workers run in parallel threads and all ask for the model on their first question;
     # lru_cache alone lets each of them load it at once, and concurrent loads crashed the process
     # (glibc "free(): invalid pointer") on a fresh start. One load, the others wait for it.
-    with _LOAD_LOCK:
+    with _LOAD_LOCK, startup_step("embedder load"):
         return _load_once(model)
 
 
@@ -54,10 +56,13 @@ def _blocks(model) -> list:
 
 
 class Embedder:
-    def __init__(self, model: str = "packaged", batch_size: int = 64):
+    def __init__(self, model: str = "packaged", batch_size: int = 64, memo_size: int = 4096):
         self.model_name = model
         self.batch_size = batch_size
         self._model = _load(model)
+        self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._memo_size = memo_size
+        self._memo_lock = threading.Lock()
 
     @property
     def dim(self) -> int:
@@ -71,7 +76,7 @@ class Embedder:
     def embed(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with _LOCK:  # one forward pass at a time: parallel workers share the weights
+        with part("embed"), _LOCK:  # one forward pass at a time: parallel workers share the weights
             vecs = self._model.encode(
                 texts,
                 batch_size=self.batch_size,
@@ -81,11 +86,41 @@ class Embedder:
             )
         return np.asarray(vecs, dtype=np.float32)
 
+    def forget(self) -> None:
+        """Drop the remembered vectors (a benchmark measuring new questions on a warm process)."""
+        with self._memo_lock:
+            self._memo.clear()
+
+    def embed_each(self, texts: list[str]) -> np.ndarray:
+        """Vectors of short texts (queries, answer and source sentences), each embedded on its own and
+        remembered.
+
+        In one batch every text is padded to the longest, so a few whole passages among many short
+        sentences make the batch several times the work of its texts; alone, a text costs its own length.
+        A text's vector then depends on the text only (not on what else was in its batch), so the
+        remembered vector is exactly the one a new pass would compute: the workers' shared question,
+        a second BAUG round over the same evidence, a repeated question reuse it."""
+        out: dict[str, np.ndarray] = {}
+        with self._memo_lock:
+            for text in texts:
+                if text in self._memo:
+                    self._memo.move_to_end(text)
+                    out[text] = self._memo[text]
+        for text in dict.fromkeys(t for t in texts if t not in out):
+            out[text] = self.embed([text])[0]
+            with self._memo_lock:
+                self._memo[text] = out[text]
+                while len(self._memo) > self._memo_size:
+                    self._memo.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([out[t] for t in texts])
+
 
 def get_embedder(settings) -> Embedder:
-    return _embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    return _embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE, settings.EMBEDDING_MEMO_SIZE)
 
 
 @lru_cache(maxsize=4)
-def _embedder(model: str, batch_size: int) -> Embedder:
-    return Embedder(model, batch_size)
+def _embedder(model: str, batch_size: int, memo_size: int) -> Embedder:
+    return Embedder(model, batch_size, memo_size)

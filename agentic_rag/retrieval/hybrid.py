@@ -24,7 +24,9 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
 from agentic_rag.ingest.pages import Chunk, Page, chunk_page
+from agentic_rag.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
 from agentic_rag.retrieval.embeddings import Embedder
+from agentic_rag.retrieval.vectorstore import build_store, nearest_rows
 
 INDEX_FORMAT = 1
 _WORD = re.compile(r"(?u)\b\w+\b")
@@ -89,6 +91,7 @@ class HybridIndex:
         embedder: Embedder,
         vector_index: faiss.Index | None = None,
         bm25: bm25s.BM25 | None = None,
+        vector_store: str = "faiss",
     ):
         self.pages = pages
         self.chunks = chunks
@@ -101,7 +104,8 @@ class HybridIndex:
             vector_index = faiss.IndexFlatIP(embedder.dim)
             if len(chunks):
                 vector_index.add(self.embeddings)
-        self.faiss = vector_index
+        self.faiss = vector_index  # what is saved, whatever store searches (see retrieval/vectorstore.py)
+        self.store = build_store(vector_store, [c.text for c in chunks], self.embeddings, embedder, vector_index)
         if bm25 is None:
             bm25 = bm25s.BM25()
             if chunks:
@@ -118,12 +122,16 @@ class HybridIndex:
         overlap: int,
         min_chars: int,
         show_progress: bool = False,
+        vector_cache: EmbeddingCache | None = None,
+        vector_store: str = "faiss",
     ) -> "HybridIndex":
+        """Chunk every page and embed all chunks in one call (vectors already in ``vector_cache`` are
+        read back instead)."""
         chunks: list[Chunk] = []
         for page in pages:
             chunks.extend(chunk_page(page, chunk_size, overlap, min_chars))
-        embeddings = embedder.embed([c.text for c in chunks], show_progress=show_progress)
-        return cls(pages, chunks, embeddings, embedder)
+        embeddings = embed_with_cache(embedder, [c.text for c in chunks], vector_cache, show_progress=show_progress)
+        return cls(pages, chunks, embeddings, embedder, vector_store=vector_store)
 
     def page(self, page_id: str) -> Page | None:
         return self._pages_by_id.get(page_id)
@@ -191,9 +199,8 @@ class HybridIndex:
         if n == 0 or not query.strip():
             return []
         pool_k = min(max(pool_k, k), n)
-        qv = query_vector if query_vector is not None else self.embedder.embed([query])[0]
-        _, found = self.faiss.search(qv[None, :].astype(np.float32), pool_k)
-        vec_top = [int(i) for i in found[0] if i >= 0]
+        qv = query_vector if query_vector is not None else self.embedder.embed_each([query])[0]
+        vec_top = nearest_rows(self.store, qv.astype(np.float32, copy=False), pool_k)
         bm25_scores = self._bm25_scores(query)
         bm25_top = [i for i in _top(bm25_scores, pool_k) if bm25_scores[i] > 0]
         # RRF, scaled so 1.0 means "ranked first by every weighted retriever": thresholds and
@@ -285,7 +292,7 @@ class HybridIndex:
         return out
 
     @classmethod
-    def load(cls, index_dir: str | Path, embedder: Embedder) -> "HybridIndex":
+    def load(cls, index_dir: str | Path, embedder: Embedder, vector_store: str = "faiss") -> "HybridIndex":
         d = Path(index_dir)
         manifest_path = d / "manifest.json"
         if not manifest_path.is_file():
@@ -318,7 +325,7 @@ class HybridIndex:
         except (OSError, ValueError, TypeError, KeyError, RuntimeError, EOFError) as exc:
             # RuntimeError is what FAISS raises on a cut or vanished file
             raise BrokenIndexError(f"index {d} is damaged or incomplete ({exc}): rebuild it") from None
-        return cls(pages, chunks, embeddings, embedder, vector_index=vector_index, bm25=bm25)
+        return cls(pages, chunks, embeddings, embedder, vector_index=vector_index, bm25=bm25, vector_store=vector_store)
 
 
 def _publish(tmp: Path, out: Path) -> None:

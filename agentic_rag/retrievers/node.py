@@ -12,6 +12,7 @@ from agentic_rag.nodes import Node
 from agentic_rag.retrievers.source import resolve_index
 from agentic_rag.retrievers.worker import explore
 from agentic_rag.state import WorkerState
+from agentic_rag.timing import part
 from agentic_rag.utils import timed
 
 
@@ -20,14 +21,15 @@ def worker_node(state: WorkerState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     index = resolve_index(state, settings)
     anchor = Anchor(**state["anchor"]) if state.get("anchor") else None
-    path = explore(
-        anchor,
-        state["question"],
-        index,
-        settings,
-        held_ids=frozenset(state.get("held_ids", [])),
-        deadline=state.get("deadline_at"),
-        round_no=state.get("round", 1),
-        extra_terms=state.get("extra_terms") or None,
-    )
+    with part("search"):  # the hybrid search, pruning and the hop (embedding is booked apart)
+        path = explore(
+            anchor,
+            state["question"],
+            index,
+            settings,
+            held_ids=frozenset(state.get("held_ids", [])),
+            deadline=state.get("deadline_at"),
+            round_no=state.get("round", 1),
+            extra_terms=state.get("extra_terms") or None,
+        )
     return {"paths": [path]}

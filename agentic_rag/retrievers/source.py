@@ -11,6 +11,7 @@ from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.ingest.ingest import index_for_record
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import BonusFn, HybridIndex
+from agentic_rag.timing import part
 
 _LOCK = threading.Lock()
 
@@ -20,32 +21,35 @@ class NoCorpusError(ValueError):
 
 
 @lru_cache(maxsize=4)
-def _load_corpus(index_dir: str, embedding_model: str, batch: int) -> HybridIndex:
+def _load_corpus(index_dir: str, embedding_model: str, batch: int, memo: int, vector_store: str) -> HybridIndex:
     from types import SimpleNamespace
 
-    settings = SimpleNamespace(EMBEDDING_MODEL=embedding_model, EMBEDDING_BATCH_SIZE=batch)
-    return HybridIndex.load(index_dir, get_embedder(settings))
+    settings = SimpleNamespace(EMBEDDING_MODEL=embedding_model, EMBEDDING_BATCH_SIZE=batch, EMBEDDING_MEMO_SIZE=memo)
+    return HybridIndex.load(index_dir, get_embedder(settings), vector_store=vector_store)
 
 
 def resolve_index(state: dict[str, Any], settings: Settings) -> HybridIndex:
     if state.get("record"):
         record = CragRecord.model_validate(state["record"])
-        return index_for_record(record, settings)
+        with part("index"):
+            return index_for_record(record, settings)
     if state.get("index_dir"):
-        with _LOCK:
-            return _load_corpus(str(state["index_dir"]), settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+        with part("index"), _LOCK:
+            return _load_corpus(str(state["index_dir"]), settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE,
+                                settings.EMBEDDING_MEMO_SIZE, settings.VECTOR_STORE)
     raise NoCorpusError("no evidence source: give a CRAG record (--dataset/--id) or an index folder (--index)")
 
 
 def retrieve(index: HybridIndex, query: str, settings: Settings, bonus: BonusFn | None = None, k: int | None = None):
     """The settings-driven hybrid search every node uses."""
-    return index.search(
-        query,
-        k=k or settings.RETRIEVAL_K,
-        pool_k=settings.RETRIEVAL_POOL_K,
-        mmr_lambda=settings.MMR_LAMBDA,
-        rrf_k=settings.RRF_K,
-        vector_weight=settings.HYBRID_VECTOR_WEIGHT,
-        bm25_weight=settings.HYBRID_BM25_WEIGHT,
-        bonus=bonus,
-    )
+    with part("search"):
+        return index.search(
+            query,
+            k=k or settings.RETRIEVAL_K,
+            pool_k=settings.RETRIEVAL_POOL_K,
+            mmr_lambda=settings.MMR_LAMBDA,
+            rrf_k=settings.RRF_K,
+            vector_weight=settings.HYBRID_VECTOR_WEIGHT,
+            bm25_weight=settings.HYBRID_BM25_WEIGHT,
+            bonus=bonus,
+        )

@@ -54,7 +54,7 @@ def explore(
     query = worker_query(question, anchor)
     if extra_terms:
         query = f"{query} {' '.join(extra_terms)}"
-    qv = index.embedder.embed([question])[0]
+    qv = index.embedder.embed_each([question])[0]
     q_tokens = set(tokenize(question))
     candidates = retrieve(index, query, settings, k=max(settings.WORKER_K * 3, settings.RETRIEVAL_K))
     kept, rejected = _prune(candidates, anchor, q_tokens, qv, index, settings, hop=0)

@@ -39,7 +39,7 @@ def disambiguate_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]
             return {"ambiguity": {"status": "refuse", "rule": "invalid_selection", "selected": selected, "options": options}}
         return {"bundle": _restrict(bundle, chosen["passages"]), "ambiguity": {"status": "ok", "rule": "selected", "selected": selected}}
     anchors = [Anchor(**a) for a in state.get("anchors", [])]
-    qv = index.embedder.embed([state["question"]])[0]
+    qv = index.embedder.embed_each([state["question"]])[0]
     status, chosen, rule = resolve(state["question"], anchors, clusters, qv, vectors, settings)
     if status == "ambiguous":
         return {"ambiguity": {"status": "ambiguous", "rule": rule, "options": options}}
