@@ -7,7 +7,7 @@ bundled ``example_data/dev_data.jsonl.bz2`` (10 questions). Each ``batch_generat
 timed against the kit's limit, batch size x the per-query seconds (the kit itself times nothing).
 
 Not run: the kit's ``evaluate_predictions``, whose judge is an OpenAI model (and which fails on the
-kit's own bugs, see the README). Answers are scored with this project's rule judge instead, and each
+kit's own bugs, see docs/crag-kit.md). Answers are scored with this project's rule judge instead, and each
 is measured with the kit's trimming tokenizer to show the kit's 75-token trim leaves it whole.
 ``local_evaluation.py`` imports ``auto_gptq`` without using it; when that GPU package is absent an
 empty module stands in for it, in this process only.

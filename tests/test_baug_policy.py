@@ -82,3 +82,15 @@ def test_an_off_topic_answer_is_not_supported():
 def test_layers_can_be_switched_off():
     assert decide(GOOD, flags(hedging=True), S.replace(HEDGING_ENABLED=False)).reason == "STOP_OVERLAP_OK"
     assert decide({**WEAK, "overlap_est": 0.0}, flags(reflected=True), S.replace(GROUNDING_ENABLED=False)).reason == "STOP_OVERLAP_OK"
+
+
+def test_the_guide_lists_every_reason_code():
+    """docs/how-it-works.md is where a user looks a reason code up: a code added to the policy must be there."""
+    import re
+    from pathlib import Path
+
+    from agentic_rag.gate.policy import REASONS
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "how-it-works.md").read_text()
+    listed = set(re.findall(r"^\| `([A-Z_]+)` \|", guide, flags=re.M))
+    assert listed == set(REASONS) | {"STOP_SINGLE_PASS"}  # the last is the baseline's only code

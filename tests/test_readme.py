@@ -1,0 +1,59 @@
+"""The README is run as written by new users: every command and option it names must exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import typer
+
+from agentic_rag.cli import app
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def _commands() -> dict:
+    group = typer.main.get_command(app)
+    found = {}
+    for name, cmd in group.commands.items():
+        if hasattr(cmd, "commands"):  # a sub-app (typer may vendor its own click)
+            found.update({f"{name} {sub}": c for sub, c in cmd.commands.items()})
+        else:
+            found[name] = cmd
+    return found
+
+
+def _uses() -> list[str]:
+    """Each command line the README shows: in code blocks after `agentic-rag`, and the commands table."""
+    lines = re.findall(r"agentic-rag ([a-z0-9][^\n`|]*)", README)
+    table = re.findall(r"^\| `([a-z][^`]*)` \|", README, flags=re.M)
+    return [u.strip() for u in lines + table if not u.startswith("COMMAND")]
+
+
+USES = _uses()
+
+
+def test_the_readme_shows_commands():
+    assert len(USES) >= 15
+
+
+@pytest.mark.parametrize("use", USES)
+def test_every_command_and_option_in_the_readme_exists(use):
+    commands = _commands()
+    words = use.split()
+    name = " ".join(words[:2]) if " ".join(words[:2]) in commands else words[0]
+    alternatives = [n for n in commands if n.startswith(name.split("\\|")[0].split()[0])]
+    assert name in commands or alternatives, f"`agentic-rag {use}`: no command {name!r}"
+    names = [name] if name in commands else [f"{words[0]} {sub}" for sub in words[1].replace("\\", "").split("|")]
+    for command in names:
+        assert command in commands, f"`agentic-rag {use}`: no command {command!r}"
+        options = {opt for p in commands[command].params for opt in p.opts}
+        for option in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", use):
+            assert option in options, f"`agentic-rag {use}`: {command} has no option {option}"
+
+
+def test_every_file_the_readme_points_to_exists():
+    root = Path(__file__).resolve().parents[1]
+    paths = set(re.findall(r"`((?:docs|benchmarks|examples|agentic_rag|graphs|prompts|scripts)/[\w./-]+)`", README))
+    assert paths and not [p for p in sorted(paths) if not (root / p.rstrip("/")).exists()]
