@@ -271,13 +271,15 @@ def eval_cmd(
     except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
         what = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
         _fail(f"{what}; the rows written so far are kept: {resume_command(_prog(), sys.argv[1:], out)}")
+    from agentic_rag.trace.record import clip
+
     table = Table(title=f"{system} on {dataset}", show_lines=True)
     for col in ("question", "gold", "answer", "status", "reason", "judge", "tokens", "ms"):
         table.add_column(col, overflow="fold")
     for r in res["rows"]:
         colour = {"accurate": "green", "incorrect": "red", "missing": "yellow"}[r["judgement"]]
         table.add_row(
-            r["query"][:70], str(r["gold"])[:50], r["prediction"][:110], r["status"], r["reason"],
+            clip(r["query"], 70), clip(str(r["gold"]), 50), clip(r["prediction"], 110), r["status"], r["reason"],
             f"[{colour}]{r['judgement']}[/]", str(r["tokens"].get("total", 0)), f"{r['latency_ms']:.0f}",
         )
     console.print(table)
@@ -312,7 +314,7 @@ def compare_cmd(
     title: Annotated[str, typer.Option("--title")] = "Comparison",
 ) -> None:
     """Side-by-side summary, per-question differences and a paired bootstrap CI on the score."""
-    from agentic_rag.eval.compare import SUMMARY_KEYS, compare, to_markdown
+    from agentic_rag.eval.compare import SUMMARY_KEYS, compare, paired_sentence, to_markdown
 
     if len(runs) < 2:
         _fail("give at least two run folders")
@@ -334,7 +336,7 @@ def compare_cmd(
         table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]])
     console.print(table)
     for p in result["paired"]:
-        console.print(f"{p['run']} vs {p['vs']}: score difference {p['score_difference']}, changes {p['changes']}")
+        console.print(paired_sentence(p), highlight=False)
 
 
 @app.command("calibrate")

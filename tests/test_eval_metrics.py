@@ -129,6 +129,14 @@ def test_compare_writes_plots_and_a_paired_interval(tmp_path):
     assert "risk_coverage.png" in to_markdown(result, plots=plots)
     pts = risk_coverage(result["runs"][1]["rows"])
     assert [round(c, 2) for c, _ in pts] == [0.25, 0.5]  # two answered of four
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+
+    shown = CliRunner().invoke(app, ["compare", str(a), str(b)])
+    text = " ".join(shown.output.split())
+    assert shown.exit_code == 0 and "{" not in text  # words, not a printed Python dict
+    assert "CRAG score difference 0.5 (paired bootstrap 95% CI" in text and "wrong to missing: 2" in text
 
 
 def test_abstain_r1_names_match_the_definitions():

@@ -263,3 +263,11 @@ def test_checkpoints_do_not_store_the_pages_at_every_step(tmp_path):
                      for table, col in (("checkpoints", "checkpoint"), ("writes", "value"), ("blobs", "value")))
     # the stock saver kept a copy per step (ten and more); here one per version, compressed
     assert stored < 4 * len(bulk), stored
+
+
+def test_clipped_text_ends_at_a_word_with_an_ellipsis():
+    from agentic_rag.trace.record import clip
+
+    assert clip("what is the ticker symbol of apple inc.?", 22) == "what is the ticker…"
+    assert clip("supercalifragilistic", 6) == "super…"  # one long word: cut, marked
+    assert clip("short", 10) == "short" and len(clip("a b c d e f g h", 8)) <= 8

@@ -102,6 +102,15 @@ def write_plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
             plot_risk_coverage(result["runs"], out_dir / "risk_coverage.png")]
 
 
+def paired_sentence(p: dict[str, Any], bold: bool = False) -> str:
+    """One pair of runs in words, the same in the report and the terminal."""
+    sd = p["score_difference"]
+    pair = f"{p['run']} vs {p['vs']}"
+    return (f"{f'**{pair}**' if bold else pair} on {p['questions']} questions: CRAG score difference "
+            f"{sd.get('diff')} (paired bootstrap 95% CI {sd.get('ci95_low')} to {sd.get('ci95_high')}); "
+            + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in p["changes"].items()) + ".")
+
+
 def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[Path] | None = None) -> str:
     runs = result["runs"]
     lines = [f"# {title}", ""]
@@ -112,10 +121,7 @@ def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[P
     for key in SUMMARY_KEYS:
         lines.append(f"| {key} | " + " | ".join(str(r["summary"].get(key, "")) for r in runs) + " |")
     for p in result["paired"]:
-        sd = p["score_difference"]
-        lines += ["", f"**{p['run']} vs {p['vs']}** on {p['questions']} questions: CRAG score difference "
-                  f"{sd.get('diff')} (paired bootstrap 95% CI {sd.get('ci95_low')} to {sd.get('ci95_high')}); "
-                  + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in p["changes"].items()) + "."]
+        lines += ["", paired_sentence(p, bold=True)]
     lines += ["", "## Per question", ""]
     header = "| question | gold |"
     for r in runs:

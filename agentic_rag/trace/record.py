@@ -19,15 +19,21 @@ Summary = Callable[[Any, int], Any]
 _PASSAGE_SCORES = ("fused_score", "vector_score", "bm25_score", "path_score", "fine_sim", "question_overlap", "utility")
 
 
-def _cut(text: Any, limit: int) -> str:
+def clip(text: Any, limit: int) -> str:
+    """At most ``limit`` characters, cut at a word boundary where there is one, with an ellipsis: a
+    reader sees where text was left out, and no word is cut in half."""
     text = str(text or "")
-    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    head = text[: max(0, limit - 1)]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return cut.rstrip(" ,;:") + "…"
 
 
 def _passage(p: dict[str, Any], limit: int, *extra: str) -> dict[str, Any]:
     out = {k: p[k] for k in ("n", "chunk_id", "page_name", "page_url", "hop", "anchor_hit", *extra) if k in p}
     out.update({k: p[k] for k in _PASSAGE_SCORES if p.get(k) is not None})
-    out["text"] = _cut(p.get("text", ""), limit)
+    out["text"] = clip(p.get("text", ""), limit)
     return out
 
 
@@ -60,12 +66,12 @@ def _signals(signals: dict[str, Any], limit: int) -> dict[str, Any]:
         if key.startswith("_"):
             continue
         if key == "sentences":
-            out[key] = [{"sentence": _cut(r.get("sentence"), limit), "n": r.get("n"), "quote": r.get("quote", ""),
+            out[key] = [{"sentence": clip(r.get("sentence"), limit), "n": r.get("n"), "quote": r.get("quote", ""),
                          "mode": r.get("mode"), "supported": r.get("supported")} for r in value]
         elif isinstance(value, (int, float, bool, str)) or value is None:
             out[key] = value
         elif isinstance(value, list):
-            out[key] = [_cut(v, limit) if isinstance(v, str) else v for v in value[:10]]
+            out[key] = [clip(v, limit) if isinstance(v, str) else v for v in value[:10]]
     return out
 
 
@@ -105,7 +111,7 @@ SUMMARIES: dict[str, Summary] = {
     "no_new_hits": _as_is,
     "confidence": _confidence,
     "ambiguity": _ambiguity,
-    "draft": lambda d, limit: _cut(d, 2 * limit),
+    "draft": lambda d, limit: clip(d, 2 * limit),
     "probe": lambda p, limit: {k: v for k, v in (p or {}).items() if isinstance(v, (int, float, str, bool))},
     "signals": _signals,
     "validation": _as_is,
