@@ -16,6 +16,7 @@ from rich.table import Table
 from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.nodes import Node
+from agentic_rag.trace.record import clip
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
@@ -110,7 +111,7 @@ def search(
         d = p.to_dict()
         table.add_row(
             str(d["rank"]), f"{d['vector_score']:.3f}", f"{d['bm25_score']:.2f}", f"{d['fused_score']:.4f}",
-            d["page_name"][:40], d["text"][:300].replace("\n", " "),
+            clip(d["page_name"], 40), clip(d["text"].replace("\n", " "), 300),
         )
     console.print(table)
 
@@ -156,9 +157,9 @@ def ask(
     console.print(f"answer: {result.answer}")
     for c in result.citations:
         mark = "verified" if c.verified else "unverified"
-        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({mark}) {c.quote[:160]}")
+        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({mark}) {clip(c.quote, 160)}")
     for o in result.options:
-        console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {o['anchor_passage']['text'][:120]}")
+        console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {clip(o['anchor_passage']['text'], 120)}")
     console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")
 
 
@@ -271,8 +272,6 @@ def eval_cmd(
     except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
         what = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
         _fail(f"{what}; the rows written so far are kept: {resume_command(_prog(), sys.argv[1:], out)}")
-    from agentic_rag.trace.record import clip
-
     table = Table(title=f"{system} on {dataset}", show_lines=True)
     for col in ("question", "gold", "answer", "status", "reason", "judge", "tokens", "ms"):
         table.add_column(col, overflow="fold")

@@ -16,6 +16,7 @@ from typing import Any
 from agentic_rag.eval.runner import read_results
 from agentic_rag.nodes import Node
 from agentic_rag.telemetry import read_rows
+from agentic_rag.trace.record import clip
 
 # Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand.
 SIGNAL_THRESHOLDS = {
@@ -177,7 +178,7 @@ def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list
                      + (f" ({c.get('tier')} tier)" if c.get("tier") else ""))
         blocks.append({"type": "checks", "title": "confidence gate", "rows": gate_checks(c, settings)})
     if event.get("draft"):
-        parts.append(f'draft "{event["draft"][:80]}"')
+        parts.append(f'draft "{clip(event["draft"], 80)}"')
         blocks.append({"type": "text", "title": "draft", "text": event["draft"]})
     if (event.get("probe") or {}).get("status") == "scored":
         parts.append(f"probe answerability {_fmt(event['probe'].get('answerability'))}")

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from agentic_rag.trace.record import clip
 from agentic_rag.trace.run import OUTCOMES, Run, _fmt, question_view
 
 OUTCOME_STYLE = {"right": "green", "wrong": "red", "missing": "yellow"}
@@ -30,7 +31,7 @@ def run_table(run: Run) -> Table:
         table.add_row(
             str(i), _t(row["id"]), _t(row.get("status")), _t(row.get("reason")),
             _t(row.get("judgement"), OUTCOME_STYLE[outcome]), _t((row.get("tokens") or {}).get("total", 0)),
-            _t(row.get("llm_calls", 0)), _t(round(row.get("latency_ms", 0.0))), _t(row.get("query", "")[:80]),
+            _t(row.get("llm_calls", 0)), _t(round(row.get("latency_ms", 0.0))), _t(clip(row.get("query", ""), 80)),
         )
     return table
 
@@ -51,8 +52,8 @@ def _block(console: Console, block: dict[str, Any]) -> None:
     elif kind == "passages":
         for p in block["rows"]:
             scores = "  ".join(f"{k}={_fmt(v)}" for k, v in p.items() if k not in ("chunk_id", "page", "text"))
-            console.print(Text(f"    {p['chunk_id']} [{p['page'][:40]}] {scores}"))
-            console.print(Text(f"      {p['text'][:160]}", style="dim"))
+            console.print(Text(f"    {p['chunk_id']} [{clip(p['page'], 40)}] {scores}"))
+            console.print(Text(f"      {clip(p['text'], 160)}", style="dim"))
     elif kind == "table":
         for r in block["rows"]:
             console.print(Text("    " + "  ".join(f"{k}={_fmt(v)}" for k, v in r.items())))
