@@ -41,11 +41,11 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
-def _first_load(cache_dir: Path) -> dict:
+def _first_load(cache_dir: Path, model: packaged.PackagedModel) -> dict:
     start = time.perf_counter()
-    gguf = packaged.assemble_gguf(cache_dir)
+    gguf = packaged.assemble_gguf(cache_dir, model)
     assembled = time.perf_counter()
-    packaged.convert_gguf(gguf, cache_dir / packaged.CONVERTED_DIR_NAME, packaged.PACKAGED_GGUF_SHA256)
+    packaged.convert_gguf(gguf, cache_dir / model.converted_dir, model.sha256)
     done = time.perf_counter()
     return {
         "assemble_and_verify_s": round(assembled - start, 2),
@@ -72,7 +72,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fresh", action="store_true", help="measure GGUF assembly+conversion in a temp dir")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--model", default="packaged", choices=sorted(packaged.PACKAGED_MODELS),
+                        help="which packaged generator (LLM_MODEL name)")
     args = parser.parse_args()
+    model_spec = packaged.PACKAGED_MODELS[args.model]
 
     settings = Settings.load()
     cache_dir = Path(settings.MODEL_CACHE_DIR).expanduser()
@@ -87,6 +90,7 @@ def main() -> None:
             "python": platform.python_version(),
             "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
         },
+        "model": args.model,
         "threads": threads,
         "dtype": "bfloat16",
     }
@@ -94,15 +98,15 @@ def main() -> None:
     if args.fresh:
         tmp = Path(tempfile.mkdtemp(prefix="bench-llm-"))
         try:
-            result["first_load"] = {"where": "temp dir (--fresh)", **_first_load(tmp)}
+            result["first_load"] = {"where": "temp dir (--fresh)", **_first_load(tmp, model_spec)}
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    elif packaged.converted_source_key(cache_dir / packaged.CONVERTED_DIR_NAME) != packaged.PACKAGED_GGUF_SHA256:
-        result["first_load"] = {"where": str(cache_dir), **_first_load(cache_dir)}
+    elif packaged.converted_source_key(cache_dir / model_spec.converted_dir) != model_spec.sha256:
+        result["first_load"] = {"where": str(cache_dir), **_first_load(cache_dir, model_spec)}
     else:
         result["first_load"] = None  # cache already warm; rerun with --fresh to measure
 
-    folder = packaged.ensure_converted(cache_dir)
+    folder = packaged.ensure_converted(cache_dir, model_spec)
     start = time.perf_counter()
     model, tokenizer, _ = local._load(str(folder), "bfloat16")
     result["cached_load_s"] = round(time.perf_counter() - start, 2)
