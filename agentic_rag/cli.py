@@ -487,7 +487,7 @@ def show_settings(
             options = ext.options(settings)
             given = settings.EXTENSION_SETTINGS.get(ext.name, {})
             for name, field in (type(options).model_fields.items() if options is not None else ()):
-                rows.append((f"extension {ext.name}", name, str(getattr(options, name)), unit_of(field),
+                rows.append(("extension", f"{ext.name}.{name}", str(getattr(options, name)), unit_of(field),
                              sources["EXTENSION_SETTINGS"] if name in given else "default", meaning_of(field)))
     if markdown:
         typer.echo(_settings_markdown(rows))
@@ -508,7 +508,7 @@ def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
     home = str(Path.home())
     out: list[str] = []
     for section in dict.fromkeys(r[0] for r in rows):
-        doc = SECTIONS[section].__doc__ if section in SECTIONS else "The extension's own settings."
+        doc = SECTIONS[section].__doc__ if section in SECTIONS else "The configured extensions' own settings."
         out += [f"### {section}", "", " ".join((doc or "").split()), "",
                 "| setting | value | unit | meaning |", "|---|---|---|---|"]
         for _, name, value, unit, _, meaning in (r for r in rows if r[0] == section):
