@@ -63,7 +63,8 @@ def meaning_of(field: FieldInfo) -> str:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # titled by their names, which are what presets, -o and the environment spell
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, field_title_generator=lambda name, _: name)
 
 
 class LLMSettings(_Section):
