@@ -11,7 +11,8 @@ reads back, or on an extension's own code. What it rewrites, and nothing else:
   ``.flat_fields()``, since ``model_fields`` now lists the sections.
 
 A line carrying the comment ``keep-flat`` is left as it is (tests of the alias itself). An assignment to
-a flat name is reported, not rewritten (the alias is read-only). The edit is deterministic and
+a flat name is reported, not rewritten (the alias is read-only), and so is a stand-in built by flat names
+(``SimpleNamespace(EMBEDDING_MODEL=...)``), which nested reads cannot see through. The edit is deterministic and
 idempotent, made in the source text at the attribute's position (formatting and comments kept), and
 checked: the rewritten file must parse to the original tree plus the section attributes.
 
@@ -92,6 +93,14 @@ def find_edits(source: str) -> tuple[list[Edit], list[int]]:
     return sorted(set(edits), key=lambda e: (e.line, e.col)), sorted(stores)
 
 
+def stand_ins(source: str) -> list[int]:
+    """Lines that build a settings stand-in by flat names (``SimpleNamespace(EMBEDDING_MODEL=...)``): code
+    that reads it by section would fail, so it is reported for a real ``Settings`` to replace it."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "SimpleNamespace"
+                  and any(k.arg in FIELD_SECTIONS for k in node.keywords))
+
+
 def apply(source: str, edits: list[Edit]) -> str:
     lines = source.splitlines(keepends=True)
     for edit in sorted(edits, key=lambda e: (e.line, e.col), reverse=True):
@@ -155,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         for line in stores:
             print(f"{path}:{line}: assigns to a flat settings name (read-only): set it on its section", file=sys.stderr)
+        for line in stand_ins(source):
+            print(f"{path}:{line}: a settings stand-in with flat names; nested reads of it fail: build a Settings "
+                  "(Settings.model_validate({'section': {...}}))", file=sys.stderr)
         if count:
             changed, total = changed + 1, total + count
             print(f"{path}: {count} read{'s' if count > 1 else ''}")

@@ -54,6 +54,14 @@ def test_rewrites_reads_only_and_is_idempotent():
     assert codemod.rewrite(new) == (new, 0, [16])
 
 
+def test_a_settings_stand_in_built_by_flat_names_is_reported(tmp_path, capsys):
+    path = tmp_path / "stand_in.py"
+    path.write_text("from types import SimpleNamespace\n\nfake = SimpleNamespace(EMBEDDING_MODEL='m', other=1)\n"
+                    "ok = SimpleNamespace(other=1)\n")
+    assert codemod.main(["--check", str(path)]) == 0  # nothing to rewrite, but said
+    assert f"{path}:3: a settings stand-in with flat names" in capsys.readouterr().err
+
+
 def test_a_rewrite_that_would_change_the_code_is_refused(monkeypatch):
     monkeypatch.setattr(codemod, "apply", lambda source, edits: source.replace("RETRIEVAL_K", "RETRIEVAL_POOL_K"))
     with pytest.raises(ValueError, match="changed more than the settings reads"):
