@@ -24,7 +24,7 @@ app.add_typer(prepare_app, name="prepare")
 console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 
-OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE setting (repeatable).")]
+OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE or section.KEY=VALUE setting (repeatable).")]
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
 DatasetOpt = Annotated[Optional[str], typer.Option("--dataset", help="CRAG .jsonl[.bz2] file, or 'example'.")]
 IdOpt = Annotated[Optional[str], typer.Option("--id", help="interaction_id (or 0-based index) in --dataset.")]
@@ -469,23 +469,55 @@ def _print_steps(run, qid: str, step: int | None) -> None:
 
 
 @app.command("settings")
-def show_settings(preset: PresetOpt = None, override: OverrideOpt = None) -> None:
-    """Print every setting with its value and unit."""
+def show_settings(
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+    markdown: Annotated[bool, typer.Option("--markdown", help="One markdown table per section (docs/configuration.md).")] = False,
+) -> None:
+    """Print every setting by section: its value, unit, where the value comes from, and meaning."""
+    from agentic_rag.configuration import SECTIONS, meaning_of, setting_sources, unit_of
+
     settings = _settings(preset, override)
-    table = Table(title="settings")
-    for col in ("name", "value", "meaning"):
-        table.add_column(col, overflow="fold")
-    values = settings.public_dump()
-    for name, field in Settings.model_fields.items():
-        table.add_row(name, str(values[name]), field.description or "")
+    values, sources = settings.public_dump(), setting_sources(preset, override or [])
+    rows = [(section, name, str(values[name]), unit_of(field), sources[name], meaning_of(field))
+            for section, model in SECTIONS.items() for name, field in model.model_fields.items()]
     if settings.EXTENSIONS:  # each configured extension's own settings, as EXTENSION_SETTINGS sets them
         from agentic_rag.extensions import load_extensions
 
         for ext in load_extensions(settings):
             options = ext.options(settings)
+            given = settings.EXTENSION_SETTINGS.get(ext.name, {})
             for name, field in (type(options).model_fields.items() if options is not None else ()):
-                table.add_row(f"{ext.name}.{name}", str(getattr(options, name)), field.description or "")
+                rows.append(("extension", f"{ext.name}.{name}", str(getattr(options, name)), unit_of(field),
+                             sources["EXTENSION_SETTINGS"] if name in given else "default", meaning_of(field)))
+    if markdown:
+        typer.echo(_settings_markdown(rows))
+        return
+    table = Table(title="settings")
+    for col in ("section", "name", "value", "unit", "source", "meaning"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*map(escape, row))
     console.print(table)
+
+
+def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
+    """The settings as markdown, one table per section, with the section's own description; paths
+    under the home folder are written from ``~`` so the tables read the same on every machine."""
+    from agentic_rag.configuration import SECTIONS
+
+    home = str(Path.home())
+    out: list[str] = []
+    for section in dict.fromkeys(r[0] for r in rows):
+        doc = SECTIONS[section].__doc__ if section in SECTIONS else "The configured extensions' own settings."
+        out += [f"### {section}", "", " ".join((doc or "").split()), "",
+                "| setting | value | unit | meaning |", "|---|---|---|---|"]
+        for _, name, value, unit, _, meaning in (r for r in rows if r[0] == section):
+            value = value.replace(home, "~") if value.startswith(home) else value
+            cells = [f"`{name}`", f"`{value}`", unit, meaning]
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
 
 
 # -- prepare -------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
-from agentic_rag.state import AnswerRecord
+from agentic_rag.state import STATE_KEYS, AnswerRecord
 from agentic_rag.supervisor.ambiguity import question_too_long
 
 
@@ -69,10 +69,12 @@ def answer(
         graph, config = start_thread(graph, settings.CHECKPOINT_PATH, config, state)
     t0, c0 = time.perf_counter(), time.process_time()
     if on_update is None:
-        final = graph.invoke(state, config=config)
+        final = graph.invoke(state, config=config, output_keys=STATE_KEYS)
     else:
         final = {}
-        for mode, chunk in graph.stream(state, config=config, stream_mode=["updates", "values"]):
+        # the whole state: a graph's output is only its result, the runner also reads the accounting
+        for mode, chunk in graph.stream(state, config=config, stream_mode=["updates", "values"],
+                                        output_keys=STATE_KEYS):
             if mode == "values":
                 final = chunk
             else:

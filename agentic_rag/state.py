@@ -89,9 +89,143 @@ class GraphInput(_Question, total=False):
 
     question_id: str
     query_time: str
-    record: dict[str, Any]
-    index_dir: str
-    selected_option: str
+    record: dict[str, Any]  # a CRAG record: its own pages form the corpus (per-question mode)
+    index_dir: str  # or a persistent corpus index
+    selected_option: str  # answer from this option of an earlier 'ambiguous' result
+
+
+class GraphOutput(SchemaTypedDict):
+    """What a graph returns: the ``AnswerRecord`` as a dict. The rest of the state stays in the run:
+    ``invoke(..., output_keys=STATE_KEYS)`` returns all of it, and a served thread's state holds it."""
+
+    result: dict[str, Any]
+
+
+# -- the working data's shapes (typing_extensions' TypedDict: LangGraph Studio renders their schemas) ----
+class AnchorInfo(SchemaTypedDict):
+    text: str
+    type: str  # anchors/predictor.py's types: year, date, person, award, ...
+    score: float  # 0-1
+
+
+class Passage(SchemaTypedDict, total=False):
+    """A retrieved chunk with its scores; each step adds its own keys (worker, supervisor, packing)."""
+
+    rank: int
+    chunk_id: str
+    page_id: str
+    page_name: str
+    page_url: str
+    page_last_modified: str
+    page_untrusted: int  # sentences on the page that address the model
+    start: int  # character offsets in the page's text
+    end: int
+    text: str
+    vector_score: float
+    bm25_score: float
+    fused_score: float
+    bonus: float
+    # a worker's pruning
+    hop: int
+    anchor_hit: bool
+    question_overlap: float
+    fine_sim: float
+    path_score: float
+    pruned_by: str  # why pruning turned it down: rough, fine, path_score
+    # the Supervisor's merge and packing
+    found_by: list[str]  # the anchors whose workers found it
+    anchors_held: list[str]
+    anchor_coverage: float
+    utility: float
+    utility_per_token: float
+    n: int  # its source number in the prompt, from 1
+    truncated: bool
+
+
+class WorkerPath(SchemaTypedDict, total=False):
+    """One Retriever-Worker's result for one anchor in one round."""
+
+    anchor: AnchorInfo | None  # None: the worker searched the question itself
+    round: int
+    query: str
+    passages: list[Passage]
+    pruned_best: list[Passage]  # what pruning turned down, best first (the Supervisor's fallback)
+    candidates: int
+    pruned_count: int
+    path_score: float
+    new_hits_ratio: float
+    terminated_by: str  # complete, low_score, no_novelty, time
+    latency_ms: float
+
+
+class AnchorStat(SchemaTypedDict, total=False):
+    type: str
+    passages: int
+    in_bundle: bool
+
+
+class Bundle(SchemaTypedDict, total=False):
+    """The evidence packed for the prompt, strictly under MAX_CONTEXT_TOKENS."""
+
+    passages: list[Passage]
+    context_tokens: int
+    max_context_tokens: int
+    dropped: int
+    truncated: bool
+    anchor_stats: dict[str, AnchorStat]  # anchor text -> what the bundle holds of it
+    path_count: int
+    prune_fallback: list[str]  # chunk ids packed from what pruning turned down (PRUNE_FALLBACK_K)
+    generation_cost: int  # tokens the generation call would cost (prompt + output cap)
+
+
+class SentenceSupport(SchemaTypedDict, total=False):
+    sentence: str
+    model_cites: list[int]
+    n: int | None  # the source that supports it
+    quote: str
+    mode: str
+    similarity: float
+    claims_found: float
+    supported: bool
+
+
+class Signals(SchemaTypedDict, total=False):
+    """BAUG's readings of the draft against its evidence (collect_signals; final_check adds the
+    verifier's). Fractions and probabilities are 0-1, similarities cosines."""
+
+    overlap_est: float
+    faith_est: float
+    anchor_coverage: float
+    answer_relevance: float
+    missing_anchors: list[str]
+    new_hits_ratio: float
+    tokens_used: int
+    tokens_left: int
+    llm_calls: int
+    rounds: int
+    stagnation: bool
+    sentences: list[SentenceSupport]
+    claims: list[str]
+    unsupported_claims: list[str]
+    question_terms_unmatched: list[str]
+    untrusted_sources: list[dict[str, Any]]
+    cited_text_chars: int
+    answerability: float  # the probe's reading
+    judge_score: float
+    nli_entailment: float
+    quote_answerability: float
+    support_verdict: float
+    support_verdict_skipped: str
+    verified_score: float | None
+
+
+class BAUGDecision(SchemaTypedDict, total=False):
+    """The policy's action and reason code (gate/policy.py), with the flags it read."""
+
+    action: str  # STOP, ABSTAIN, RETRIEVE_MORE, REFLECT
+    reason: str  # a reason code, e.g. STOP_OVERLAP_OK, ABSTAIN_NO_EVIDENCE
+    flags: dict[str, Any]  # gate/policy.Flags
+    final_check: bool  # the decision waits for the final check
 
 
 class RAGState(TypedDict, total=False):
@@ -102,8 +236,8 @@ class RAGState(TypedDict, total=False):
     record: dict[str, Any]  # a CRAG record: its own pages form the corpus (per-question mode)
     index_dir: str  # or a persistent corpus index
     # working data
-    passages: list[dict[str, Any]]
-    bundle: dict[str, Any]
+    passages: list[Passage]
+    bundle: Bundle
     draft: str
     llm_error: dict[str, Any]  # the model was unavailable: url, last error, attempts (LLMUnavailableError)
     # accounting (reducers make parallel branches add up)
@@ -114,10 +248,10 @@ class RAGState(TypedDict, total=False):
     events: Annotated[list[dict[str, Any]], operator.add]
     # agent: anchors, workers, rounds and BAUG
     started_at: float  # time.time() at the first node, for the wall-time cap
-    anchors_proposed: list[dict[str, Any]]
-    anchors: list[dict[str, Any]]  # the selected ones
+    anchors_proposed: list[AnchorInfo]
+    anchors: list[AnchorInfo]  # the selected ones
     kind: str  # question kind for the type validators
-    paths: Annotated[list[dict[str, Any]], operator.add]  # every worker's path, all rounds
+    paths: Annotated[list[WorkerPath], operator.add]  # every worker's path, all rounds
     held_ids: list[str]  # chunk ids of evidence already held
     round: int
     extra_terms: list[str]  # anchors appended to worker queries in the one-shot retrieval
@@ -131,23 +265,27 @@ class RAGState(TypedDict, total=False):
     too_long: str  # why the question is refused as too long ("" when it is not)
     ambiguity: dict[str, Any]  # the ambiguity policy's status, rule and options
     citations: list[dict[str, Any]]
-    signals: dict[str, Any]  # BAUG's readings of the draft (collect_signals; final_check adds the verifier's)
+    signals: Signals  # BAUG's readings of the draft (collect_signals; final_check adds the verifier's)
     cited_text: str  # the chunks the draft rests on, as collect_signals read them (the final check's verifier reads it)
     validation: dict[str, Any]
     flags: dict[str, Any]  # what the policy reads besides the signals (gate/policy.Flags), from collect_signals
     # extension name -> its request to BAUG ({"action": ABSTAIN | RETRIEVE_MORE, "code", "message", "missing",
     # "terms"}) or None; the latest report of each extension stands (docs/extending.md)
     extension_flags: Annotated[dict[str, Any], merge_flags]
-    decision: dict[str, Any]  # the policy's action and reason, with the flags it read
+    decision: BAUGDecision
     # output
     result: dict[str, Any]
+
+
+# every state key: what the runner and tests ask a graph's run for (its output is only GraphOutput)
+STATE_KEYS = tuple(RAGState.__annotations__)
 
 
 class WorkerState(TypedDict, total=False):
     """What one Retriever-Worker receives through ``Send``."""
 
     question: str
-    anchor: dict[str, Any] | None
+    anchor: AnchorInfo | None
     round: int
     held_ids: list[str]
     extra_terms: list[str]

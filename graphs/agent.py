@@ -35,7 +35,7 @@ from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_node, reflect_node
 from agentic_rag.nodes import BUDGET_CHECKED, Node
 from agentic_rag.retrievers.node import worker_node
-from agentic_rag.state import GraphInput, RAGState
+from agentic_rag.state import GraphInput, GraphOutput, RAGState
 from agentic_rag.supervisor.ambiguity_node import disambiguate_node
 from agentic_rag.supervisor.node import supervise_node
 from graphs.extend import Route, Shape
@@ -124,7 +124,7 @@ def build_graph(extensions: list[Extension] | tuple[Extension, ...] = ()):
     for ext in extensions:
         shape.insert(ext)
     shape.check_loops()
-    return shape.compile(RAGState, GraphInput, SYSTEM)
+    return shape.compile(RAGState, GraphInput, SYSTEM, output_schema=GraphOutput, context_schema=Settings)
 
 
 @lru_cache(maxsize=8)

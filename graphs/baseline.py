@@ -18,7 +18,7 @@ from agentic_rag.generator.node import generate_plain_node
 from agentic_rag.llm.factory import count_tokens
 from agentic_rag.nodes import Node
 from agentic_rag.retrievers.source import resolve_index, retrieve
-from agentic_rag.state import GraphInput, RAGState
+from agentic_rag.state import GraphInput, GraphOutput, RAGState
 from agentic_rag.supervisor.packing import pack_evidence
 from agentic_rag.utils import timed
 
@@ -42,7 +42,7 @@ def pack_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 
 
 def build_graph():
-    g = StateGraph(RAGState, input_schema=GraphInput)
+    g = StateGraph(RAGState, context_schema=Settings, input_schema=GraphInput, output_schema=GraphOutput)
     g.add_node(Node.RETRIEVE, retrieve_node)
     g.add_node(Node.PACK, pack_node)
     g.add_node(Node.GENERATE, generate_plain_node)

@@ -161,8 +161,10 @@ class Shape:
                         f"extension {culprit}: the loop {' -> '.join(cycle)} passes no budget check; route it "
                         f"through {' or '.join(sorted(self.guarded))}, or declare bounded=True")
 
-    def compile(self, state_schema: type, input_schema: type, name: str):
-        g = StateGraph(state_schema, input_schema=input_schema)
+    def compile(self, state_schema: type, input_schema: type, name: str, output_schema: type | None = None,
+                context_schema: type | None = None):
+        g = StateGraph(state_schema, context_schema=context_schema, input_schema=input_schema,
+                       output_schema=output_schema)
         # plain strings from here on: what LangGraph stores, draws and checkpoints
         for node, fn in self.nodes.items():
             g.add_node(str(node), fn)

@@ -3,7 +3,8 @@
 langgraph-api publishes each graph's input schema but does not check a run's input against it: an
 input without ``question`` used to start the run and come back as ``{"__error__": KeyError}``.
 This middleware checks the input of every run-creating request against the graph's input JSON
-schema (``GraphInput`` in agentic_rag/state.py) before a run exists, and answers 422 naming the field.
+schema (``GraphInput`` in agentic_rag/state.py) and its settings against ``Settings`` (the graphs' context
+schema) before a run exists, and answers 422 naming the field or setting.
 """
 
 from __future__ import annotations
@@ -46,6 +47,23 @@ def input_problem(payload: Any, on_thread: bool) -> str | None:
         return f"{where}: {error.message}"
     if not given["question"].strip():
         return "input.question: must not be empty"
+    return settings_problem(payload)
+
+
+def settings_problem(payload: dict[str, Any]) -> str | None:
+    """Why a run request's settings (``context``, as LangGraph Studio sends them, or ``config.configurable``,
+    flat or nested) cannot be used, or None: the one-line settings error before a run exists, not a
+    validation traceback in the run's output."""
+    from agentic_rag.configuration import Settings, SettingsError
+
+    context = payload.get("context") or {}
+    configurable = (payload.get("config") or {}).get("configurable") or {}
+    if not isinstance(context, dict) or not isinstance(configurable, dict):
+        return None  # the server's own validation answers this
+    try:
+        Settings.from_runnable_config({"configurable": {**configurable, **context}})
+    except SettingsError as exc:
+        return f"{'context' if context else 'config.configurable'}: {exc}"
     return None
 
 

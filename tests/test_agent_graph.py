@@ -9,6 +9,7 @@ import pytest
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
+from agentic_rag.state import STATE_KEYS
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
 from tests.fakes import ScriptedChat, real_tokens, sources_in
@@ -174,7 +175,8 @@ def test_one_worker_per_anchor_in_parallel(agent_settings):
     from graphs import get_graph
     from agentic_rag.runner import graph_input
 
-    final = get_graph("agent").invoke(graph_input(record=record()), config={"configurable": {"settings": s, "llm": fake}})
+    final = get_graph("agent").invoke(graph_input(record=record()), config={"configurable": {"settings": s, "llm": fake}},
+                                      output_keys=STATE_KEYS)
     selected = [a["text"] for a in final["anchors"]]
     assert len(selected) >= 2
     round1 = [p for p in final["paths"] if p["round"] == 1]

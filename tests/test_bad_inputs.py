@@ -14,6 +14,7 @@ from agentic_rag.cli import app
 from agentic_rag.datasets.crag import DataError, ReadReport, iter_records
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import answer
+from agentic_rag.state import STATE_KEYS
 from tests.fakes import ScriptedChat
 
 runner = CliRunner()
@@ -229,7 +230,8 @@ def test_the_agent_graph_refuses_a_too_long_question_on_its_own(agent_settings):
     from agentic_rag.runner import graph_input
 
     final = get_graph("agent").invoke(graph_input(record=_record(LONG)),
-                                      config={"configurable": {"settings": agent_settings, "llm": fake()}})
+                                      config={"configurable": {"settings": agent_settings, "llm": fake()}},
+                                      output_keys=STATE_KEYS)
     assert final["result"]["reason"] == "ABSTAIN_QUESTION_TOO_LONG" and final["anchors_proposed"] == []
     assert final["latency_ms"]["anchors"] < 1000
 

@@ -124,3 +124,182 @@ def test_the_openai_backend_without_a_server_is_a_one_line_error(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     res = CliRunner().invoke(app, ["ask", "--dataset", "example", "--id", "0", "-o", "LLM_BACKEND=openai"])
     assert res.exit_code == 2 and "needs OPENAI_BASE_URL" in res.stderr and res.exception.__class__ is SystemExit
+
+
+# --- sections: every spelling of a setting, old and new, means the same ---------------------------
+
+
+def test_sections_hold_every_setting_once_with_its_unit():
+    from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, meaning_of, unit_of
+
+    assert list(SECTIONS) == ["llm", "retrieval", "agent", "gate", "baug", "budget", "eval", "crag", "paths"]
+    assert Settings.keys() == list(FIELD_SECTIONS) and len(Settings.keys()) == 110
+    for name, field in Settings.flat_fields().items():
+        unit = unit_of(field)
+        assert unit and field.description.endswith(f" Unit: {unit}."), name
+        assert meaning_of(field) and "Unit:" not in meaning_of(field), name
+    assert Settings.section_of("retrieval_k") == "retrieval" and Settings.section_of("budget.MAX_ROUNDS") == "budget"
+
+
+def test_nested_and_flat_attribute_access_read_the_same_value():
+    s = Settings.load(overrides=["retrieval.RETRIEVAL_K=5"])
+    assert s.retrieval.RETRIEVAL_K == 5 and s.RETRIEVAL_K == 5  # keep-flat: the alias itself is under test
+    with pytest.raises(AttributeError, match=r"read-only alias: set settings.retrieval.RETRIEVAL_K"):
+        s.RETRIEVAL_K = 3  # keep-flat
+    with pytest.raises(AttributeError):
+        s.NO_SUCH_SETTING
+    s.retrieval.RETRIEVAL_K = 6  # a section's field can be set, and is validated
+    with pytest.raises(ValueError):
+        s.retrieval.RETRIEVAL_K = 0
+
+
+def test_overrides_flat_nested_and_double_underscore_are_one_setting():
+    for spelling in ("RETRIEVAL_K", "retrieval_k", "retrieval.RETRIEVAL_K", "RETRIEVAL.retrieval_k",
+                     "retrieval__RETRIEVAL_K"):
+        assert Settings.load(overrides=[f"{spelling}=3"]).retrieval.RETRIEVAL_K == 3, spelling
+    s = Settings.load(overrides={"retrieval": {"retrieval_k": 4}, "MMR_LAMBDA": 0.2})
+    assert (s.retrieval.RETRIEVAL_K, s.retrieval.MMR_LAMBDA, s.retrieval.RRF_K) == (4, 0.2, 60)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("RETRIEVAL_KK=3", "unknown setting 'RETRIEVAL_KK' in override; did you mean RETRIEVAL_K"),
+    ("retrieval.RETRIEVAL_KK=3", "unknown setting retrieval.RETRIEVAL_KK in override; did you mean RETRIEVAL_K"),
+    ("retrival.RETRIEVAL_K=3", "unknown settings section 'retrival' in override; did you mean retrieval"),
+    ("agent.RETRIEVAL_K=3", "setting RETRIEVAL_K in override belongs to section retrieval, not agent"),
+    ("retrieval.MMR_LAMBDA=1.5", "setting retrieval.MMR_LAMBDA: Input should be less than or equal to 1"),
+    ("USE_RERANKER=True", "USE_RERANKER=True needs RERANKER_MODEL"),
+])
+def test_a_mistake_in_either_spelling_is_one_line_naming_the_setting(override, message):
+    with pytest.raises(SettingsError) as err:
+        Settings.load(overrides=[override])
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_every_shipped_preset_is_nested_and_a_flat_user_preset_still_loads(tmp_path):
+    from agentic_rag.configuration import PRESETS_DIR, SECTIONS
+
+    for path in PRESETS_DIR.glob("*.json"):
+        nested = json.loads(path.read_text())
+        assert set(nested) <= set(SECTIONS), path.name
+        flat = {k: v for fields in nested.values() for k, v in fields.items()}
+        (tmp_path / path.name).write_text(json.dumps(flat))  # the same preset as a user's old flat file
+        assert Settings.load(preset=tmp_path / path.name).public_dump() == Settings.load(preset=path.stem).public_dump()
+    assert Settings.load(preset="lean").budget.MAX_ROUNDS == 1
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps({"budget": {"MAX_ROUNDS": 3}, "RETRIEVAL_K": 5}))
+    assert (Settings.load(preset=mixed).budget.MAX_ROUNDS, Settings.load(preset=mixed).retrieval.RETRIEVAL_K) == (3, 5)
+    mixed.write_text(json.dumps({"budget": {"MAX_ROUND": 3}}))
+    with pytest.raises(SettingsError, match=rf"unknown setting budget.MAX_ROUND in preset {mixed}; did you mean MAX_ROUNDS"):
+        Settings.load(preset=mixed)
+
+
+def test_environment_flat_and_nested_and_the_nested_one_wins(monkeypatch):
+    from agentic_rag.configuration import setting_sources
+
+    monkeypatch.setenv("AGENTIC_RAG_RETRIEVAL_K", "7")
+    monkeypatch.setenv("AGENTIC_RAG_BUDGET__MAX_ROUNDS", "3")
+    monkeypatch.setenv("AGENTIC_RAG_AGENT__EXTENSIONS", "examples.freshness:freshness")
+    s = Settings.load()
+    assert (s.retrieval.RETRIEVAL_K, s.budget.MAX_ROUNDS, s.agent.EXTENSIONS) == (7, 3, ["examples.freshness:freshness"])
+    assert Settings().budget.MAX_ROUNDS == 3 and Settings().retrieval.RETRIEVAL_K == 7  # how LangGraph builds a context
+    monkeypatch.setenv("AGENTIC_RAG_RETRIEVAL__RETRIEVAL_K", "9")
+    assert Settings.load().retrieval.RETRIEVAL_K == 9
+    sources = setting_sources(preset="lean", overrides=["MMR_LAMBDA=0.3"])
+    assert sources["RETRIEVAL_K"] == "env AGENTIC_RAG_RETRIEVAL__RETRIEVAL_K"
+    assert (sources["MAX_ROUNDS"], sources["MMR_LAMBDA"]) == ("env AGENTIC_RAG_BUDGET__MAX_ROUNDS", "override")
+    assert (sources["OVERLAP_TAU"], sources["RRF_K"]) == ("preset lean", "default")
+
+
+def test_a_bad_nested_environment_variable_is_named(monkeypatch):
+    monkeypatch.setenv("AGENTIC_RAG_RETRIEVAL__RETRIEVAL_KK", "3")
+    with pytest.raises(SettingsError, match="AGENTIC_RAG_RETRIEVAL__RETRIEVAL_KK; did you mean RETRIEVAL_K"):
+        Settings.load()
+    monkeypatch.delenv("AGENTIC_RAG_RETRIEVAL__RETRIEVAL_KK")
+    monkeypatch.setenv("AGENTIC_RAG_AGENT__OOD_DENY_PATTERNS", "[not json")
+    with pytest.raises(SettingsError, match="environment variable AGENTIC_RAG_AGENT__OOD_DENY_PATTERNS is not valid JSON"):
+        Settings.load()
+
+
+def test_secrets_are_text_and_masked_in_the_nested_spelling_too(monkeypatch):
+    from agentic_rag.configuration import SECRET_SETTINGS
+    from agentic_rag.eval.runner import resume_command
+
+    assert "llm.OPENAI_API_KEY" in SECRET_SETTINGS and "eval__eval_judge_api_key" in SECRET_SETTINGS
+    assert "llm.LLM_MODEL" not in SECRET_SETTINGS
+    assert parse_overrides(["llm.OPENAI_API_KEY=123"]) == {"llm.OPENAI_API_KEY": "123"}
+    s = Settings.load(overrides=["llm.OPENAI_API_KEY=31415"])
+    assert s.openai_api_key == "31415" and s.public_dump()["OPENAI_API_KEY"] == "***"
+    monkeypatch.setenv("AGENTIC_RAG_EVAL__EVAL_JUDGE_API_KEY", "2718")
+    assert Settings.load().eval.EVAL_JUDGE_API_KEY.get_secret_value() == "2718"
+    line = resume_command("agentic-rag", ["eval", "-o", "llm.OPENAI_API_KEY=sk-1"], "runs/x")
+    assert "sk-1" not in line and "llm.OPENAI_API_KEY=***" in line
+
+
+def test_replace_copy_and_runnable_config_take_either_spelling():
+    s = Settings.load()
+    assert s.replace(RETRIEVAL_K=3).retrieval.RETRIEVAL_K == 3
+    assert s.replace(**{"budget.MAX_ROUNDS": 1}).budget.MAX_ROUNDS == 1 and s.budget.MAX_ROUNDS == 2
+    with pytest.raises(SettingsError, match="did you mean MAX_ROUNDS"):
+        s.replace(MAX_ROUND=1)
+    copy = s.model_copy(update={"PROBE_ENABLED": False})  # tests patch settings this way
+    assert copy.baug.PROBE_ENABLED is False and s.baug.PROBE_ENABLED is True
+    studio = {"configurable": {"budget": {"MAX_ROUNDS": 1}, "retrieval_k": 3, "thread_id": "t", "llm": object()}}
+    got = Settings.from_runnable_config(studio)
+    assert (got.budget.MAX_ROUNDS, got.retrieval.RETRIEVAL_K) == (1, 3)
+    assert Settings.from_runnable_config({"configurable": {"settings": {"retrieval": {"RETRIEVAL_K": 2}}}}).retrieval.RETRIEVAL_K == 2
+    assert Settings(RETRIEVAL_K=4).retrieval.RETRIEVAL_K == 4 and Settings(budget={"MAX_ROUNDS": 1}).budget.MAX_ROUNDS == 1
+
+
+def test_public_dump_is_flat_for_run_configs_and_the_properties_read_the_sections(tmp_path, monkeypatch):
+    monkeypatch.delenv("AGENTIC_RAG_INDEX_CACHE_DIR", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    s = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path)})
+    dump = s.public_dump()
+    assert list(dump) == Settings.keys() and json.loads(json.dumps(dump)) == dump
+    assert s.cache_dir == tmp_path / "cache" and s.openai_api_key is None
+    s = s.replace(INDEX_CACHE_DIR=str(tmp_path / "idx"))
+    assert s.cache_dir == tmp_path / "idx"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert s.openai_api_key == "sk-env" and s.replace(OPENAI_API_KEY="sk-own").openai_api_key == "sk-own"
+
+
+def test_extension_settings_in_the_nested_spelling_reach_the_extension():
+    from agentic_rag.extensions import load_extensions
+
+    s = Settings.load(overrides={"agent": {"EXTENSIONS": ["examples.freshness:freshness"],
+                                           "EXTENSION_SETTINGS": {"freshness": {"REAL_TIME_MAX_AGE_DAYS": 2}}}})
+    (ext,) = load_extensions(s)
+    assert ext.options(s).REAL_TIME_MAX_AGE_DAYS == 2.0
+
+
+def test_settings_command_shows_section_unit_and_source(monkeypatch):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+
+    monkeypatch.setenv("AGENTIC_RAG_BUDGET__TOKEN_BUDGET", "2500")
+    res = CliRunner().invoke(app, ["settings", "--preset", "lean", "-o", "retrieval.RRF_K=30"])
+    assert res.exit_code == 0, res.output
+    rows = {line.split("│")[2].strip(): [c.strip() for c in line.split("│")[1:-1]]
+            for line in res.stdout.splitlines() if line.count("│") == 7 and line.split("│")[2].strip()}
+    assert rows["MAX_ROUNDS"][:5] == ["budget", "MAX_ROUNDS", "1", "rounds", "preset lean"]
+    assert rows["RRF_K"][:5] == ["retrieval", "RRF_K", "30", "ranks", "override"]
+    assert rows["TOKEN_BUDGET"][4] == "env AGENTIC_RAG_BUDGET__TOKEN_BUDGET"
+    assert rows["WALL_TIME_S"][3:5] == ["s", "default"] and "(s)" not in rows["WALL_TIME_S"][5]
+
+
+def test_docs_configuration_tables_match_the_model(monkeypatch):
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+
+    for name in [n for n in __import__("os").environ if n.startswith("AGENTIC_RAG_") or n.startswith("OPENAI_")]:
+        monkeypatch.delenv(name)
+    res = CliRunner().invoke(app, ["settings", "--markdown"])
+    assert res.exit_code == 0, res.output
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    begin, end = "<!-- settings tables: agentic-rag settings --markdown -->\n", "<!-- end of settings tables -->"
+    assert doc[doc.index(begin) + len(begin): doc.index(end)].strip() == res.stdout.strip(), \
+        "docs/configuration.md is stale: paste `agentic-rag settings --markdown` between its markers"

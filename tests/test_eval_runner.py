@@ -105,6 +105,27 @@ def test_resume_under_other_settings_is_refused_and_loses_nothing(tmp_path, sett
     assert len(resumed["rows"]) == 3
 
 
+def test_a_run_folder_of_flat_settings_resumes_and_a_changed_one_is_named(tmp_path, settings):
+    """config.json records settings by flat name, as every run folder before the sections did: such a
+    folder resumes under the sectioned settings, and one run under another value is refused by name."""
+    from agentic_rag.configuration import Settings
+    from agentic_rag.eval.runner import ResumeMismatchError
+
+    data, out = dataset(tmp_path), tmp_path / "run"
+    run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
+    config = json.loads((out / "config.json").read_text())
+    assert list(config["settings"]) == Settings.keys() and "COVERAGE_MIN" in config["settings"]
+    assert not set(config["settings"]) & {"llm", "retrieval", "baug"}
+    old = {**config, "settings": dict(sorted(config["settings"].items()))}  # written in another key order
+    (out / "config.json").write_text(json.dumps(old))
+    assert len(run_eval(data, "agent", settings, out, n=3, resume=True, progress=False,
+                        extra_config={"llm": fake()})["rows"]) == 3
+    old["settings"]["COVERAGE_MIN"] = 0.0  # the folder was run under another value
+    (out / "config.json").write_text(json.dumps(old))
+    with pytest.raises(ResumeMismatchError, match=r"other settings \(COVERAGE_MIN: 0\.0 -> 0\.5\)"):
+        run_eval(data, "agent", settings, out, n=4, resume=True, progress=False, extra_config={"llm": fake()})
+
+
 def test_resume_after_the_probe_file_changed_is_refused(tmp_path, settings):
     from agentic_rag.eval.runner import ResumeMismatchError
     from agentic_rag.gate.probe import PACKAGED_PROBE

@@ -14,6 +14,7 @@ from agentic_rag.extensions import Extension, ExtensionError, request
 from agentic_rag.gate.policy import Flags, decide
 from agentic_rag.nodes import Node
 from agentic_rag.runner import answer
+from agentic_rag.state import STATE_KEYS
 from agentic_rag.telemetry import read_rows
 from examples.freshness import FreshnessSettings, freshness, parse_time, stale_pages
 from graphs.agent import agent_shape, build_graph
@@ -204,7 +205,7 @@ def test_a_bounded_loop_is_allowed_and_stops_at_the_budget(agent_settings):
     fake = ScriptedChat(replies=[DRAFT])
     s = agent_settings.replace(MAX_LLM_CALLS=3)
     final = graph.invoke({"question": QUESTION, "record": record().model_dump(mode="json")},
-                         config={"configurable": {"settings": s, "llm": fake}})
+                         config={"configurable": {"settings": s, "llm": fake}}, output_keys=STATE_KEYS)
     runs = [e["node"] for e in final["events"]].count("audit")
     assert len(fake.calls) <= 3 and runs <= s.MAX_ROUNDS and final["result"]["status"] == "ok"
     assert len(seen) == runs - 1  # the last run's router was overruled by the budget check

@@ -1,4 +1,5 @@
-"""The graphs under a real `langgraph dev` server: input checked before a run, timings in the output."""
+"""The graphs under a real `langgraph dev` server: input checked before a run, timings in the output,
+the settings schema published for LangGraph Studio."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graphs.server import input_problem
+from graphs.server import input_problem, settings_problem
 from tests.servers import console_script, free_port, running
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,8 +28,38 @@ def test_input_problem_names_the_field():
     assert input_problem({"command": {"resume": 1}}, False) is None
 
 
-def _post(port: int, body: dict, timeout: float = 600) -> tuple[int, dict]:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/runs/wait", data=json.dumps(body).encode(),
+def test_settings_problem_names_the_setting_in_either_spelling():
+    question = {"question": "who won?"}
+    assert settings_problem({"input": question, "context": {"budget": {"MAX_ROUNDS": 1}}}) is None
+    assert settings_problem({"input": question, "config": {"configurable": {"MAX_ROUNDS": 1, "thread_id": "t"}}}) is None
+    said = input_problem({"input": question, "context": {"retrieval": {"RETRIEVAL_KK": 1}}}, False)
+    assert said.startswith("context: unknown setting retrieval.RETRIEVAL_KK") and "did you mean RETRIEVAL_K" in said
+    said = input_problem({"input": question, "config": {"configurable": {"MMR_LAMBDA": 3}}}, False)
+    assert said.startswith("config.configurable: setting retrieval.MMR_LAMBDA") and "\n" not in said
+
+
+def test_graphs_declare_their_input_output_and_working_shapes():
+    from typing import get_type_hints
+
+    from pydantic import TypeAdapter
+
+    from agentic_rag.state import Bundle, RAGState, Signals, WorkerPath
+    from graphs import get_graph
+
+    for system in ("agent", "baseline"):
+        graph = get_graph(system)
+        assert graph.get_input_jsonschema()["required"] == ["question"]
+        assert list(graph.get_output_jsonschema()["properties"]) == ["result"]
+        assert "budget" in graph.get_context_jsonschema()["properties"]
+    bundle = TypeAdapter(Bundle).json_schema()
+    assert bundle["properties"]["passages"]["items"] == {"$ref": "#/$defs/Passage"}
+    assert "terminated_by" in TypeAdapter(WorkerPath).json_schema()["properties"]
+    assert TypeAdapter(Signals).json_schema()["properties"]["verified_score"]["anyOf"][1] == {"type": "null"}
+    assert get_type_hints(RAGState)["bundle"] is Bundle
+
+
+def _post(port: int, body: dict, timeout: float = 600, path: str = "/runs/wait") -> tuple[int, dict]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
                                  headers={"content-type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -66,4 +97,24 @@ def test_served_graph_checks_its_input_and_reports_timings(server, tmp_path):
     result = body["result"]
     assert result["status"] == "refuse" and result["reason"] == "ABSTAIN_NO_EVIDENCE"
     assert result["latency_ms"] > 0 and {"anchors", "worker", "collect_signals", "decide"} <= set(result["latency_by_node_ms"])
-    assert [e["node"] for e in body["events"]][:2] == ["anchors", "worker"]
+    assert list(result["latency_by_node_ms"])[:2] == ["anchors", "worker"]
+    assert set(body) == {"result"}  # the output schema: the record's pages and the working state stay in the run
+
+
+def test_served_graphs_publish_the_settings_and_take_them_as_context(server):
+    """What LangGraph Studio reads and sends: the settings sections as each graph's context schema, and a
+    run's context in the nested form (a setting changed there reaches the graph's nodes)."""
+    status, found = _post(server, {"graph_id": "agent"}, path="/assistants/search")
+    assert status == 200 and found
+    with urllib.request.urlopen(f"http://127.0.0.1:{server}/assistants/{found[0]['assistant_id']}/schemas") as resp:
+        schemas = json.load(resp)
+    assert list(schemas["context_schema"]["properties"])[:3] == ["llm", "retrieval", "agent"]
+    limit = schemas["context_schema"]["$defs"]["BudgetSettings"]["properties"]["MAX_QUESTION_CHARS"]
+    assert limit["unit"] == "characters" and limit["default"] == 1000
+    assert list(schemas["output_schema"]["properties"]) == ["result"]
+    question = {"question": "who designed the first jet engine for the luftwaffe?", "index_dir": "/nonexistent"}
+    status, body = _post(server, {"assistant_id": "agent", "input": question,
+                                  "context": {"budget": {"MAX_QUESTION_CHARS": 10}}})
+    assert status == 200 and body["result"]["reason"] == "ABSTAIN_QUESTION_TOO_LONG", body
+    status, body = _post(server, {"assistant_id": "agent", "input": question, "context": {"budget": {"MAX_ROUND": 1}}})
+    assert status == 422 and "did you mean MAX_ROUNDS" in body["detail"]

@@ -40,7 +40,9 @@ class SlowChat(ScriptedChat):
 
 def _fresh(settings: Settings, **changes) -> Settings:
     ingest._MEMORY.clear()  # the in-process LRU and the session's shared index cache would hide the
-    return settings.replace(**{"INDEX_CACHE_DIR": None, **changes})  # disk and build paths
+    fresh = settings.replace(**{"INDEX_CACHE_DIR": None, **changes})  # disk and build paths,
+    get_embedder(fresh).forget()  # and vectors an earlier test's same question left would hide the embedding
+    return fresh
 
 
 def test_parts_are_exclusive_and_outside_a_node_nothing_is_booked():

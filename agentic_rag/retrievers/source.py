@@ -22,9 +22,9 @@ class NoCorpusError(ValueError):
 
 @lru_cache(maxsize=4)
 def _load_corpus(index_dir: str, embedding_model: str, batch: int, memo: int, vector_store: str) -> HybridIndex:
-    from types import SimpleNamespace
-
-    settings = SimpleNamespace(EMBEDDING_MODEL=embedding_model, EMBEDDING_BATCH_SIZE=batch, EMBEDDING_MEMO_SIZE=memo)
+    # the cache key is the embedding settings alone; a real Settings carries them (read flat or by section)
+    settings = Settings.model_validate(
+        {"retrieval": {"EMBEDDING_MODEL": embedding_model, "EMBEDDING_BATCH_SIZE": batch, "EMBEDDING_MEMO_SIZE": memo}})
     return HybridIndex.load(index_dir, get_embedder(settings), vector_store=vector_store)
 
 
