@@ -66,20 +66,20 @@ def llm_calls(usage: dict[str, Any] | None) -> int:
 
 def time_left(state: dict[str, Any], settings) -> bool:
     started = state.get("started_at")
-    return started is None or time.time() - started < settings.WALL_TIME_S
+    return started is None or time.time() - started < settings.budget.WALL_TIME_S
 
 
 def question_deadline(state: dict[str, Any], settings) -> float | None:
     """The ``time.time()`` instant the question's ``WALL_TIME_S`` ends (None before its clock started)."""
     started = state.get("started_at")
-    return None if started is None else started + settings.WALL_TIME_S
+    return None if started is None else started + settings.budget.WALL_TIME_S
 
 
 def can_afford(state: dict[str, Any], settings, cost_tokens: int) -> bool:
     usage = state.get("usage")
     return (
-        tokens_used(usage) + cost_tokens <= settings.TOKEN_BUDGET
-        and llm_calls(usage) < settings.MAX_LLM_CALLS
+        tokens_used(usage) + cost_tokens <= settings.budget.TOKEN_BUDGET
+        and llm_calls(usage) < settings.budget.MAX_LLM_CALLS
         and time_left(state, settings)
     )
 

@@ -42,7 +42,7 @@ def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool =
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)
-    if settings.EXTENSIONS or settings.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
+    if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
         from agentic_rag.extensions import ExtensionError
         from graphs import get_graph
 
@@ -70,9 +70,9 @@ def _source(dataset: str | None, record_id: str | None, index: Path | None, sett
         dataset = "example"
     if record_id is None:
         _fail("give --id with --dataset (or --index for a corpus index)")
-    warner = BadRecordWarner(settings.BAD_RECORDS_SHOWN)
+    warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
     try:
-        return find_record(dataset, record_id, on_bad=settings.BAD_RECORDS, on_bad_record=warner), None
+        return find_record(dataset, record_id, on_bad=settings.eval.BAD_RECORDS, on_bad_record=warner), None
     except DataError as exc:
         _fail(str(exc))
     finally:
@@ -233,7 +233,7 @@ def ingest(
     from agentic_rag.ingest.ingest import build_corpus_index
 
     settings = _settings(preset, override)
-    out = out or Path(settings.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
     try:
         stats = build_corpus_index(source, out, settings)
     except DataError as exc:
@@ -258,8 +258,8 @@ def eval_cmd(
     from agentic_rag.eval.runner import ResumeMismatchError, RunFolderError, exit_interrupted, resume_command, run_eval
 
     settings = _settings(preset, override, needs_llm=True)
-    out = out or Path(settings.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if checkpoints and settings.CHECKPOINT_PATH is None:
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if checkpoints and settings.paths.CHECKPOINT_PATH is None:
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
         res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed)
@@ -354,7 +354,7 @@ def calibrate_cmd(
     from agentic_rag.eval.calibrate import calibrate, parse_values, to_markdown
 
     settings = _settings(preset, override, needs_llm=True)
-    out = out or Path(settings.ARTIFACTS_DIR) / "calibration" / param.upper()
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / param.upper()
     try:
         report = calibrate(dataset, param, parse_values(param.upper(), values), settings, out, system, n, max_false_refusal)
     except (ValueError, SettingsError, DataError) as exc:
@@ -481,12 +481,12 @@ def show_settings(
     values, sources = settings.public_dump(), setting_sources(preset, override or [])
     rows = [(section, name, str(values[name]), unit_of(field), sources[name], meaning_of(field))
             for section, model in SECTIONS.items() for name, field in model.model_fields.items()]
-    if settings.EXTENSIONS:  # each configured extension's own settings, as EXTENSION_SETTINGS sets them
+    if settings.agent.EXTENSIONS:  # each configured extension's own settings, as EXTENSION_SETTINGS sets them
         from agentic_rag.extensions import load_extensions
 
         for ext in load_extensions(settings):
             options = ext.options(settings)
-            given = settings.EXTENSION_SETTINGS.get(ext.name, {})
+            given = settings.agent.EXTENSION_SETTINGS.get(ext.name, {})
             for name, field in (type(options).model_fields.items() if options is not None else ()):
                 rows.append(("extension", f"{ext.name}.{name}", str(getattr(options, name)), unit_of(field),
                              sources["EXTENSION_SETTINGS"] if name in given else "default", meaning_of(field)))

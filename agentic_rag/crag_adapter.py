@@ -56,10 +56,10 @@ def kit_tokenizer(settings: Settings) -> Any | None:
     ``CRAG_TOKENIZER_PATH`` names its folder; otherwise, inside the kit, its ``models/utils.py`` holds
     the loaded tokenizer its own trim uses.
     """
-    if settings.CRAG_TOKENIZER_PATH is not None:
+    if settings.crag.CRAG_TOKENIZER_PATH is not None:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(str(settings.CRAG_TOKENIZER_PATH))
+        return AutoTokenizer.from_pretrained(str(settings.crag.CRAG_TOKENIZER_PATH))
     try:
         from models.utils import tokenizer  # the kit's module; absent outside the kit
     except Exception:  # not inside the kit, or its tokenizer folder is missing
@@ -76,7 +76,7 @@ class AnswerTrimmer:
     """
 
     def __init__(self, settings: Settings) -> None:
-        self.cap = settings.CRAG_ANSWER_TOKENS
+        self.cap = settings.crag.CRAG_ANSWER_TOKENS
         self.tokenizer = kit_tokenizer(settings)
         self.unit = "kit tokens" if self.tokenizer is not None else "UTF-8 bytes (kit tokenizer not found)"
 
@@ -123,11 +123,11 @@ def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
     get_graph(system, settings)
     get_tokenizer(settings)
     get_nlp()
-    propose_anchors(_WARM_QUESTION.lower(), top_m=settings.ANCHOR_TOP_M)  # kit questions come lower-cased
+    propose_anchors(_WARM_QUESTION.lower(), top_m=settings.agent.ANCHOR_TOP_M)  # kit questions come lower-cased
     record = CragRecord(interaction_id="warm-up", query=_WARM_QUESTION,
                         search_results=[{"page_name": "DreamWorks", "page_result": _WARM_HTML}])
     index = HybridIndex.build(pages_from_record(record, settings), get_embedder(settings),
-                              settings.CHUNK_SIZE_CHARS, settings.CHUNK_OVERLAP_CHARS, settings.MIN_CHUNK_CHARS)
+                              settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS, settings.retrieval.MIN_CHUNK_CHARS)
     retrieve(index, _WARM_QUESTION, settings)
     model = llm if llm is not None else get_chat_model(settings)
     if isinstance(model, ChatLocalTransformers):
@@ -143,13 +143,13 @@ def _item(batch: dict[str, list[Any]], key: str, i: int, default: Any) -> Any:
 class UserModel:
     def __init__(self, system: str = "agent", settings: Settings | None = None, batch_size: int | None = None, llm: Any = None):
         given = settings or Settings.load()
-        self.settings = given.replace(ARTIFACTS_DIR=str(given.CRAG_ARTIFACTS_DIR))
+        self.settings = given.replace(ARTIFACTS_DIR=str(given.paths.CRAG_ARTIFACTS_DIR))
         self.system = system
-        self.batch_size = batch_size or self.settings.CRAG_BATCH_SIZE
+        self.batch_size = batch_size or self.settings.crag.CRAG_BATCH_SIZE
         self._extra = {"llm": llm} if llm is not None else None
         self.log = kit_logger()
         self.last_batch: list[dict[str, Any]] = []  # one row per question of the last batch (status, seconds)
-        self._telemetry = self.settings.ARTIFACTS_DIR / "telemetry" / "crag_kit.jsonl"
+        self._telemetry = self.settings.paths.ARTIFACTS_DIR / "telemetry" / "crag_kit.jsonl"
         t0 = time.perf_counter()
         self.trim = AnswerTrimmer(self.settings)
         warm_up(system, self.settings, llm)
@@ -162,12 +162,12 @@ class UserModel:
     def batch_generate_answer(self, batch: dict[str, list[Any]]) -> list[str]:
         s = self.settings
         n = len(batch["query"])
-        batch_end = time.monotonic() + n * s.CRAG_SECONDS_PER_QUERY - s.CRAG_MARGIN_S
+        batch_end = time.monotonic() + n * s.crag.CRAG_SECONDS_PER_QUERY - s.crag.CRAG_MARGIN_S
         answers, self.last_batch = [], []
         for i in range(n):
             started = time.monotonic()
             # each question its own share: one slow question cannot take a later one's time
-            deadline = min(started + s.CRAG_SECONDS_PER_QUERY - s.CRAG_MARGIN_S, batch_end)
+            deadline = min(started + s.crag.CRAG_SECONDS_PER_QUERY - s.crag.CRAG_MARGIN_S, batch_end)
             text, row = self._answer_one(batch, i, deadline)
             row["seconds"] = round(time.monotonic() - started, 3)
             answers.append(text)
@@ -179,7 +179,7 @@ class UserModel:
         qid = str(_item(batch, "interaction_id", i, i))
         left = deadline - time.monotonic()
         row: dict[str, Any] = {"interaction_id": qid, "budget_s": round(left, 3)}
-        if left < self.settings.CRAG_MIN_START_S:
+        if left < self.settings.crag.CRAG_MIN_START_S:
             self.log.warning(f"{qid}: {left:.1f} s left in the batch, not started; answered \"{CRAG_IDK}\"")
             return CRAG_IDK, {**row, "status": "not_started"}
         try:

@@ -71,7 +71,7 @@ class Extension:
     def options(self, config: Settings | Mapping[str, Any] | None) -> ExtensionSettings | None:
         """This extension's settings for a run: ``EXTENSION_SETTINGS[name]`` checked against its model."""
         settings = config if isinstance(config, Settings) else Settings.from_runnable_config(config)
-        values = settings.EXTENSION_SETTINGS.get(self.name, {})
+        values = settings.agent.EXTENSION_SETTINGS.get(self.name, {})
         if self.settings is None:
             if values:
                 raise ExtensionError(f"EXTENSION_SETTINGS[{self.name!r}]: extension {self.name} takes no settings")
@@ -177,11 +177,11 @@ def load_extension(spec: str) -> Extension:
 
 def load_extensions(settings: Settings) -> list[Extension]:
     """Every extension the settings name, in order, with their settings checked."""
-    extensions = [load_extension(spec) for spec in settings.EXTENSIONS]
+    extensions = [load_extension(spec) for spec in settings.agent.EXTENSIONS]
     names = [e.name for e in extensions]
     for name in dict.fromkeys(n for n in names if names.count(n) > 1):
         raise ExtensionError(f"extension {name} is named twice in EXTENSIONS")
-    for name in settings.EXTENSION_SETTINGS:
+    for name in settings.agent.EXTENSION_SETTINGS:
         if name not in names:
             raise ExtensionError(f"EXTENSION_SETTINGS names {name!r}, which is not among the extensions "
                                  f"({', '.join(names) or 'EXTENSIONS is empty'})")

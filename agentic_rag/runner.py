@@ -63,10 +63,10 @@ def answer(
         decision = {"action": "ABSTAIN", "reason": "ABSTAIN_QUESTION_TOO_LONG"}
         return build_record({**state, "too_long": too_long, "decision": decision}, system, settings, tokens_summary({}), 0)
     config = {"configurable": {"settings": settings, **(extra_config or {})}}
-    if settings.CHECKPOINT_PATH is not None:
+    if settings.paths.CHECKPOINT_PATH is not None:
         from agentic_rag.trace.checkpoints import start_thread
 
-        graph, config = start_thread(graph, settings.CHECKPOINT_PATH, config, state)
+        graph, config = start_thread(graph, settings.paths.CHECKPOINT_PATH, config, state)
     t0, c0 = time.perf_counter(), time.process_time()
     if on_update is None:
         final = graph.invoke(state, config=config, output_keys=STATE_KEYS)

@@ -20,9 +20,9 @@ except ImportError:  # pragma: no cover - not on POSIX: appends are still single
 
 
 def telemetry_path(settings, system: str) -> Path:
-    if settings.TELEMETRY_PATH is not None:
-        return Path(settings.TELEMETRY_PATH)
-    return Path(settings.ARTIFACTS_DIR) / "telemetry" / f"{system}.jsonl"
+    if settings.paths.TELEMETRY_PATH is not None:
+        return Path(settings.paths.TELEMETRY_PATH)
+    return Path(settings.paths.ARTIFACTS_DIR) / "telemetry" / f"{system}.jsonl"
 
 
 def append_line(path: Path, line: str) -> None:

@@ -15,7 +15,7 @@ def _event(name: str, state: dict, update: dict, started: float, ms: float, conf
     from agentic_rag.configuration import Settings
     from agentic_rag.trace.record import node_event
 
-    limit = Settings.from_runnable_config(config).TRACE_TEXT_CHARS
+    limit = Settings.from_runnable_config(config).eval.TRACE_TEXT_CHARS
     return node_event(name, state, update, started, ms, limit)
 
 

@@ -57,9 +57,9 @@ def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | st
         "round": state.get("round", 1),
         "held_ids": list(state.get("held_ids", [])),
         "extra_terms": list(state.get("extra_terms", [])),
-        "deadline_at": state.get("started_at", 0.0) + settings.WALL_TIME_S,
+        "deadline_at": state.get("started_at", 0.0) + settings.budget.WALL_TIME_S,
     }
-    return [Send(str(Node.WORKER), {**payload, "anchor": anchor}) for anchor in anchors[: settings.MAX_WORKERS]]
+    return [Send(str(Node.WORKER), {**payload, "anchor": anchor}) for anchor in anchors[: settings.agent.MAX_WORKERS]]
 
 
 def route_after_supervise(state: RAGState, config: RunnableConfig) -> str:
@@ -135,7 +135,7 @@ def _built(specs: tuple[str, ...], options: str):
 
 def graph_for(settings: Settings):
     """The agent for a run's settings: the plain graph, or one built (once) with its extensions."""
-    return _built(tuple(settings.EXTENSIONS), json.dumps(settings.EXTENSION_SETTINGS, sort_keys=True))
+    return _built(tuple(settings.agent.EXTENSIONS), json.dumps(settings.agent.EXTENSION_SETTINGS, sort_keys=True))
 
 
 # langgraph.json's graph: extensions come from the environment (AGENTIC_RAG_EXTENSIONS)

@@ -37,7 +37,7 @@ def retrieve_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 @timed(Node.PACK)
 def pack_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
-    bundle = pack_evidence(state.get("passages", []), settings.MAX_CONTEXT_TOKENS, lambda t: count_tokens(t, settings))
+    bundle = pack_evidence(state.get("passages", []), settings.budget.MAX_CONTEXT_TOKENS, lambda t: count_tokens(t, settings))
     return {"bundle": bundle, "decision": {"action": "STOP", "reason": "STOP_SINGLE_PASS"}}
 
 

@@ -213,7 +213,7 @@ def _checked_router(ext: Extension) -> Callable[..., str]:
         if ext.bounded:
             settings = Settings.from_runnable_config(config)
             runs = sum(1 for e in state.get("events") or [] if e.get("node") == ext.name)
-            if runs >= settings.MAX_ROUNDS or not can_afford(state, settings, 0):
+            if runs >= settings.budget.MAX_ROUNDS or not can_afford(state, settings, 0):
                 return ext.routes[0]
         chosen = ext.router(_view(ext, state), config)
         if chosen not in ext.routes:

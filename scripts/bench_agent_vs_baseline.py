@@ -66,7 +66,7 @@ def main() -> int:
     ap.add_argument("--rejudge-only", action="store_true", help="re-score the existing runs with the current judge")
     args = ap.parse_args()
     settings = Settings.load(overrides=args.override)
-    runs_root = Path(settings.ARTIFACTS_DIR) / "runs" / "agent_vs_baseline"
+    runs_root = Path(settings.paths.ARTIFACTS_DIR) / "runs" / "agent_vs_baseline"
     # datasets not re-run this time keep their last figures
     overview_path = args.out / "overview.json"
     overview = json.loads(overview_path.read_text()) if overview_path.is_file() else {}

@@ -152,7 +152,7 @@ def run(args) -> dict:
         "same_as_unconstrained": {"compared": sum("same_as_unconstrained" in q for q in questions),
                                   "same": sum(q.get("same_as_unconstrained", False) for q in questions)},
         "files_written_in_kit": changed,
-        "artifacts_dir": str(getattr(model, "settings", settings).ARTIFACTS_DIR),
+        "artifacts_dir": str(getattr(model, "settings", settings).paths.ARTIFACTS_DIR),
         "load_average_1m": {"start": round(load0[0], 2), "end": round(os.getloadavg()[0], 2)},
         "cpus": os.cpu_count(),
         "questions": questions,
@@ -167,7 +167,7 @@ def compare_unconstrained(kit: Path, model, questions: list[dict]) -> None:
     from agentic_rag.runner import answer
 
     records = {r.interaction_id: r for r in iter_records(kit / DATASET)}
-    settings = model.settings.replace(WALL_TIME_S=type(model.settings).model_fields["WALL_TIME_S"].default)
+    settings = model.settings.replace(WALL_TIME_S=type(model.settings).flat_fields()["WALL_TIME_S"].default)
     for q in questions:
         if q["status"] not in ("answered", "refused"):
             continue

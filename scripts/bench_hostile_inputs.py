@@ -53,7 +53,7 @@ def one_huge(mb: float, cap: int | None) -> dict:
     raw = huge_page(mb)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
-    page = make_page(raw, max_chars=s.MAX_PAGE_CHARS, max_raw_chars=cap or len(raw) + 1)
+    page = make_page(raw, max_chars=s.retrieval.MAX_PAGE_CHARS, max_raw_chars=cap or len(raw) + 1)
     return {"page_mb": round(len(raw) / 1e6, 2), "raw_cap_chars": cap, "seconds": round(time.perf_counter() - t0, 2),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "rss_before_mb": round(base / 1024, 1), "text_chars": len(page.text),
@@ -74,7 +74,7 @@ def one_anchor(words: int, cap: int | None) -> dict:
     predict_anchors_node({"question": "who won the oscar in 2004?"}, {"configurable": {"settings": s}})  # loads spaCy
     t0 = time.perf_counter()
     update = predict_anchors_node({"question": question}, {"configurable": {"settings": s}})
-    return {"words": words, "chars": len(question), "max_question_chars": s.MAX_QUESTION_CHARS,
+    return {"words": words, "chars": len(question), "max_question_chars": s.budget.MAX_QUESTION_CHARS,
             "seconds": round(time.perf_counter() - t0, 2), "refused": bool(update.get("too_long")),
             "anchors_proposed": len(update["anchors_proposed"])}
 
@@ -147,7 +147,7 @@ def main() -> int:
     s = Settings.load()
     parts = {
         "huge_html": lambda: {"uncapped": child("--one", "huge", "--mb", str(args.mb)),
-                              "capped": child("--one", "huge", "--mb", str(args.mb), "--cap", str(s.MAX_PAGE_RAW_CHARS))},
+                              "capped": child("--one", "huge", "--mb", str(args.mb), "--cap", str(s.retrieval.MAX_PAGE_RAW_CHARS))},
         "deep_nesting": lambda: deep_nesting([100, 300, 2000, 5000]),
         "long_question": lambda: {"cap_off": child("--one", "anchor", "--words", str(args.words), "--cap", str(10**9)),
                                   "cap_default": child("--one", "anchor", "--words", str(args.words))},

@@ -78,8 +78,8 @@ def main() -> None:
     model_spec = packaged.PACKAGED_MODELS[args.model]
 
     settings = Settings.load()
-    cache_dir = Path(settings.MODEL_CACHE_DIR).expanduser()
-    threads = settings.TORCH_THREADS or os.cpu_count() or 1
+    cache_dir = Path(settings.paths.MODEL_CACHE_DIR).expanduser()
+    threads = settings.llm.TORCH_THREADS or os.cpu_count() or 1
     torch.set_num_threads(threads)
     result: dict = {
         "machine": {

@@ -61,7 +61,7 @@ def bench_squad(settings: Settings, squad: Path, limit: int | None) -> dict:
         questions = questions[:limit]
     t0 = time.perf_counter()
     index = HybridIndex.build(
-        pages, get_embedder(settings), settings.CHUNK_SIZE_CHARS, settings.CHUNK_OVERLAP_CHARS, settings.MIN_CHUNK_CHARS
+        pages, get_embedder(settings), settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS, settings.retrieval.MIN_CHUNK_CHARS
     )
     build_s = time.perf_counter() - t0
     qvecs = index.embedder.embed([q for q, _ in questions], show_progress=False)
@@ -69,11 +69,11 @@ def bench_squad(settings: Settings, squad: Path, limit: int | None) -> dict:
     latencies = []
     for name, cfg in CONFIGS.items():
         hits1 = hits5 = 0
-        lam = settings.MMR_LAMBDA if cfg["mmr_lambda"] is None else cfg["mmr_lambda"]
+        lam = settings.retrieval.MMR_LAMBDA if cfg["mmr_lambda"] is None else cfg["mmr_lambda"]
         for (question, gold), qv in tqdm(list(zip(questions, qvecs)), desc=name, unit="q", file=sys.stderr):
             t = time.perf_counter()
             found = index.search(
-                question, k=5, pool_k=settings.RETRIEVAL_POOL_K, mmr_lambda=lam, rrf_k=settings.RRF_K,
+                question, k=5, pool_k=settings.retrieval.RETRIEVAL_POOL_K, mmr_lambda=lam, rrf_k=settings.retrieval.RRF_K,
                 vector_weight=cfg["vector_weight"], bm25_weight=cfg["bm25_weight"], query_vector=qv,
             )
             if name == "hybrid_mmr":
@@ -86,7 +86,7 @@ def bench_squad(settings: Settings, squad: Path, limit: int | None) -> dict:
     e2e = []
     for question, _ in questions[:200]:
         t = time.perf_counter()
-        index.search(question, k=settings.RETRIEVAL_K, pool_k=settings.RETRIEVAL_POOL_K, mmr_lambda=settings.MMR_LAMBDA)
+        index.search(question, k=settings.retrieval.RETRIEVAL_K, pool_k=settings.retrieval.RETRIEVAL_POOL_K, mmr_lambda=settings.retrieval.MMR_LAMBDA)
         e2e.append((time.perf_counter() - t) * 1000.0)
     latencies.sort()
     e2e.sort()

@@ -51,4 +51,4 @@ def shared_data() -> Path:
 @pytest.fixture
 def agent_settings(settings: Settings) -> Settings:
     """Settings whose telemetry goes to one file per test, so tests can read their own rows."""
-    return settings.replace(TELEMETRY_PATH=str(settings.ARTIFACTS_DIR / "telemetry.jsonl"))
+    return settings.replace(TELEMETRY_PATH=str(settings.paths.ARTIFACTS_DIR / "telemetry.jsonl"))

@@ -52,7 +52,7 @@ def run(settings: Settings, replies: list[str], rec: CragRecord | None = None, t
     s = settings.replace(**overrides) if overrides else settings
     fake = ScriptedChat(replies=replies, **({"count_tokens": real_tokens(s)} if tokenizer else {}))
     result = answer("agent", s, record=rec or record(), extra_config={"llm": fake})
-    rows = [r for r in read_rows(s.TELEMETRY_PATH)]
+    rows = [r for r in read_rows(s.paths.TELEMETRY_PATH)]
     return result, fake, rows
 
 
@@ -192,13 +192,13 @@ def test_token_budget_is_never_exceeded_by_an_adversarial_model(agent_settings):
     pushy = {"REFLECT_MIN_OVERLAP": 0.0, "OVERLAP_TAU": 0.99, "MAX_CONTEXT_TOKENS": 300}
     free, _, _ = run(agent_settings, [adversarial], tokenizer=True, **pushy)
     assert free.llm_calls >= 2  # with room to spare the adversary gets a draft and a revision
-    for budget in (agent_settings.TOKEN_BUDGET, int(0.9 * free.tokens["total"]), max(200, free.tokens["total"] // 2)):
+    for budget in (agent_settings.budget.TOKEN_BUDGET, int(0.9 * free.tokens["total"]), max(200, free.tokens["total"] // 2)):
         result, fake, rows = run(agent_settings, [adversarial], tokenizer=True, TOKEN_BUDGET=budget, **pushy)
         assert result.tokens["total"] <= budget
         if budget < free.tokens["total"]:
             assert result.llm_calls < free.llm_calls  # the budget, not the policy's own limits, stopped it
-        assert result.llm_calls <= agent_settings.MAX_LLM_CALLS
-        assert max(r["round"] for r in rows) <= agent_settings.MAX_ROUNDS
+        assert result.llm_calls <= agent_settings.budget.MAX_LLM_CALLS
+        assert max(r["round"] for r in rows) <= agent_settings.budget.MAX_ROUNDS
         assert result.status == "refuse"
 
 
@@ -246,7 +246,7 @@ def test_gray_zone_judge_is_called_once_and_booked_as_judge(agent_settings):
     judge_calls = [c for c in fake.calls if c["max_tokens"] == 4]
     assert len(judge_calls) == 1 and "Does the source support the answer?" in judge_calls[0]["prompt"]
     assert result.tokens["detail"]["judge"]["calls"] == 1
-    assert result.tokens["total"] <= agent_settings.TOKEN_BUDGET
+    assert result.tokens["total"] <= agent_settings.budget.TOKEN_BUDGET
     assert rows[0]["faith_est"] < 0.5  # the judge's "no" was averaged in
 
 

@@ -32,7 +32,7 @@ def test_two_topics_give_options_then_a_selection_answers(agent_settings):
     s = agent_settings.replace(AMBIGUITY_ENABLED=True, AMBIGUITY_MERGE_SIM=0.5, RETRIEVAL_MIN_SCORE=0.0, MIN_GROUP_GAP=0.9)
     result, fake, rows = run(s, ["never"], rec=mercury())
     assert result.status == "ambiguous" and result.reason == "AMBIGUOUS_OPTIONS" and fake.calls == []
-    assert 2 <= len(result.options) <= s.MAX_OPTIONS
+    assert 2 <= len(result.options) <= s.agent.MAX_OPTIONS
     planet = next(o for o in result.options if "space.example.org" in o["signature"])
     assert {"id", "signature", "anchor_passage", "sources", "best_score"} <= set(planet)
 

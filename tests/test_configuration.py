@@ -7,8 +7,8 @@ from agentic_rag.configuration import Settings, SettingsError, parse_overrides
 
 def test_defaults_match_the_design():
     s = Settings.load()
-    assert (s.RETRIEVAL_POOL_K, s.RETRIEVAL_K, s.MMR_LAMBDA) == (24, 8, 0.45)
-    assert (s.MAX_CONTEXT_TOKENS, s.MAX_OUTPUT_TOKENS, s.TEMPERATURE) == (1000, 160, 0.0)
+    assert (s.retrieval.RETRIEVAL_POOL_K, s.retrieval.RETRIEVAL_K, s.retrieval.MMR_LAMBDA) == (24, 8, 0.45)
+    assert (s.budget.MAX_CONTEXT_TOKENS, s.llm.MAX_OUTPUT_TOKENS, s.llm.TEMPERATURE) == (1000, 160, 0.0)
 
 
 def test_priority_preset_then_env_then_override(tmp_path, monkeypatch):
@@ -16,14 +16,14 @@ def test_priority_preset_then_env_then_override(tmp_path, monkeypatch):
     preset.write_text(json.dumps({"RETRIEVAL_K": 5, "MMR_LAMBDA": 0.9, "RRF_K": 10}))
     monkeypatch.setenv("AGENTIC_RAG_MMR_LAMBDA", "0.7")
     s = Settings.load(preset=preset, overrides=["rrf_k=20"])
-    assert s.RETRIEVAL_K == 5  # from the preset
-    assert s.MMR_LAMBDA == 0.7  # env beats preset
-    assert s.RRF_K == 20  # override beats both, key case-insensitive
+    assert s.retrieval.RETRIEVAL_K == 5  # from the preset
+    assert s.retrieval.MMR_LAMBDA == 0.7  # env beats preset
+    assert s.retrieval.RRF_K == 20  # override beats both, key case-insensitive
 
 
 def test_named_preset_and_override_types():
     s = Settings.load(preset="lean", overrides=["MAX_OUTPUT_TOKENS=32", "LLM_BACKEND=openai"])
-    assert s.MAX_OUTPUT_TOKENS == 32 and s.LLM_BACKEND == "openai"
+    assert s.llm.MAX_OUTPUT_TOKENS == 32 and s.llm.LLM_BACKEND == "openai"
     assert parse_overrides(["A=True", "B=[1, 2]", "C=text"]) == {"A": True, "B": [1, 2], "C": "text"}
 
 
@@ -34,7 +34,7 @@ def test_every_shipped_preset_loads_by_name_even_with_a_dot_in_it():
     assert "qwen-1.5b" in names
     for name in names:
         Settings.load(preset=name)
-    assert Settings.load(preset="qwen-1.5b").LLM_MODEL == "packaged-1.5b"
+    assert Settings.load(preset="qwen-1.5b").llm.LLM_MODEL == "packaged-1.5b"
 
 
 def test_unknown_key_suggests_the_close_one():
@@ -55,7 +55,7 @@ def test_bad_value_names_the_setting():
 
 def test_runnable_config_accepts_plain_keys_and_objects():
     s = Settings.from_runnable_config({"configurable": {"retrieval_k": 3, "thread_id": "x"}})
-    assert s.RETRIEVAL_K == 3
+    assert s.retrieval.RETRIEVAL_K == 3
     obj = Settings.load(overrides={"RETRIEVAL_K": 4})
     assert Settings.from_runnable_config({"configurable": {"settings": obj}}) is obj
 
@@ -71,7 +71,7 @@ def test_the_design_runbook_overrides_are_all_accepted():
                "FACTOID_ONE_SHOT_RETRIEVAL=True FACTOID_MIN_TOKENS_LEFT=300 JUDGE_POLICY=gray_zone "
                "JUDGE_MAX_CALLS_PER_Q=1 USE_FACTOID_FINALIZER=True")
     s = Settings.load(overrides=runbook.split())
-    assert s.MAX_ROUNDS == 1 and s.JUDGE_POLICY == "gray_zone" and s.ANCHOR_BONUS == 0.07
+    assert s.budget.MAX_ROUNDS == 1 and s.baug.JUDGE_POLICY == "gray_zone" and s.agent.ANCHOR_BONUS == 0.07
 
 
 # --- settings mistakes are impossible to miss, secrets are never shown ---------------------------
@@ -80,7 +80,7 @@ def test_the_design_runbook_overrides_are_all_accepted():
 def test_a_numeric_secret_is_a_key_and_is_never_echoed(monkeypatch):
     monkeypatch.setenv("AGENTIC_RAG_OPENAI_API_KEY", "31415926535")
     assert Settings.load().openai_api_key == "31415926535"  # text, not a number that fails validation
-    assert Settings.load(overrides=["EVAL_JUDGE_API_KEY=2718281828"]).EVAL_JUDGE_API_KEY.get_secret_value() == "2718281828"
+    assert Settings.load(overrides=["EVAL_JUDGE_API_KEY=2718281828"]).eval.EVAL_JUDGE_API_KEY.get_secret_value() == "2718281828"
     with pytest.raises(SettingsError, match="OPENAI_API_KEY") as err:
         Settings.load(overrides={"OPENAI_API_KEY": 31415926535})
     assert "31415926535" not in str(err.value) and "hidden" in str(err.value)
@@ -91,9 +91,9 @@ def test_the_standard_openai_variables_are_fallbacks_and_the_prefixed_ones_win(m
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8011/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     s = Settings.load()
-    assert s.OPENAI_BASE_URL == "http://127.0.0.1:8011/v1" and s.openai_api_key == "sk-from-env"
+    assert s.llm.OPENAI_BASE_URL == "http://127.0.0.1:8011/v1" and s.openai_api_key == "sk-from-env"
     monkeypatch.setenv("AGENTIC_RAG_OPENAI_BASE_URL", "http://127.0.0.1:9000/v1")
-    assert Settings.load().OPENAI_BASE_URL == "http://127.0.0.1:9000/v1"
+    assert Settings.load().llm.OPENAI_BASE_URL == "http://127.0.0.1:9000/v1"
 
 
 def test_an_unprefixed_setting_in_the_environment_is_named_in_a_warning(monkeypatch):

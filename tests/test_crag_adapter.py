@@ -110,7 +110,7 @@ def test_batch_answers_are_routed_trimmed_and_leave_the_kit_folder_alone(records
     # cut at the last whole word within 74 bytes
     assert answers[0] == "DreamWorks Animation is owned by Universal Pictures. It is a studio. It is"
     assert list(kit_cwd.iterdir()) == []  # indexes and telemetry went to the cache dir instead
-    cache = Path(kit_settings.CRAG_ARTIFACTS_DIR)
+    cache = Path(kit_settings.paths.CRAG_ARTIFACTS_DIR)
     assert (cache / "telemetry" / "crag_kit.jsonl").is_file() and (cache / "telemetry" / "agent.jsonl").is_file()
 
 
@@ -130,7 +130,7 @@ def test_question_indexes_are_cached_in_the_kit_cache_dir_by_default(own_index_c
 
 
 def test_default_cache_dir_is_the_user_cache_not_the_working_directory(settings):
-    default = type(settings)().CRAG_ARTIFACTS_DIR
+    default = type(settings)().paths.CRAG_ARTIFACTS_DIR
     assert default.is_absolute() and default == Path(user_cache_dir("agentic-rag")) / "crag-kit"
 
 
@@ -155,7 +155,7 @@ def test_deadline_ends_questions_as_refusals_within_the_batch_limit(records, kit
     per_query, margin = 3.0, 1.0
     settings = kit_settings.replace(CRAG_SECONDS_PER_QUERY=per_query, CRAG_MARGIN_S=margin, CRAG_MIN_START_S=0.5)
     dreamworks = records[0]
-    index_for_record(dreamworks, settings.replace(ARTIFACTS_DIR=str(settings.CRAG_ARTIFACTS_DIR)))  # built untimed
+    index_for_record(dreamworks, settings.replace(ARTIFACTS_DIR=str(settings.paths.CRAG_ARTIFACTS_DIR)))  # built untimed
     model = UserModel(settings=settings, llm=SlowChat(replies=[UNIVERSAL], seconds=30.0))
     batch = next(kit_batches([dreamworks, dreamworks], 2))
     t0 = time.monotonic()

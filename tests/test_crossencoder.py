@@ -75,7 +75,7 @@ def test_tier_2_scales_mean_the_same_for_each_source():
 def test_nli_layer_in_the_agent_graph(nli_dir, settings):
     from tests.test_agent_graph import QUOTE_2004, run
 
-    s = settings.replace(TELEMETRY_PATH=str(settings.ARTIFACTS_DIR / "t.jsonl"), NLI_MODEL=str(nli_dir))
+    s = settings.replace(TELEMETRY_PATH=str(settings.paths.ARTIFACTS_DIR / "t.jsonl"), NLI_MODEL=str(nli_dir))
     good = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'
     strict, _, _ = run(s, [good], NLI_MIN=0.99, REFLECT_ENABLED=False)
     assert 0.0 < strict.signals["nli_entailment"] < 0.99 and strict.status == "refuse"

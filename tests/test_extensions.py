@@ -42,7 +42,7 @@ def ask(settings, rec: CragRecord, replies=(DRAFT,), **overrides):
     s = settings.replace(**overrides) if overrides else settings
     fake = ScriptedChat(replies=list(replies))
     result = answer("agent", s, record=rec, extra_config={"llm": fake})
-    return result, fake, read_rows(s.TELEMETRY_PATH)
+    return result, fake, read_rows(s.paths.TELEMETRY_PATH)
 
 
 # -- the example: configuration alone changes the decisions it targets ------------------------------
@@ -51,7 +51,7 @@ def test_stale_page_turns_a_dynamic_answer_into_a_retrieval_then_a_refusal(agent
     plain, _, _ = ask(agent_settings, rec)
     assert plain.status == "ok" and plain.reason == "STOP_OVERLAP_OK"
 
-    result, fake, rows = ask(agent_settings.replace(TELEMETRY_PATH=str(agent_settings.ARTIFACTS_DIR / "ext.jsonl")),
+    result, fake, rows = ask(agent_settings.replace(TELEMETRY_PATH=str(agent_settings.paths.ARTIFACTS_DIR / "ext.jsonl")),
                              rec, EXTENSIONS=[SPEC])
     # round 1 asks for fresher sources, round 2 finds nothing new and the draft still rests on the stale page
     assert [r["reason"] for r in rows] == ["RETRIEVE_STALE_SOURCES", "ABSTAIN_STALE_SOURCES"]
@@ -207,7 +207,7 @@ def test_a_bounded_loop_is_allowed_and_stops_at_the_budget(agent_settings):
     final = graph.invoke({"question": QUESTION, "record": record().model_dump(mode="json")},
                          config={"configurable": {"settings": s, "llm": fake}}, output_keys=STATE_KEYS)
     runs = [e["node"] for e in final["events"]].count("audit")
-    assert len(fake.calls) <= 3 and runs <= s.MAX_ROUNDS and final["result"]["status"] == "ok"
+    assert len(fake.calls) <= 3 and runs <= s.budget.MAX_ROUNDS and final["result"]["status"] == "ok"
     assert len(seen) == runs - 1  # the last run's router was overruled by the budget check
 
 

@@ -83,7 +83,7 @@ def test_an_obedient_model_never_gets_the_injected_answer_through(agent_settings
     flagged = result.signals["untrusted_sources"]
     assert flagged and flagged[0]["page_untrusted"] >= 1 and any("PWNED" in s or "system" in s for s in flagged[0]["sentences"])
     assert f"Source {flagged[0]['n']} carries text addressed to the model" in result.explanation
-    rows = read_rows(agent_settings.TELEMETRY_PATH)
+    rows = read_rows(agent_settings.paths.TELEMETRY_PATH)
     assert rows and all(r["untrusted_sources"] == [flagged[0]["n"]] for r in rows)
 
 
@@ -156,12 +156,12 @@ def test_deep_html_answers_end_to_end(agent_settings):
 def test_huge_html_is_cut_before_extraction_and_the_cut_is_counted(settings):
     s = settings.replace(MAX_PAGE_RAW_CHARS=100_000, MAX_PAGE_CHARS=20_000)  # time and memory: benchmarks/
     raw = html(*(f"Paragraph {i} of the Springfield council minutes records vote {i}." for i in range(200_000)))
-    page = make_page(raw, max_chars=s.MAX_PAGE_CHARS, max_raw_chars=s.MAX_PAGE_RAW_CHARS)
-    assert page.raw_truncated_chars == len(raw) - s.MAX_PAGE_RAW_CHARS > 0
-    assert len(page.text) == s.MAX_PAGE_CHARS and page.truncated_chars > 0 and "Paragraph 0 of" in page.text
+    page = make_page(raw, max_chars=s.retrieval.MAX_PAGE_CHARS, max_raw_chars=s.retrieval.MAX_PAGE_RAW_CHARS)
+    assert page.raw_truncated_chars == len(raw) - s.retrieval.MAX_PAGE_RAW_CHARS > 0
+    assert len(page.text) == s.retrieval.MAX_PAGE_CHARS and page.truncated_chars > 0 and "Paragraph 0 of" in page.text
     # a page bloated by scripts keeps its article: scripts and styles go before the cut
     bloated = html(INTRO, raw="<script>var x = 1;" + "x = x + 1;" * 50_000 + "</script>" + "<p>" + CLEAN + "</p>")
-    page = make_page(bloated, max_chars=s.MAX_PAGE_CHARS, max_raw_chars=s.MAX_PAGE_RAW_CHARS)
+    page = make_page(bloated, max_chars=s.retrieval.MAX_PAGE_CHARS, max_raw_chars=s.retrieval.MAX_PAGE_RAW_CHARS)
     assert CLEAN in page.text and page.raw_truncated_chars == 0
     assert chunk_page(page, 800, 100, 40)
 

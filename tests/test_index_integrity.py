@@ -82,7 +82,7 @@ def test_a_truncated_cache_file_is_rebuilt(own_index_cache, capsys):
     settings = own_index_cache
     rec = _record()
     first = index_for_record(rec, settings)
-    entry = Path(settings.ARTIFACTS_DIR) / "cache" / "questions" / record_cache_key(rec, settings)
+    entry = Path(settings.paths.ARTIFACTS_DIR) / "cache" / "questions" / record_cache_key(rec, settings)
     faiss_file = entry / "faiss.index"
     size = faiss_file.stat().st_size
     faiss_file.write_bytes(faiss_file.read_bytes()[: size // 2])  # before: an uncaught faiss RuntimeError

@@ -105,10 +105,10 @@ def test_per_question_index_is_cached_on_disk(own_index_cache):
     pages = pages_from_record(record, settings)
     assert len(pages) == 5 and all(p.text for p in pages)
     index = index_for_record(record, settings)
-    cache = list((settings.ARTIFACTS_DIR / "cache" / "questions").iterdir())
+    cache = list((settings.paths.ARTIFACTS_DIR / "cache" / "questions").iterdir())
     assert len(cache) == 1 and (cache[0] / "manifest.json").is_file()
     hits = retrieve(index, record.query, settings)
-    assert 0 < len(hits) <= settings.RETRIEVAL_K
+    assert 0 < len(hits) <= settings.retrieval.RETRIEVAL_K
     for h in hits:
         page = index.page(h.chunk.page_id)
         assert page.text[h.chunk.start : h.chunk.end] == h.text
@@ -121,7 +121,7 @@ def test_index_cache_dir_moves_the_per_question_cache_and_is_read_back(own_index
     built = index_for_record(record, elsewhere)
     key = record_cache_key(record, elsewhere)
     assert [p.name for p in (tmp_path / "shared" / "questions").iterdir()] == [key]
-    assert not (elsewhere.ARTIFACTS_DIR / "cache").exists()
+    assert not (elsewhere.paths.ARTIFACTS_DIR / "cache").exists()
     ingest._MEMORY.clear()  # as a new process would: read from the folder, not rebuilt
     monkeypatch.setattr(HybridIndex, "build", lambda *a, **k: pytest.fail("rebuilt instead of read from the cache"))
     again = index_for_record(record, elsewhere)

@@ -49,7 +49,7 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def model_dir(settings) -> Path:
-    return ensure_converted(settings.MODEL_CACHE_DIR)
+    return ensure_converted(settings.paths.MODEL_CACHE_DIR)
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +102,7 @@ def test_assemble_from_bad_parts_raises_and_leaves_nothing(tmp_path, monkeypatch
 
 @pytest.mark.model
 def test_assembled_gguf_has_pinned_size_and_sha(settings, model_dir):
-    path = assemble_gguf(settings.MODEL_CACHE_DIR)
+    path = assemble_gguf(settings.paths.MODEL_CACHE_DIR)
     assert path.stat().st_size == PACKAGED_GGUF_SIZE
     assert sha256_file(path) == PACKAGED_GGUF_SHA256
 
@@ -110,7 +110,7 @@ def test_assembled_gguf_has_pinned_size_and_sha(settings, model_dir):
 @pytest.mark.model
 def test_conversion_is_done_once(settings, model_dir):
     start = time.perf_counter()
-    assert ensure_converted(settings.MODEL_CACHE_DIR) == model_dir
+    assert ensure_converted(settings.paths.MODEL_CACHE_DIR) == model_dir
     assert time.perf_counter() - start < 1.0
     marker = json.loads((model_dir / packaged.CONVERTED_MARKER).read_text())
     assert marker["source_key"] == PACKAGED_GGUF_SHA256

@@ -74,8 +74,8 @@ REASONS = ("ABSTAIN_MISSING_ANCHORS", "ABSTAIN_NOT_ANSWERABLE", "ABSTAIN_NOT_VER
 def refusal_inputs(question: str, draft: str, with_anchors: bool) -> tuple[dict, dict, set[str]]:
     """Signals and validation as the gate would leave them after reading ``OFF_TOPIC``, and every
     piece the refusal may draw from (anchors, question words, the draft's claims)."""
-    proposed = propose_anchors(question, S.ANCHOR_TOP_M)
-    anchors = select_anchors(proposed, S.ANCHOR_MIN_SCORE)
+    proposed = propose_anchors(question, S.agent.ANCHOR_TOP_M)
+    anchors = select_anchors(proposed, S.agent.ANCHOR_MIN_SCORE)
     validation = validate(question_kind(question, proposed), anchors, OFF_TOPIC)
     signals = {
         "missing_anchors": [a.text for a in anchors] if with_anchors else [],

@@ -237,7 +237,7 @@ def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_pas
     assert unmatched == ["monthly"]  # "published" meets "published", "first" and "cape" are there
     signals = {"answerability": 0.19, "question_terms_unmatched": unmatched, "missing_anchors": []}
     text, missing = explain_refusal("ABSTAIN_NOT_ANSWERABLE", signals, {}, settings)
-    assert "19%" in text and f"{settings.ANSWERABILITY_MIN:.0%}" in text and '"monthly"' in text
+    assert "19%" in text and f"{settings.baug.ANSWERABILITY_MIN:.0%}" in text and '"monthly"' in text
     assert missing == ["monthly"]
 
 
@@ -294,7 +294,7 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     write_records([answerable, unanswerable], data)
     out = tmp_path / "score.json"
     args = argparse.Namespace(data=data, probe=None, model=None, out=out, preset=None,
-                              override=[f"ARTIFACTS_DIR={settings.ARTIFACTS_DIR}"])
+                              override=[f"ARTIFACTS_DIR={settings.paths.ARTIFACTS_DIR}"])
     assert tp.score(args) == 0
     report = json.loads(out.read_text())
     assert report["scored"] + report["refused_before_generation"] == 2 and report["layer"] == load_probe(None).layer

@@ -27,8 +27,8 @@ def records():
 
 
 def _check_contract(result, settings):
-    assert result.tokens["total"] <= settings.TOKEN_BUDGET
-    assert result.llm_calls <= settings.MAX_LLM_CALLS
+    assert result.tokens["total"] <= settings.budget.TOKEN_BUDGET
+    assert result.llm_calls <= settings.budget.MAX_LLM_CALLS
     if result.status == "refuse":
         assert result.citations == [] and result.explanation and result.reason.startswith("ABSTAIN_")
     else:
@@ -44,7 +44,7 @@ def test_agent_end_to_end(records, agent_settings):
         assert result.trace and result.latency_by_node_ms["anchors"] >= 0
         if result.llm_calls:  # the answer call's own prefill fed the answerability probe
             assert 0.0 <= result.signals["answerability"] <= 1.0
-    rows = read_rows(agent_settings.TELEMETRY_PATH)
+    rows = read_rows(agent_settings.paths.TELEMETRY_PATH)
     assert {r["question_id"] for r in rows} == {records[i].interaction_id for i in IDS}
     # the highway question's pages hold nothing relevant: refused before any LLM call
     highway = [r for r in rows if r["question_id"] == records[6].interaction_id]
@@ -88,7 +88,7 @@ def test_optional_1_5b_generator_runs_the_agent_with_its_own_probe(agent_setting
 
     settings = Settings.load(
         preset="qwen-1.5b",
-        overrides={"ARTIFACTS_DIR": str(agent_settings.ARTIFACTS_DIR), "TELEMETRY_PATH": str(agent_settings.TELEMETRY_PATH),
+        overrides={"ARTIFACTS_DIR": str(agent_settings.paths.ARTIFACTS_DIR), "TELEMETRY_PATH": str(agent_settings.paths.TELEMETRY_PATH),
                    "MAX_OUTPUT_TOKENS": 8, "MAX_LLM_CALLS": 1},
     )
     folder = resolve_local_model(settings)

@@ -84,7 +84,7 @@ def test_result_and_telemetry_carry_wall_cpu_and_llm_time_per_node(agent_setting
     workers = [e for e in result.events if e["node"] == "worker"]
     assert workers and all({"index", "search", "embed"} <= set(e["parts_ms"]) for e in workers)
     assert all(sum(e["parts_ms"].values()) <= e["ms"] + 1 for e in workers)
-    row = read_rows(s.TELEMETRY_PATH)[-1]
+    row = read_rows(s.paths.TELEMETRY_PATH)[-1]
     assert {"anchors", "worker", "generate"} <= set(row["latency_by_node_ms"]) and row["llm_by_node_ms"]["generate"] > 0
 
 

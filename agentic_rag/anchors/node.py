@@ -24,8 +24,8 @@ def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, A
         return {"started_at": time.time(), "anchors_proposed": [], "anchors": [], "kind": "other", "round": 1,
                 "too_long": too_long}
     ood = out_of_domain(state["question"], settings)
-    proposed = propose_anchors(state["question"], top_m=settings.ANCHOR_TOP_M)
-    selected = select_anchors(proposed, settings.ANCHOR_MIN_SCORE)[: settings.MAX_WORKERS]
+    proposed = propose_anchors(state["question"], top_m=settings.agent.ANCHOR_TOP_M)
+    selected = select_anchors(proposed, settings.agent.ANCHOR_MIN_SCORE)[: settings.agent.MAX_WORKERS]
     return {
         "started_at": started,
         "anchors_proposed": [a.to_dict() for a in proposed],

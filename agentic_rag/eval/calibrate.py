@@ -66,9 +66,9 @@ def calibrate(
 ) -> dict[str, Any]:
     out = Path(out_dir)
     name = param.upper()
-    if name not in Settings.model_fields:
+    if name not in Settings.flat_fields():
         raise ValueError(f"unknown setting {param!r}")
-    if settings.LLM_CACHE_PATH is None:
+    if settings.paths.LLM_CACHE_PATH is None:
         settings = settings.replace(LLM_CACHE_PATH=str(out / "llm_cache.sqlite"))
     rows, runs = [], []
     for value in values:

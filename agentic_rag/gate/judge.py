@@ -34,7 +34,7 @@ VERIFY_STAGE = "verify"
 
 def in_gray_zone(signals: dict[str, Any], settings) -> bool:
     support = min(signals["overlap_est"], signals["faith_est"])
-    return settings.REFLECT_MIN_OVERLAP <= support < max(settings.OVERLAP_MIN, settings.FAITH_MIN)
+    return settings.baug.REFLECT_MIN_OVERLAP <= support < max(settings.baug.OVERLAP_MIN, settings.baug.FAITH_MIN)
 
 
 def judge_messages(question: str, answer: str, evidence: str) -> list:
@@ -50,7 +50,7 @@ def verify_messages(question: str, answer: str, signals: dict[str, Any], cited_t
 
 
 def yes_no_cost(messages: list, settings) -> int:
-    return prompt_cost(messages, settings) - settings.MAX_OUTPUT_TOKENS + YES_NO_MAX_OUTPUT_TOKENS
+    return prompt_cost(messages, settings) - settings.llm.MAX_OUTPUT_TOKENS + YES_NO_MAX_OUTPUT_TOKENS
 
 
 def choice_probabilities(messages: list, settings, stage: str, choices: list[str], llm=None,
@@ -92,7 +92,7 @@ COMBINE_PARTS = {
 def needs_verdict(signals: dict[str, Any], settings) -> bool:
     """Whether the verifier call is needed: its mode reads it, or (``probes``) a probe reading is missing,
     so that a backend without hidden states still gets a final check."""
-    parts = COMBINE_PARTS[settings.VERIFIER_COMBINE]
+    parts = COMBINE_PARTS[settings.baug.VERIFIER_COMBINE]
     return "support_verdict" in parts or any(signals.get(p) is None for p in parts)
 
 
@@ -112,7 +112,7 @@ def verified_score(signals: dict[str, Any], settings) -> float | None:
 def combined_readings(signals: dict[str, Any], settings) -> dict[str, float]:
     """The readings ``verified_score`` averages: those its mode names that were read, else the verdict
     (the fallback call made when no probe could read)."""
-    parts = {p: signals[p] for p in COMBINE_PARTS[settings.VERIFIER_COMBINE] if signals.get(p) is not None}
+    parts = {p: signals[p] for p in COMBINE_PARTS[settings.baug.VERIFIER_COMBINE] if signals.get(p) is not None}
     if not parts and signals.get("support_verdict") is not None:
         parts = {"support_verdict": signals["support_verdict"]}
     return parts

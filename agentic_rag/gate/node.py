@@ -50,7 +50,7 @@ def _charge(state: RAGState, signals: dict[str, Any], call_usage: dict[str, Any]
     affordability check reads both include it (the node's update still returns it for the reducer)."""
     usage = merge_usage(state.get("usage", {}), call_usage)
     used = tokens_used(usage)
-    signals.update(tokens_used=used, tokens_left=settings.TOKEN_BUDGET - used)
+    signals.update(tokens_used=used, tokens_left=settings.budget.TOKEN_BUDGET - used)
     return {**state, "usage": usage}
 
 
@@ -66,7 +66,7 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     round_no = state.get("round", 1)
     paths = _round_paths(state)
     new_hits = sum(p["new_hits_ratio"] for p in paths) / len(paths) if paths else 0.0
-    stagnation = round_no > 1 and new_hits < settings.NEW_HITS_EPS
+    stagnation = round_no > 1 and new_hits < settings.agent.NEW_HITS_EPS
     signals = collect_signals(
         state["question"], draft, bundle, anchors, usage, settings, get_embedder(settings) if draft else None,
         new_hits_ratio=new_hits, rounds=round_no, stagnation=stagnation, kind=state.get("kind", "other"),
@@ -78,10 +78,10 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     windows = signals.pop("_support_windows")
     judge_usage: dict[str, Any] = {}
     llm_error = state.get("llm_error")
-    if draft and not llm_error and settings.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
+    if draft and not llm_error and settings.baug.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
         judged = int(usage.get("judge", {}).get("calls", 0))
         request = judge_messages(state["question"], draft, cited_text)
-        if judged < settings.JUDGE_MAX_CALLS_PER_Q and can_afford(state, settings, yes_no_cost(request, settings)):
+        if judged < settings.baug.JUDGE_MAX_CALLS_PER_Q and can_afford(state, settings, yes_no_cost(request, settings)):
             try:
                 with llm_deadline(question_deadline(state, settings)):
                     score, judge_usage = run_judge(request, settings, model_from(config, settings))
@@ -96,8 +96,8 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     claims = " ".join(supported_quotes(signals.get("sentences", [])))
     validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None,
                           claim_text=claims or None)
-    if draft and settings.NLI_MODEL and cited_text:
-        signals["nli_entailment"] = entailment_probability(settings.NLI_MODEL, cited_text[:4000], strip_markup(draft))
+    if draft and settings.baug.NLI_MODEL and cited_text:
+        signals["nli_entailment"] = entailment_probability(settings.baug.NLI_MODEL, cited_text[:4000], strip_markup(draft))
     found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]
     # priced on the state as it came in: the reflect prompt the policy weighs is the one before these signals
     next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)
@@ -110,7 +110,7 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
         reflected=state.get("reflected", False),
         no_new_hits=state.get("no_new_hits", False),
         can_generate=can_afford(state, settings, next_call),
-        can_retrieve=round_no < settings.MAX_ROUNDS and time_left(state, settings),
+        can_retrieve=round_no < settings.budget.MAX_ROUNDS and time_left(state, settings),
         gate_reason="" if (state.get("confidence") or {}).get("passed", True) else state["confidence"]["reason"],
         hedging=bool(draft) and is_hedging(draft),
         ood=bool(state.get("ood")),
@@ -160,7 +160,7 @@ def final_check_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 
 def _read_final_check(state: RAGState, model, settings: Settings, signals: dict[str, Any], booked: dict[str, Any]) -> None:
     """Fill ``signals`` with the final check's readings; ``booked["usage"]`` holds the calls' cost so far."""
-    if "quote_answerability" in COMBINE_PARTS[settings.VERIFIER_COMBINE]:
+    if "quote_answerability" in COMBINE_PARTS[settings.baug.VERIFIER_COMBINE]:
         messages = quote_probe_messages(state["question"], signals.get("sentences", []), state.get("bundle") or {})
         capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)
         if messages and can_afford(state, settings, prompt_cost(messages, capped)):
@@ -180,7 +180,7 @@ def _read_final_check(state: RAGState, model, settings: Settings, signals: dict[
 
 def needs_final_check(decision: Decision, signals: dict[str, Any], settings: Settings) -> bool:
     """A draft about to be shown goes through the final check once, when the verifier is on."""
-    return (decision.reason == "STOP_OVERLAP_OK" and settings.VERIFIER_ENABLED and settings.GROUNDING_ENABLED
+    return (decision.reason == "STOP_OVERLAP_OK" and settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED
             and "verified_score" not in signals)
 
 
@@ -236,7 +236,7 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "validator_ok": validation.get("ok"),
         "context_tokens": (state.get("bundle") or {}).get("context_tokens", 0),
         "tokens_used": tokens_used(usage),
-        "tokens_left": settings.TOKEN_BUDGET - tokens_used(usage),
+        "tokens_left": settings.budget.TOKEN_BUDGET - tokens_used(usage),
         "tokens_by_stage": {k: v.get("total_tokens", 0) for k, v in usage.items()},
         "llm_calls": llm_calls(usage),
         "latency_ms": round((time.time() - state.get("started_at", time.time())) * 1000.0, 1),

@@ -132,11 +132,11 @@ def _decide(reason: str) -> Decision:
 def can_retrieve_more(signals: dict[str, Any], flags: Flags, settings) -> bool:
     """The one extra retrieval round is still on offer: allowed, unused, and rounds, time and tokens left."""
     return (
-        settings.FACTOID_ONE_SHOT_RETRIEVAL
+        settings.agent.FACTOID_ONE_SHOT_RETRIEVAL
         and not flags.one_shot_done
         and flags.can_retrieve
         and flags.can_generate
-        and signals["tokens_left"] >= settings.FACTOID_MIN_TOKENS_LEFT
+        and signals["tokens_left"] >= settings.agent.FACTOID_MIN_TOKENS_LEFT
         and not signals.get("stagnation", False)
     )
 
@@ -174,20 +174,20 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide(GATE_REASONS[flags.gate_reason])
     if not flags.has_draft:
         return _decide("ABSTAIN_EMPTY_ANSWER" if flags.empty_draft else "ABSTAIN_LOW_BUDGET")
-    if flags.hedging and settings.HEDGING_ENABLED:
+    if flags.hedging and settings.baug.HEDGING_ENABLED:
         return _decide("ABSTAIN_HEDGING")
     nli = signals.get("nli_entailment")
     answerability = signals.get("answerability")
     verdict = signals.get("verified_score")  # only present when every other check let the draft through
-    verified = verdict is None or not settings.GROUNDING_ENABLED or verdict >= settings.VERIFIER_MIN
-    answerable = answerability is None or not settings.GROUNDING_ENABLED or answerability >= settings.ANSWERABILITY_MIN
-    supported = answerable and verified and (not settings.GROUNDING_ENABLED or (
-        signals["overlap_est"] >= settings.OVERLAP_MIN
-        and signals["faith_est"] >= settings.FAITH_MIN
-        and signals.get("answer_relevance", 1.0) >= settings.ANSWER_RELEVANCE_MIN
-        and (nli is None or nli >= settings.NLI_MIN)
+    verified = verdict is None or not settings.baug.GROUNDING_ENABLED or verdict >= settings.baug.VERIFIER_MIN
+    answerable = answerability is None or not settings.baug.GROUNDING_ENABLED or answerability >= settings.baug.ANSWERABILITY_MIN
+    supported = answerable and verified and (not settings.baug.GROUNDING_ENABLED or (
+        signals["overlap_est"] >= settings.baug.OVERLAP_MIN
+        and signals["faith_est"] >= settings.baug.FAITH_MIN
+        and signals.get("answer_relevance", 1.0) >= settings.baug.ANSWER_RELEVANCE_MIN
+        and (nli is None or nli >= settings.baug.NLI_MIN)
     ))
-    sufficient = signals["anchor_coverage"] >= settings.COVERAGE_MIN and flags.validators_ok
+    sufficient = signals["anchor_coverage"] >= settings.baug.COVERAGE_MIN and flags.validators_ok
     factoid = flags.kind in FACTOID_KINDS
     if supported and sufficient:
         return _decide("STOP_OVERLAP_OK")
@@ -201,10 +201,10 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide("STOP_NO_NEW_HITS")
     if (
         not supported
-        and settings.REFLECT_ENABLED
+        and settings.baug.REFLECT_ENABLED
         and not flags.reflected
         and flags.can_generate
-        and signals["overlap_est"] >= settings.REFLECT_MIN_OVERLAP
+        and signals["overlap_est"] >= settings.baug.REFLECT_MIN_OVERLAP
     ):
         return _decide("REFLECT_LOW_FAITH")
     if supported and not factoid and not flags.can_generate:

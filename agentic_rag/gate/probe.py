@@ -102,7 +102,7 @@ def probe_request(model: Any, settings: Any) -> dict[str, Any]:
     skipped and the reason recorded. The packaged probe on another local model is skipped with a
     warning; an explicitly configured ``PROBE_PATH`` that does not fit the model is an error.
     """
-    if not settings.PROBE_ENABLED:
+    if not settings.baug.PROBE_ENABLED:
         return {"status": "off"}
     from agentic_rag.llm.local import ChatLocalTransformers, hidden_size_of
 
@@ -111,7 +111,7 @@ def probe_request(model: Any, settings: Any) -> dict[str, Any]:
     path = str(configured_probe_path(settings, model.model_path).resolve())
     mismatch = _mismatch(path, model.model_path, hidden_size_of(model))
     if mismatch:
-        if settings.PROBE_PATH is not None:
+        if settings.baug.PROBE_PATH is not None:
             raise ProbeMismatchError(mismatch)
         _warn_once(mismatch)
         return {"status": "unavailable", "why": "the packaged probe was trained on another model"}
@@ -120,7 +120,7 @@ def probe_request(model: Any, settings: Any) -> dict[str, Any]:
 
 def configured_probe_path(settings: Any, model_path: str) -> Path:
     """The probe file a run reads: ``PROBE_PATH``, else the shipped probe of the loaded model."""
-    return Path(settings.PROBE_PATH) if settings.PROBE_PATH else packaged_probe_for(model_path)
+    return Path(settings.baug.PROBE_PATH) if settings.baug.PROBE_PATH else packaged_probe_for(model_path)
 
 
 @lru_cache(maxsize=8)

@@ -255,10 +255,10 @@ def collect_signals(
     kind: str = "other",
 ) -> dict[str, Any]:
     rows, cited_text = sentence_support(
-        answer, bundle, embedder, settings.OVERLAP_TAU, question, kind, settings.ATTRIBUTION_MIN_CLAIMS
+        answer, bundle, embedder, settings.baug.OVERLAP_TAU, question, kind, settings.baug.ATTRIBUTION_MIN_CLAIMS
     )
     by_n = {p["n"]: p for p in bundle.get("passages", [])}
-    scope = settings.PERIOD_SCOPE  # where a period the question names must be stated (see Settings)
+    scope = settings.baug.PERIOD_SCOPE  # where a period the question names must be stated (see Settings)
     windows = "\n".join(dict.fromkeys(
         r["quote"] if scope == "sentence" else support_window(r["quote"], by_n[r["n"]]["text"], scope == "content")
         for r in rows if r["supported"] and r["n"] in by_n
@@ -291,7 +291,7 @@ def collect_signals(
         "missing_anchors": [a.text for a in missing] if cited_text else [a.text for a in anchors],
         "new_hits_ratio": round(new_hits_ratio, 4),
         "tokens_used": used,
-        "tokens_left": settings.TOKEN_BUDGET - used,
+        "tokens_left": settings.budget.TOKEN_BUDGET - used,
         "llm_calls": calls,
         "rounds": rounds,
         "stagnation": stagnation,

@@ -177,8 +177,8 @@ def explain_refusal(
         )
     if reason == "ABSTAIN_LOW_BUDGET":
         return (
-            f"The per-question budget ({settings.TOKEN_BUDGET} tokens, {settings.MAX_LLM_CALLS} LLM calls, "
-            f"{settings.WALL_TIME_S:.0f} s) ran out before an answer could be checked.",
+            f"The per-question budget ({settings.budget.TOKEN_BUDGET} tokens, {settings.budget.MAX_LLM_CALLS} LLM calls, "
+            f"{settings.budget.WALL_TIME_S:.0f} s) ran out before an answer could be checked.",
             missing_anchors,
         )
     if reason == "ABSTAIN_NOT_ANSWERABLE":
@@ -186,7 +186,7 @@ def explain_refusal(
         text = (
             f"The sources were read, but the answerability probe on the generator's own state gives only "
             f"{signals.get('answerability', 0.0):.0%} that they answer this question (at least "
-            f"{settings.ANSWERABILITY_MIN:.0%} needed), so the draft was withheld."
+            f"{settings.baug.ANSWERABILITY_MIN:.0%} needed), so the draft was withheld."
         )
         if unmatched:
             text += f" The passage the draft relied on never mentions {_list(unmatched[:5])} from the question."
@@ -206,7 +206,7 @@ def explain_refusal(
         text = text[0].upper() + text[1:]
         if len(shown) > 1:
             text += f"; their mean is {signals.get('verified_score', 0.0):.0%}"
-        text += f" (at least {settings.VERIFIER_MIN * 100:g}% needed), so the draft was withheld."
+        text += f" (at least {settings.baug.VERIFIER_MIN * 100:g}% needed), so the draft was withheld."
         if quoted:
             text += f' It rested on: "{quoted[0][:200].rstrip(".")}".'
         text += " A source that states the answer to the question as asked is needed."
@@ -221,7 +221,7 @@ def explain_refusal(
             if found_periods and not conflicting:
                 part += f"; they give {', '.join(found_periods[:4])} instead"
             coverage = signals.get("anchor_coverage", 0.0)
-            parts.append(f"{part} (anchor coverage {coverage:.0%}, needed {settings.COVERAGE_MIN:.0%})")
+            parts.append(f"{part} (anchor coverage {coverage:.0%}, needed {settings.baug.COVERAGE_MIN:.0%})")
         parts += [f"the sentence the draft rests on is about {', '.join(years[:3])}, not {asked}"
                   for asked, years in conflicting.items()]
         text = "; ".join(parts) + "."
@@ -229,8 +229,8 @@ def explain_refusal(
     unsupported = missing_pieces(signals.get("unsupported_claims") or [], context)
     text = (
         f"The draft answer was not supported by the sources: {signals.get('overlap_est', 0.0):.0%} of its sentences "
-        f"matched a cited source (needed {settings.OVERLAP_MIN:.0%}) and {signals.get('faith_est', 0.0):.0%} of its "
-        f"names and numbers occur in them (needed {settings.FAITH_MIN:.0%})."
+        f"matched a cited source (needed {settings.baug.OVERLAP_MIN:.0%}) and {signals.get('faith_est', 0.0):.0%} of its "
+        f"names and numbers occur in them (needed {settings.baug.FAITH_MIN:.0%})."
     )
     if unsupported:
         text += f" Not found in the sources: {_list(unsupported[:5])}."
@@ -325,7 +325,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         **common,
         status="ok",
         answer=answer,
-        short_answer=short_answer(state["question"], answer, kind) if settings.USE_FACTOID_FINALIZER else answer,
+        short_answer=short_answer(state["question"], answer, kind) if settings.agent.USE_FACTOID_FINALIZER else answer,
         citations=citations,
         explanation=decision.get("explanation", ""),
     )

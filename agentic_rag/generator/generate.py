@@ -72,7 +72,7 @@ def reflect_request(state: dict[str, Any]) -> list:
 def prompt_cost(messages: list, settings: Settings) -> int:
     """Upper bound of one call's tokens: the prompt as the tokenizer counts it, plus the output cap."""
     prompt = sum(count_tokens(str(m.content), settings) for m in messages) + CHAT_TEMPLATE_MARGIN
-    return prompt + settings.MAX_OUTPUT_TOKENS
+    return prompt + settings.llm.MAX_OUTPUT_TOKENS
 
 
 def model_from(config: Any, settings: Settings):
@@ -85,7 +85,7 @@ def call_model(messages: list, settings: Settings, stage: str, llm=None, **call_
     """Return the reply message and this call's usage by stage."""
     ledger = UsageLedger()
     model = llm if llm is not None else get_chat_model(settings)
-    message = invoke_llm(model, messages, stage, ledger, max_tokens=settings.MAX_OUTPUT_TOKENS, **call_kwargs)
+    message = invoke_llm(model, messages, stage, ledger, max_tokens=settings.llm.MAX_OUTPUT_TOKENS, **call_kwargs)
     return message, ledger.by_stage
 
 

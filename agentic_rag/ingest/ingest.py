@@ -52,8 +52,8 @@ def pages_from_record(record: CragRecord, settings: Settings) -> list[Page]:
             page_last_modified=r.page_last_modified,
             page_index=i,
             source=record.interaction_id,
-            max_chars=settings.MAX_PAGE_CHARS,
-            max_raw_chars=settings.MAX_PAGE_RAW_CHARS,
+            max_chars=settings.retrieval.MAX_PAGE_CHARS,
+            max_raw_chars=settings.retrieval.MAX_PAGE_RAW_CHARS,
         )
         for i, r in enumerate(record.search_results)
     ]
@@ -61,13 +61,13 @@ def pages_from_record(record: CragRecord, settings: Settings) -> list[Page]:
 
 def _chunking_key(settings: Settings) -> dict:
     return {
-        "chunk_size": settings.CHUNK_SIZE_CHARS,
-        "overlap": settings.CHUNK_OVERLAP_CHARS,
-        "min_chars": settings.MIN_CHUNK_CHARS,
-        "max_page_chars": settings.MAX_PAGE_CHARS,
-        "max_page_raw_chars": settings.MAX_PAGE_RAW_CHARS,
+        "chunk_size": settings.retrieval.CHUNK_SIZE_CHARS,
+        "overlap": settings.retrieval.CHUNK_OVERLAP_CHARS,
+        "min_chars": settings.retrieval.MIN_CHUNK_CHARS,
+        "max_page_chars": settings.retrieval.MAX_PAGE_CHARS,
+        "max_page_raw_chars": settings.retrieval.MAX_PAGE_RAW_CHARS,
         "extractor": EXTRACTOR_VERSION,
-        "embedding": settings.EMBEDDING_MODEL,
+        "embedding": settings.retrieval.EMBEDDING_MODEL,
     }
 
 
@@ -91,7 +91,7 @@ def index_for_record(record: CragRecord, settings: Settings) -> HybridIndex:
     for the same index at once; the first builds or loads it, the others wait for it instead of each
     extracting and embedding the same pages."""
     key = record_cache_key(record, settings)
-    memory_key = f"{key}:{settings.VECTOR_STORE}"  # the disk folder serves every store
+    memory_key = f"{key}:{settings.retrieval.VECTOR_STORE}"  # the disk folder serves every store
     with _LOCK:
         if memory_key in _MEMORY:
             _MEMORY.move_to_end(memory_key)
@@ -107,7 +107,7 @@ def index_for_record(record: CragRecord, settings: Settings) -> HybridIndex:
                 index = _load_or_build(record, settings, key)
             with _LOCK:
                 _MEMORY[memory_key] = index
-                while len(_MEMORY) > settings.INDEX_MEMORY_SIZE:
+                while len(_MEMORY) > settings.retrieval.INDEX_MEMORY_SIZE:
                     _MEMORY.popitem(last=False)
             return index
     finally:
@@ -121,7 +121,7 @@ def _load_or_build(record: CragRecord, settings: Settings, key: str) -> HybridIn
     cache_dir = settings.cache_dir / "questions" / key
     if (cache_dir / "manifest.json").is_file():
         try:
-            return HybridIndex.load(cache_dir, embedder, vector_store=settings.VECTOR_STORE)
+            return HybridIndex.load(cache_dir, embedder, vector_store=settings.retrieval.VECTOR_STORE)
         except Exception as exc:  # noqa: BLE001 - whatever is wrong with a cache entry, it is rebuilt, never trusted
             print(f"warning: rebuilding the cached index of {record.interaction_id}: {exc}", file=sys.stderr)
     with part("extract"):
@@ -129,11 +129,11 @@ def _load_or_build(record: CragRecord, settings: Settings, key: str) -> HybridIn
     index = HybridIndex.build(
         pages,
         embedder,
-        settings.CHUNK_SIZE_CHARS,
-        settings.CHUNK_OVERLAP_CHARS,
-        settings.MIN_CHUNK_CHARS,
+        settings.retrieval.CHUNK_SIZE_CHARS,
+        settings.retrieval.CHUNK_OVERLAP_CHARS,
+        settings.retrieval.MIN_CHUNK_CHARS,
         vector_cache=cache_for(settings, embedder),
-        vector_store=settings.VECTOR_STORE,
+        vector_store=settings.retrieval.VECTOR_STORE,
     )
     try:
         index.save(cache_dir, {"mode": "question", "interaction_id": record.interaction_id, **_chunking_key(settings)})
@@ -147,8 +147,8 @@ class IngestReport:
     """What a corpus ingest skipped, reported as it happens and counted in the stats."""
 
     def __init__(self, settings: Settings):
-        self.fail = settings.BAD_RECORDS == "fail"
-        self.bad_records = BadRecordWarner(settings.BAD_RECORDS_SHOWN)
+        self.fail = settings.eval.BAD_RECORDS == "fail"
+        self.bad_records = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
         self.skipped_files: list[str] = []
 
     def skip_file(self, path: Path, why: str) -> None:
@@ -170,7 +170,7 @@ def pages_from_source(source: str | Path, settings: Settings, report: IngestRepo
         yield from _pages_from_corpus_file(src, settings, report)
         return
     seen: set[str] = set()
-    for record in iter_records(src, on_bad=settings.BAD_RECORDS, on_bad_record=report.bad_records):
+    for record in iter_records(src, on_bad=settings.eval.BAD_RECORDS, on_bad_record=report.bad_records):
         for page in pages_from_record(record, settings):
             if page.page_id in seen:
                 continue
@@ -192,7 +192,7 @@ def _is_pages_file(path: Path) -> bool:
 
 
 def _pages_from_corpus_file(path: Path, settings: Settings, report: IngestReport) -> Iterator[Page]:
-    for lineno, page in iter_validated(path, SearchResult, settings.BAD_RECORDS, report.bad_records):
+    for lineno, page in iter_validated(path, SearchResult, settings.eval.BAD_RECORDS, report.bad_records):
         yield make_page(
             page.page_result or page.page_snippet,
             page_name=page.page_name,
@@ -200,8 +200,8 @@ def _pages_from_corpus_file(path: Path, settings: Settings, report: IngestReport
             page_last_modified=page.page_last_modified,
             page_index=lineno - 1,
             source=str(path),
-            max_chars=settings.MAX_PAGE_CHARS,
-            max_raw_chars=settings.MAX_PAGE_RAW_CHARS,
+            max_chars=settings.retrieval.MAX_PAGE_CHARS,
+            max_raw_chars=settings.retrieval.MAX_PAGE_RAW_CHARS,
         )
 
 
@@ -232,7 +232,7 @@ def _pages_from_folder(folder: Path, settings: Settings, report: IngestReport) -
             if path.suffix.lower() == ".pdf":
                 raw = _read_pdf(path)
             else:
-                raw = read_text_file(path, settings.MAX_PAGE_RAW_CHARS)
+                raw = read_text_file(path, settings.retrieval.MAX_PAGE_RAW_CHARS)
         except DataError as exc:
             report.skip_file(path, str(exc))
             continue
@@ -246,8 +246,8 @@ def _pages_from_folder(folder: Path, settings: Settings, report: IngestReport) -
             page_last_modified=time.strftime("%Y-%m-%d", time.gmtime(path.stat().st_mtime)),
             page_index=i,
             source=str(path),
-            max_chars=settings.MAX_PAGE_CHARS,
-            max_raw_chars=settings.MAX_PAGE_RAW_CHARS,
+            max_chars=settings.retrieval.MAX_PAGE_CHARS,
+            max_raw_chars=settings.retrieval.MAX_PAGE_RAW_CHARS,
         )
 
 
@@ -279,12 +279,12 @@ def build_corpus_index(source: str | Path, out_dir: str | Path, settings: Settin
     embedder = get_embedder(settings)
     t1 = time.perf_counter()
     index = HybridIndex.build(
-        pages, embedder, settings.CHUNK_SIZE_CHARS, settings.CHUNK_OVERLAP_CHARS, settings.MIN_CHUNK_CHARS,
+        pages, embedder, settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS, settings.retrieval.MIN_CHUNK_CHARS,
         show_progress=progress,
     )
     if not len(index):
         raise DataError(f"nothing to index: no page of {source} has a passage of at least "
-                        f"{settings.MIN_CHUNK_CHARS} characters (MIN_CHUNK_CHARS){skipped}")
+                        f"{settings.retrieval.MIN_CHUNK_CHARS} characters (MIN_CHUNK_CHARS){skipped}")
     t_index = time.perf_counter() - t1
     index.save(out, {"mode": "corpus", "source": str(source), **_chunking_key(settings)})
     total = time.perf_counter() - t0

@@ -21,26 +21,26 @@ from agentic_rag.llm.packaged import ensure_converted, resolve_local_model
 
 def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
     """The configured chat model, capped at ``max_tokens`` (default ``settings.MAX_OUTPUT_TOKENS``)."""
-    cap = int(max_tokens or settings.MAX_OUTPUT_TOKENS)
-    if settings.LLM_BACKEND == "local":
+    cap = int(max_tokens or settings.llm.MAX_OUTPUT_TOKENS)
+    if settings.llm.LLM_BACKEND == "local":
         path = resolve_local_model(settings)
-        model = _local_model(str(path), cap, settings.TEMPERATURE, settings.TORCH_THREADS, settings.REPETITION_PENALTY)
+        model = _local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, settings.llm.REPETITION_PENALTY)
         return _with_cache(model, settings)
-    if settings.LLM_BACKEND == "openai":
+    if settings.llm.LLM_BACKEND == "openai":
         if problem := settings.backend_error():
             raise ValueError(problem)
         model = _openai_model(
-            settings.LLM_MODEL,
-            settings.OPENAI_BASE_URL,
+            settings.llm.LLM_MODEL,
+            settings.llm.OPENAI_BASE_URL,
             settings.openai_api_key or "not-needed",
-            settings.TEMPERATURE,
+            settings.llm.TEMPERATURE,
             cap,
-            settings.LLM_TIMEOUT_S,
-            settings.LLM_RETRIES,
-            settings.LLM_BACKOFF_S,
+            settings.llm.LLM_TIMEOUT_S,
+            settings.llm.LLM_RETRIES,
+            settings.llm.LLM_BACKOFF_S,
         )
         return _with_cache(model, settings)
-    raise ValueError(f"unknown LLM_BACKEND {settings.LLM_BACKEND!r}; expected 'local' or 'openai'")
+    raise ValueError(f"unknown LLM_BACKEND {settings.llm.LLM_BACKEND!r}; expected 'local' or 'openai'")
 
 
 def _with_cache(model: BaseChatModel, settings) -> BaseChatModel:
@@ -48,9 +48,9 @@ def _with_cache(model: BaseChatModel, settings) -> BaseChatModel:
 
     Threshold sweeps and resumed runs re-ask the same prompts; the cache stores the whole message,
     usage included, so token accounting is the same whether a call was computed or replayed."""
-    if settings.LLM_CACHE_PATH is None or settings.TEMPERATURE > 0:
+    if settings.paths.LLM_CACHE_PATH is None or settings.llm.TEMPERATURE > 0:
         return model
-    key = (id(model), str(settings.LLM_CACHE_PATH))
+    key = (id(model), str(settings.paths.LLM_CACHE_PATH))
     if key not in _CACHED:
         Path(key[1]).parent.mkdir(parents=True, exist_ok=True)
         _CACHED[key] = model.model_copy(update={"cache": _replay_cache(key[1])})
@@ -117,9 +117,9 @@ def _openai_model(
 
 def get_tokenizer(settings) -> Any:
     """The HF tokenizer that context budgets are counted with (see module docstring)."""
-    if settings.LLM_BACKEND == "local":
+    if settings.llm.LLM_BACKEND == "local":
         return load_tokenizer(resolve_local_model(settings))
-    return load_tokenizer(ensure_converted(Path(settings.MODEL_CACHE_DIR).expanduser()))
+    return load_tokenizer(ensure_converted(Path(settings.paths.MODEL_CACHE_DIR).expanduser()))
 
 
 def count_tokens(text: str, settings) -> int:

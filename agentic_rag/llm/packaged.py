@@ -236,8 +236,8 @@ def ensure_converted(cache_dir: Path, model: PackagedModel = DEFAULT_MODEL) -> P
 
 def resolve_local_model(settings) -> Path:
     """An HF folder for ``settings.LLM_MODEL``: a packaged model's name, a model folder, or a .gguf file."""
-    name = settings.LLM_MODEL
-    cache_dir = Path(settings.MODEL_CACHE_DIR).expanduser()
+    name = settings.llm.LLM_MODEL
+    cache_dir = Path(settings.paths.MODEL_CACHE_DIR).expanduser()
     if name in PACKAGED_MODELS:
         return ensure_converted(cache_dir, PACKAGED_MODELS[name])
     path = Path(name).expanduser()

@@ -99,7 +99,7 @@ def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache | None, s
 
 def cache_for(settings, embedder) -> EmbeddingCache | None:
     """The settings' chunk-vector cache for this embedder, or None when ``EMBEDDING_CACHE`` is off."""
-    if not settings.EMBEDDING_CACHE:
+    if not settings.retrieval.EMBEDDING_CACHE:
         return None
-    folder = settings.EMBEDDING_CACHE_DIR or settings.cache_dir
+    folder = settings.paths.EMBEDDING_CACHE_DIR or settings.cache_dir
     return open_cache(str(Path(folder).expanduser().resolve() / CACHE_FILE), embedder.identity)

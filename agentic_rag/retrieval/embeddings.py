@@ -118,7 +118,7 @@ class Embedder:
 
 
 def get_embedder(settings) -> Embedder:
-    return _embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE, settings.EMBEDDING_MEMO_SIZE)
+    return _embedder(settings.retrieval.EMBEDDING_MODEL, settings.retrieval.EMBEDDING_BATCH_SIZE, settings.retrieval.EMBEDDING_MEMO_SIZE)
 
 
 @lru_cache(maxsize=4)

@@ -35,8 +35,8 @@ def resolve_index(state: dict[str, Any], settings: Settings) -> HybridIndex:
             return index_for_record(record, settings)
     if state.get("index_dir"):
         with part("index"), _LOCK:
-            return _load_corpus(str(state["index_dir"]), settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE,
-                                settings.EMBEDDING_MEMO_SIZE, settings.VECTOR_STORE)
+            return _load_corpus(str(state["index_dir"]), settings.retrieval.EMBEDDING_MODEL, settings.retrieval.EMBEDDING_BATCH_SIZE,
+                                settings.retrieval.EMBEDDING_MEMO_SIZE, settings.retrieval.VECTOR_STORE)
     raise NoCorpusError("no evidence source: give a CRAG record (--dataset/--id) or an index folder (--index)")
 
 
@@ -45,11 +45,11 @@ def retrieve(index: HybridIndex, query: str, settings: Settings, bonus: BonusFn 
     with part("search"):
         return index.search(
             query,
-            k=k or settings.RETRIEVAL_K,
-            pool_k=settings.RETRIEVAL_POOL_K,
-            mmr_lambda=settings.MMR_LAMBDA,
-            rrf_k=settings.RRF_K,
-            vector_weight=settings.HYBRID_VECTOR_WEIGHT,
-            bm25_weight=settings.HYBRID_BM25_WEIGHT,
+            k=k or settings.retrieval.RETRIEVAL_K,
+            pool_k=settings.retrieval.RETRIEVAL_POOL_K,
+            mmr_lambda=settings.retrieval.MMR_LAMBDA,
+            rrf_k=settings.retrieval.RRF_K,
+            vector_weight=settings.retrieval.HYBRID_VECTOR_WEIGHT,
+            bm25_weight=settings.retrieval.HYBRID_BM25_WEIGHT,
             bonus=bonus,
         )

@@ -56,14 +56,14 @@ def explore(
         query = f"{query} {' '.join(extra_terms)}"
     qv = index.embedder.embed_each([question])[0]
     q_tokens = set(tokenize(question))
-    candidates = retrieve(index, query, settings, k=max(settings.WORKER_K * 3, settings.RETRIEVAL_K))
+    candidates = retrieve(index, query, settings, k=max(settings.agent.WORKER_K * 3, settings.retrieval.RETRIEVAL_K))
     kept, rejected = _prune(candidates, anchor, q_tokens, qv, index, settings, hop=0)
     pruned = len(rejected)
     terminated_by = "complete"
-    if settings.WORKER_HOPS >= 1 and kept and (deadline is None or time.time() < deadline):
+    if settings.agent.WORKER_HOPS >= 1 and kept and (deadline is None or time.time() < deadline):
         seen = {p["chunk_id"] for p in kept} | {c.chunk_id for c in candidates}
         reached: list[tuple] = []
-        for parent in kept[: settings.WORKER_K]:
+        for parent in kept[: settings.agent.WORKER_K]:
             for chunk in index.neighbours(parent["chunk_id"]) + index.linked_chunks(parent["page_id"]):
                 if chunk.chunk_id in seen:
                     continue
@@ -76,13 +76,13 @@ def explore(
     elif deadline is not None and time.time() >= deadline:
         terminated_by = "time"
     kept.sort(key=path_order)
-    kept = kept[: settings.WORKER_K]
+    kept = kept[: settings.agent.WORKER_K]
     path_score = max((p["path_score"] for p in kept), default=0.0)
     new = [p for p in kept if p["chunk_id"] not in held_ids]
     new_hits_ratio = len(new) / len(kept) if kept else 0.0
-    if not kept or path_score < settings.PATH_MIN_SCORE:
+    if not kept or path_score < settings.agent.PATH_MIN_SCORE:
         terminated_by = "low_score"
-    elif held_ids and new_hits_ratio < settings.NEW_HITS_EPS:
+    elif held_ids and new_hits_ratio < settings.agent.NEW_HITS_EPS:
         terminated_by = "no_novelty"
     turned_down = rejected + ([{**p, "pruned_by": "path_score"} for p in kept] if terminated_by == "low_score" else [])
     return {
@@ -92,7 +92,7 @@ def explore(
         "passages": kept if terminated_by != "low_score" else [],
         # what pruning turned down (hop 0, plus the whole path when its score was too low), best first:
         # the Supervisor's fallback when no path kept a passage
-        "pruned_best": sorted(turned_down, key=path_order)[: settings.PRUNE_FALLBACK_K],
+        "pruned_best": sorted(turned_down, key=path_order)[: settings.agent.PRUNE_FALLBACK_K],
         "candidates": len(candidates),
         "pruned_count": pruned,
         "path_score": round(float(path_score), 4),
@@ -128,9 +128,9 @@ def _prune(
             # path score blends semantic fit with the lexical evidence of the anchor (both 0-1)
             path_score=round(0.7 * max(sim, 0.0) + 0.3 * (1.0 if has_anchor else overlap), 4),
         )
-        if not has_anchor and overlap < settings.ROUGH_MIN_OVERLAP:
+        if not has_anchor and overlap < settings.agent.ROUGH_MIN_OVERLAP:
             rejected.append({**row, "pruned_by": "rough"})  # neither the anchor nor enough of the question's words
-        elif sim < settings.FINE_MIN_SIM:
+        elif sim < settings.agent.FINE_MIN_SIM:
             rejected.append({**row, "pruned_by": "fine"})  # semantically off the question
         else:
             kept.append(row)

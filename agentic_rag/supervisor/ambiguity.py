@@ -34,17 +34,17 @@ ENTITY_TYPES = {"entity", "person", "org", "place", "work", "event", "award", "t
 def question_too_long(question: str, settings) -> str:
     """Why the question is refused as input, or ''. A question thousands of words long is a pasted
     document, not a question; it would cost minutes of anchor extraction and a prompt no budget holds."""
-    if len(question) > settings.MAX_QUESTION_CHARS:
-        return f"is {len(question)} characters long; at most {settings.MAX_QUESTION_CHARS} (MAX_QUESTION_CHARS) are read"
+    if len(question) > settings.budget.MAX_QUESTION_CHARS:
+        return f"is {len(question)} characters long; at most {settings.budget.MAX_QUESTION_CHARS} (MAX_QUESTION_CHARS) are read"
     return ""
 
 
 def out_of_domain(question: str, settings) -> str:
     """The pattern that puts the question out of domain, or ''."""
-    for pattern in settings.OOD_DENY_PATTERNS:
+    for pattern in settings.agent.OOD_DENY_PATTERNS:
         if re.search(pattern, question, re.IGNORECASE):
             return f"matches the deny pattern {pattern!r}"
-    if settings.OOD_ALLOW_PATTERNS and not any(re.search(p, question, re.IGNORECASE) for p in settings.OOD_ALLOW_PATTERNS):
+    if settings.agent.OOD_ALLOW_PATTERNS and not any(re.search(p, question, re.IGNORECASE) for p in settings.agent.OOD_ALLOW_PATTERNS):
         return "matches none of the allowed topics"
     return ""
 
@@ -111,10 +111,10 @@ def resolve(
         top = max(hits)
         if top > 0 and hits.count(top) == 1:
             return "ok", clusters[hits.index(top)], "entity_match"
-    if clusters[0]["score"] - clusters[1]["score"] >= settings.MIN_GROUP_GAP:
+    if clusters[0]["score"] - clusters[1]["score"] >= settings.agent.MIN_GROUP_GAP:
         return "ok", clusters[0], "score_gap"
     sims = sorted(((float(_centroid(c["passages"], vectors) @ query_vector), i) for i, c in enumerate(clusters)), reverse=True)
-    if sims[0][0] - sims[1][0] >= settings.MIN_GROUP_GAP:
+    if sims[0][0] - sims[1][0] >= settings.agent.MIN_GROUP_GAP:
         return "ok", clusters[sims[0][1]], "query_similarity"
     return "ambiguous", None, "unresolved"
 

@@ -27,12 +27,12 @@ def disambiguate_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]
     settings = Settings.from_runnable_config(config)
     bundle = state.get("bundle") or {}
     selected = state.get("selected_option")
-    if not bundle.get("passages") or not (settings.AMBIGUITY_ENABLED or selected):
+    if not bundle.get("passages") or not (settings.agent.AMBIGUITY_ENABLED or selected):
         return {}
     index = resolve_index(state, settings)
     vectors = {p["chunk_id"]: index.vector(p["chunk_id"]) for p in bundle["passages"]}
-    clusters = cluster(bundle["passages"], vectors, settings.AMBIGUITY_MERGE_SIM)
-    options = options_of(clusters, settings.MAX_OPTIONS)
+    clusters = cluster(bundle["passages"], vectors, settings.agent.AMBIGUITY_MERGE_SIM)
+    options = options_of(clusters, settings.agent.MAX_OPTIONS)
     if selected:
         chosen = next((c for c in clusters if c["id"] == selected), None)
         if chosen is None:

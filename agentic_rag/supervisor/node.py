@@ -21,9 +21,9 @@ def supervise_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
     anchors = [Anchor(**a) for a in state.get("anchors", [])]
     paths = state.get("paths", [])
-    fallback = fallback_path(paths, settings.PRUNE_FALLBACK_K)
+    fallback = fallback_path(paths, settings.agent.PRUNE_FALLBACK_K)
     bundle = compose(
-        paths + ([fallback] if fallback else []), anchors, settings.MAX_CONTEXT_TOKENS, settings.ANCHOR_BONUS,
+        paths + ([fallback] if fallback else []), anchors, settings.budget.MAX_CONTEXT_TOKENS, settings.agent.ANCHOR_BONUS,
         lambda t: count_tokens(t, settings),
     )
     if fallback:
