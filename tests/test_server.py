@@ -6,7 +6,9 @@ import json
 import os
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -27,7 +29,7 @@ def test_input_problem_names_the_field():
     assert input_problem({"command": {"resume": 1}}, False) is None
 
 
-def _post(port: int, body: dict, timeout: float = 600) -> tuple[int, dict]:
+def post(port: int, body: dict, timeout: float = 600) -> tuple[int, dict]:
     req = urllib.request.Request(f"http://127.0.0.1:{port}/runs/wait", data=json.dumps(body).encode(),
                                  headers={"content-type": "application/json"})
     try:
@@ -37,31 +39,40 @@ def _post(port: int, body: dict, timeout: float = 600) -> tuple[int, dict]:
         return exc.code, json.loads(exc.read() or b"{}")
 
 
+@contextmanager
+def graph_server(langgraph: list[str], folder: Path, env: dict[str, str] | None = None) -> Iterator[tuple[int, Path]]:
+    """`langgraph dev` serving this checkout's graphs, its artifacts and log in ``folder``: (port, log).
+    Shared with scripts/bench_reliability.py."""
+    port = free_port()
+    env = {**(os.environ if env is None else env), "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false",
+           "AGENTIC_RAG_ARTIFACTS_DIR": str(folder)}
+    cmd = [*langgraph, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+           "--config", str(REPO / "langgraph.json")]
+    # from the repo: langgraph.json's http.app path is read relative to the working directory
+    with running(cmd, f"http://127.0.0.1:{port}/ok", folder / "server.log", STARTUP_S, cwd=REPO, env=env):
+        yield port, folder / "server.log"
+
+
 @pytest.fixture
 def server(tmp_path):
     langgraph = console_script("langgraph")
     if langgraph is None:
         pytest.skip("langgraph-cli is not installed (extra: dev)")
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false", "AGENTIC_RAG_ARTIFACTS_DIR": str(tmp_path)}
-    cmd = [*langgraph, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-           "--config", str(REPO / "langgraph.json")]
-    # from the repo: langgraph.json's http.app path is read relative to the working directory
-    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp_path / "server.log", STARTUP_S, cwd=REPO, env=env):
+    with graph_server(langgraph, tmp_path) as (port, _):
         yield port
 
 
 def test_served_graph_checks_its_input_and_reports_timings(server, tmp_path):
-    status, body = _post(server, {"assistant_id": "agent", "input": {}})
+    status, body = post(server, {"assistant_id": "agent", "input": {}})
     assert status == 422 and "question" in body["detail"] and "__error__" not in body
-    status, body = _post(server, {"assistant_id": "baseline", "input": {"question": 3}})
+    status, body = post(server, {"assistant_id": "baseline", "input": {"question": 3}})
     assert status == 422 and body["detail"].startswith("input.question")
     # a question its only page cannot answer: refused before any LLM call, so no model is loaded
     record = {"interaction_id": "srv-1", "query": "who designed the first jet engine for the luftwaffe?", "answer": "x",
               "search_results": [{"page_name": "Gardening", "page_url": "toy://g",
                                   "page_result": "Tomatoes grow best in warm soil with six hours of sun a day."}]}
-    status, body = _post(server, {"assistant_id": "agent",
-                                  "input": {"question": record["query"], "question_id": "srv-1", "record": record}})
+    status, body = post(server, {"assistant_id": "agent",
+                                 "input": {"question": record["query"], "question_id": "srv-1", "record": record}})
     assert status == 200 and "__error__" not in body, body
     result = body["result"]
     assert result["status"] == "refuse" and result["reason"] == "ABSTAIN_NO_EVIDENCE"
