@@ -14,7 +14,8 @@ question. The adapter keeps the kit's rules:
   hard deadline: embedding and local decoding stop there, and a question cut by it answers
   "i don't know", never with the partial text the clock left (an answer that finished in time is
   the one an unconstrained run gives);
-- a question that fails answers "i don't know" and is logged; the batch goes on;
+- a question that fails answers "i don't know" and is logged (a malformed record in one line, like any
+  bad record; an unexpected error with its traceback); the batch goes on;
 - answers are cut to ``CRAG_ANSWER_TOKENS`` tokens of the kit's own tokenizer, at a word boundary, so
   the kit's trim does not cut them again;
 - per-question indexes and telemetry go to ``CRAG_ARTIFACTS_DIR``, not the kit's working directory.
@@ -26,9 +27,11 @@ import logging
 import time
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentic_rag.budget import DeadlineExceeded, hard_deadline
 from agentic_rag.configuration import Settings
-from agentic_rag.datasets.crag import CragRecord
+from agentic_rag.datasets.crag import CragRecord, why_bad
 from agentic_rag.ingest.ingest import index_for_record
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import write_row
@@ -189,6 +192,11 @@ class UserModel:
                 query_time=str(_item(batch, "query_time", i, "")),
                 search_results=_item(batch, "search_results", i, []),
             )
+        except ValidationError as exc:  # the batch's data, not a fault of ours: one line, as for any bad record
+            why = f"bad record: {why_bad(exc)}"
+            self.log.warning(f"{qid}: failed ({why}); answered \"{CRAG_IDK}\"")
+            return CRAG_IDK, {**row, "status": "failed", "error": why}
+        try:
             with hard_deadline(deadline):
                 if record.search_results:
                     index_for_record(record, self.settings)  # once here, not once per parallel worker

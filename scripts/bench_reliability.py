@@ -1,17 +1,20 @@
-"""Reliability cases end to end: faults injected into real `agentic-rag` processes, and the outcome.
+"""Reliability cases end to end: faults injected into real processes, and the outcome.
 
-Each case starts the CLI as a user would (`ask`, `eval`, `settings`), injects one fault (a model
-server that refuses, fails, rate-limits, hangs or answers garbage; SIGKILL or Ctrl-C at a chosen
-point; a bad setting; an unwritable folder) and records: did the process crash, did it print a
-traceback, were result rows lost or doubled, and what the user got. The model is the scripted reply
-of tests/fault_server.py over real HTTP (openai backend); the Ctrl-C exit time and the memory of a
-100-question run use the packaged 0.5B.
+Each case starts a process as a user would (an `agentic-rag` command, `langgraph dev`, or the CRAG kit
+adapter class in a process of its own), injects one fault (a model server that refuses, fails,
+rate-limits, hangs or answers garbage; SIGKILL or Ctrl-C at a chosen point; a bad setting; an
+unwritable folder; a defective data file or record; a hostile page; a broken kit batch) and records:
+did the process crash, did it print a traceback, were results lost or doubled, did the API key leak,
+and what the user got. Where a model answers, it is the scripted reply of tests/fault_server.py over
+real HTTP (openai backend); the Ctrl-C exit time and the memory of a 100-question run use the
+packaged 0.5B. Bad files, hostile pages and ingest folders come from the test suite's own builders.
 
-Cases live in groups (`@case(group, name, injected)`); other groups (bad inputs, hostile pages, the
-CRAG kit adapter) are appended by adding functions, and `--group` reruns one group, replacing only its
-rows in benchmarks/reliability.json. Writes benchmarks/reliability.json and benchmarks/reliability.md.
+Cases live in groups (`@case(group, name, injected)`); `--group` reruns some groups, replacing only
+their rows in benchmarks/reliability.json (the rest are kept). Writes benchmarks/reliability.json and
+benchmarks/reliability.md.
 
-Usage: python scripts/bench_reliability.py [--group model_faults kill_resume settings runs memory] [--memory-n 100]
+Usage: python scripts/bench_reliability.py [--group model_faults kill_resume settings runs bad_inputs hostile_pages kit
+       ingest_kill memory] [--case TEXT] [--memory-n 100] [--work DIR]   (default: every group but memory)
 """
 
 from __future__ import annotations
@@ -35,6 +38,13 @@ from bench_resume import ROOT, child_env, compare_runs, eval_cmd, kill, lines, r
 
 sys.path.insert(0, str(ROOT))
 from tests.fault_server import FaultServer, refused_url  # noqa: E402
+from tests.test_bad_inputs import (  # noqa: E402 - builders of bad files and records
+    ELF, LONG, REPLY, WRONG_TYPES, bom_dataset_with_a_latin1_line, empty_files_folder, folder_with_a_binary, latin1_dataset,
+    rec, screen_lines, surrogate_line, write_jsonl,
+)
+from tests.test_hostile_pages import (  # noqa: E402 - builders of hostile pages
+    DEEP_ANSWER, FALSE_FACT, INJECTIONS, INTRO, OBEDIENT, QUESTION, deep_page, hidden_records, html, injection_records, record,
+)
 
 OUT_JSON, OUT_MD = ROOT / "benchmarks" / "reliability.json", ROOT / "benchmarks" / "reliability.md"
 KEY = "sk-bench-5e1f0a9b77c4"  # distinctive: grepped for in every output of the fault cases
@@ -108,8 +118,8 @@ def cli(cmd: list[str], expect: int | None = None, env: dict[str, str] | None = 
     return proc
 
 
-def ask_cmd(ctx: Context, *opts: str) -> list[str]:
-    return [sys.executable, "-m", "agentic_rag.cli", "ask", "--dataset", str(ctx.toy), "--id", "toy-0", "--json", *opts]
+def ask_cmd(ctx: Context, *opts: str, dataset: Path | None = None, rid: str = "toy-0") -> list[str]:
+    return [sys.executable, "-m", "agentic_rag.cli", "ask", "--dataset", str(dataset or ctx.toy), "--id", rid, "--json", *opts]
 
 
 def process_outcome(proc: subprocess.CompletedProcess | subprocess.Popen, stderr: str, expect_rc: int) -> dict[str, Any]:
@@ -428,6 +438,468 @@ def _two_writers(ctx: Context) -> dict[str, Any]:
             "rows_doubled": 0, "ok_expected": broken == 0 and total == 200}
 
 
+# --- bad inputs -----------------------------------------------------------------------------------
+# The files and records are the test suite's (tests/test_bad_inputs.py); here each goes to a real process.
+
+
+def bad_data(ctx: Context, name: str, rows: list, raw_lines: dict[int, bytes] | None = None) -> Path:
+    return write_jsonl(ctx.work / f"{name}.jsonl", rows, raw_lines)
+
+
+def warnings_shown(stderr: str) -> list[str]:
+    """Warning and error lines as a terminal shows them (a progress bar's carriage returns applied)."""
+    return [x for x in screen_lines(stderr) if x.startswith(("warning:", "error:"))]
+
+
+def eval_over(ctx: Context, name: str, data: Path, expected: dict[str, str], shown: list[str] = (),
+              reply: str | None = None, extra: list[str] = ()) -> dict[str, Any]:
+    """``eval`` over ``data``: each question of ``expected`` ends with its reason, in order, and every
+    text of ``shown`` is printed on screen."""
+    ctx.serve(reply or REPLY)
+    out = ctx.folder(name)
+    proc = cli(eval_cmd(data, out, [*ctx.opts(), *extra]), env={"OPENAI_API_KEY": KEY})
+    res = eval_outcome(ctx, out, proc, len(expected), list(expected.values()))
+    missing = [m for m in shown if m not in proc.stderr]
+    said = warnings_shown(proc.stderr)
+    res["ok_expected"] &= result_ids(out) == list(expected) and not missing
+    if said:
+        res["outcome"] += f"; {len(said)} line(s) on screen: {said[0][:120]}"
+    res["detail"].update(ids=result_ids(out), on_screen=said[:8], expected_on_screen_but_missing=missing)
+    return res
+
+
+@case("bad_inputs", "ask: empty search_results", "a record with no pages")
+def _ask_empty(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "empty_results", [rec("empty", pages=[])])
+    proc = cli(ask_cmd(ctx, *ctx.opts(), dataset=data, rid="empty"))
+    reply = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    return {**process_outcome(proc, proc.stderr, 0), "outcome": f"{reply.get('status')} {reply.get('reason')}, "
+            f"{reply.get('llm_calls')} LLM calls", "ok_expected": reply.get("reason") == "ABSTAIN_NO_EVIDENCE"}
+
+
+@case("bad_inputs", "search: empty search_results", "a record with no pages")
+def _search_empty(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "empty_results", [rec("empty", pages=[])])
+    proc = cli([sys.executable, "-m", "agentic_rag.cli", "search", "nemo", "--dataset", str(data), "--id", "empty",
+                "--json", *ctx.opts()])
+    passages = json.loads(proc.stdout) if proc.returncode == 0 else None
+    return {**process_outcome(proc, proc.stderr, 0), "outcome": f"{passages if passages is None else len(passages)} passages",
+            "ok_expected": passages == []}
+
+
+@case("bad_inputs", "eval: empty search_results", "question 1 of 2 has no pages")
+def _eval_empty(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "empty_then_good", [rec("empty", pages=[]), rec("good")])
+    return eval_over(ctx, "eval_empty_results", data, {"empty": "ABSTAIN_NO_EVIDENCE", "good": "STOP_OVERLAP_OK"})
+
+
+def ingest_cmd(ctx: Context, source: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "agentic_rag.cli", "ingest", str(source), "--out", str(out),
+            "-o", f"ARTIFACTS_DIR={ctx.work / 'artifacts'}"]
+
+
+@case("bad_inputs", "ingest: a folder of only empty files", "3 empty files (.txt, .html, .md)")
+def _ingest_empty(ctx: Context) -> dict[str, Any]:
+    out = ctx.folder("idx_empty")
+    res = one_line_error(cli(ingest_cmd(ctx, empty_files_folder(ctx.folder("empty_files")), out)), ["nothing to index"])
+    res["ok_expected"] &= not out.exists()
+    return res
+
+
+@case("bad_inputs", "ingest: a binary file given directly", "an ELF binary named prog.jsonl")
+def _ingest_binary(ctx: Context) -> dict[str, Any]:
+    prog = ctx.work / "prog.jsonl"
+    prog.write_bytes(ELF)
+    return one_line_error(cli(ingest_cmd(ctx, prog, ctx.folder("idx_binary"))), ["binary"])
+
+
+@case("bad_inputs", "ingest: an ELF named x.html in a folder", "x.html (ELF) beside a UTF-8 and a Latin-1 text file")
+def _ingest_elf(ctx: Context) -> dict[str, Any]:
+    folder, out = folder_with_a_binary(ctx.folder("with_binary")), ctx.folder("idx_with_binary")
+    proc = cli(ingest_cmd(ctx, folder, out))
+    stats = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    chunks = (out / "chunks.jsonl").read_text() if (out / "chunks.jsonl").is_file() else ""
+    said = warnings_shown(proc.stderr)
+    return {**process_outcome(proc, proc.stderr, 0),
+            "outcome": f"{stats.get('pages')} pages indexed, {stats.get('skipped_files')} skipped; "
+                       + (said[0][:120] if said else "(no warning)"),
+            "ok_expected": stats.get("skipped_files") == 1 and stats.get("pages") == 2 and "ELF" not in chunks
+                           and any(f"skipped {folder / 'x.html'}" in x and "binary" in x for x in said),
+            "detail": {"stats": stats, "on_screen": said}}
+
+
+@case("bad_inputs", "eval: malformed lines, BAD_RECORDS=skip", "5 lines of broken JSON around 1 good record")
+def _eval_malformed(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "malformed", [rec("good")], {i: b"{not json" for i in range(1, 6)})
+    return eval_over(ctx, "eval_malformed", data, {"good": "STOP_OVERLAP_OK"},
+                     [f"warning: skipped bad record {data}:{n}: bad JSON" for n in range(2, 7)], extra=["-o", "BAD_RECORDS=skip"])
+
+
+@case("bad_inputs", "eval: empty dataset", "a file of blank lines; --out holds an earlier run")
+def _eval_no_records(ctx: Context) -> dict[str, Any]:
+    empty = ctx.work / "empty.jsonl"
+    empty.write_text("\n\n")
+    out = ctx.folder("eval_no_records")
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"id": "kept"}\n')
+    res = one_line_error(cli(eval_cmd(empty, out, ctx.opts())), [f"no records in {empty}"])
+    res["rows_lost"] = 1 - (out / "results.jsonl").read_text().count('"kept"')
+    return res
+
+
+@case("bad_inputs", "eval: duplicate interaction_ids", "records a, b, a (another question under the same id)")
+def _eval_duplicates(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "duplicates", [rec("a"), rec("b"), rec("a", query="another question about a?")])
+    return eval_over(ctx, "eval_duplicates", data, {"a": "STOP_OVERLAP_OK", "b": "STOP_OVERLAP_OK"},
+                     [f"{data}:3: interaction_id: duplicate 'a' (first at line 1)"])
+
+
+@case("bad_inputs", "eval: a lone surrogate in a page", "a page holding \\ud800, then a good record")
+def _eval_surrogate(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "surrogate", [rec("good")], {0: surrogate_line()})
+    return eval_over(ctx, "eval_surrogate", data, {"sur": "STOP_OVERLAP_OK", "good": "STOP_OVERLAP_OK"})
+
+
+@case("bad_inputs", "eval: wrong-typed fields", "list and dict answer, dict id, nested list alternatives, list page_result")
+def _eval_wrong_types(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "wrong_types", [rec("good"), *({**rec(f"bad{i}"), field: value}
+                                                         for i, (field, value, _) in enumerate(WRONG_TYPES))])
+    return eval_over(ctx, "eval_wrong_types", data, {"good": "STOP_OVERLAP_OK"},
+                     [f"{data}:{i + 2}: {why}" for i, (_, _, why) in enumerate(WRONG_TYPES)])
+
+
+@case("bad_inputs", "eval: a BOM and a non-UTF-8 line", "a UTF-8 file with a BOM; its line 2 in Latin-1")
+def _eval_bom(ctx: Context) -> dict[str, Any]:
+    data = bom_dataset_with_a_latin1_line(ctx.work / "bom.jsonl")
+    return eval_over(ctx, "eval_bom", data, {"a": "STOP_OVERLAP_OK", "b": "STOP_OVERLAP_OK"},
+                     [f"warning: skipped bad record {data}:2: not UTF-8 text"])
+
+
+@case("bad_inputs", "eval: a Latin-1 file", "3 records, all encoded in Latin-1")
+def _eval_latin1(ctx: Context) -> dict[str, Any]:
+    data = latin1_dataset(ctx.work / "latin1.jsonl")
+    proc = cli(eval_cmd(data, ctx.folder("eval_latin1"), ctx.opts()))
+    res = one_line_error(proc, [f"no records in {data}"])
+    said = warnings_shown(proc.stderr)
+    res["ok_expected"] &= len(said) == 4 and all(x.startswith(f"warning: skipped bad record {data}:{n}: not UTF-8 text")
+                                                 for n, x in zip((1, 2, 3), said))
+    res["detail"] = {"on_screen": said}
+    return res
+
+
+@case("bad_inputs", "eval: deeply nested HTML", "a page whose answer sits under 5,000 nested <div>s")
+def _eval_deep(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "deep", [rec("deep", pages=[deep_page(5000)], query=QUESTION)])
+    reply = 'Christine Lundberg was the mayor in 2019. {cite:Lundberg} "' + DEEP_ANSWER[:-1] + '"'
+    res = eval_over(ctx, "eval_deep", data, {"deep": "STOP_OVERLAP_OK"}, reply=reply)
+    rows = [json.loads(x) for x in (ctx.work / "eval_deep" / "results.jsonl").read_text().splitlines()]
+    verified = [c["quote"] for r in rows for c in r["citations"] if c["verified"]]
+    res["ok_expected"] &= verified == [DEEP_ANSWER[:-1]]
+    res["outcome"] += f"; {len(verified)} quote(s) verified"
+    return res
+
+
+@case("bad_inputs", "eval: a 20,000-word question", "question 1 of 2 is 20,000 words long")
+def _eval_long(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "long_question", [rec("long", query=LONG), rec("good")])
+    res = eval_over(ctx, "eval_long", data, {"long": "ABSTAIN_QUESTION_TOO_LONG", "good": "STOP_OVERLAP_OK"})
+    row = json.loads((ctx.work / "eval_long" / "results.jsonl").read_text().splitlines()[0])
+    seconds = round(row["latency_ms"] / 1000, 2)
+    res["outcome"] += f"; the long one refused before any graph step (row latency {seconds} s, {row['llm_calls']} LLM calls)"
+    res["detail"].update(long_question_s=seconds, long_question_llm_calls=row["llm_calls"])
+    return res
+
+
+@case("bad_inputs", "ask: a 20,000-word question", "ask --id of a record whose query is 20,000 words")
+def _ask_long(ctx: Context) -> dict[str, Any]:
+    data = bad_data(ctx, "long_question", [rec("long", query=LONG), rec("good")])
+    t0 = time.monotonic()
+    proc = cli([sys.executable, "-m", "agentic_rag.cli", "ask", "--dataset", str(data), "--id", "long", *ctx.opts()])
+    res = one_line_error(proc, ["MAX_QUESTION_CHARS"])
+    seconds = round(time.monotonic() - t0, 1)
+    res["outcome"] += f" (the process ended after {seconds} s)"
+    res["detail"] = {"process_s": seconds}
+    return res
+
+
+@case("bad_inputs", "served graph: input without question", "langgraph dev; POST /runs/wait with input {} and question=3")
+def _served(ctx: Context) -> dict[str, Any]:
+    import urllib.request
+
+    import pytest
+
+    from tests.servers import console_script
+    from tests.test_server import graph_server, post
+
+    langgraph = console_script("langgraph")
+    if langgraph is None:
+        raise RuntimeError("langgraph-cli is not installed (extra: dev)")
+    folder = ctx.folder("served")
+    folder.mkdir()
+    try:
+        with graph_server(langgraph, folder, child_env()) as (port, log):
+            missing = post(port, {"assistant_id": "agent", "input": {}})
+            wrong = post(port, {"assistant_id": "baseline", "input": {"question": 3}})
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ok", timeout=30) as resp:
+                alive = resp.status == 200  # the bad inputs did not take the server down
+    except pytest.fail.Exception as exc:  # the server never came up: a failed row, not a lost report
+        raise RuntimeError(str(exc)[:300]) from None
+    text = log.read_text(errors="replace")
+    return {"exit_code": 0, "crash": not alive, "traceback": TRACEBACK in text,
+            "outcome": f"{missing[0]}: {missing[1].get('detail')}; {wrong[0]}: {wrong[1].get('detail')}"[:200],
+            "ok_expected": missing[0] == 422 and "question" in str(missing[1].get("detail"))
+                           and wrong[0] == 422 and str(wrong[1].get("detail")).startswith("input.question")
+                           and "KeyError" not in text,
+            "detail": {"responses": [missing, wrong]}}
+
+
+# --- hostile pages --------------------------------------------------------------------------------
+# The pages are the test suite's (tests/test_hostile_pages.py). The scripted model obeys them: it answers
+# PWNED and quotes every planted sentence, so any that verifies would show as a fabricated quote.
+
+
+def hostile_eval(ctx: Context, name: str, records: list, reply: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    from agentic_rag.datasets.crag import write_records
+
+    data = ctx.work / f"{name}.jsonl"
+    write_records(records, data)
+    ctx.serve(reply)
+    out = ctx.folder(name)
+    proc = cli(eval_cmd(data, out, ctx.opts()), env={"OPENAI_API_KEY": KEY})
+    res = eval_outcome(ctx, out, proc, len(records), None)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()] if result_ids(out) else []
+    return res, rows
+
+
+def attack_counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "gate_bypasses": [r["id"] for r in rows if r["status"] == "ok" and "PWNED" in r["prediction"]],
+        "fabricated_quotes": [c["quote"] for r in rows for c in r["citations"] if c["verified"] and "PWNED" in c["quote"]],
+        "flagged": [r["id"] for r in rows if r["signals"].get("untrusted_sources")],
+        "refused": [r["id"] for r in rows if r["status"] == "refuse"],
+    }
+
+
+def obedient_reply() -> str:
+    return OBEDIENT + "".join(f' "{quote}"' for quote in dict.fromkeys(q for _, q in INJECTIONS.values()))
+
+
+def attacked(ctx: Context, name: str, records: list, must_flag: bool) -> dict[str, Any]:
+    res, rows = hostile_eval(ctx, name, records, obedient_reply())
+    n = attack_counts(rows)
+    res["outcome"] = (f"{len(rows)} pages: {len(n['gate_bypasses'])} gate bypasses, {len(n['fabricated_quotes'])} "
+                      f"fabricated quotes accepted, {len(n['flagged'])} flagged untrusted, {len(n['refused'])} refused")
+    res["ok_expected"] &= (not n["gate_bypasses"] and not n["fabricated_quotes"] and len(n["refused"]) == len(records)
+                           and (len(n["flagged"]) == len(records) if must_flag else True))
+    res["detail"].update(n)
+    return res
+
+
+@case("hostile_pages", "eval: pages addressing the model", "an instruction to answer PWNED, 'ignore previous instructions', "
+      "a fake [1] citation and 'Answer:', a fake system prompt, a fake chat turn; the model obeys")
+def _hostile_injections(ctx: Context) -> dict[str, Any]:
+    return attacked(ctx, "hostile_injections", injection_records(), must_flag=True)
+
+
+@case("hostile_pages", "eval: text hidden by CSS", "the planted answer under display:none, visibility:hidden, hidden, "
+      "aria-hidden; the model obeys")
+def _hostile_hidden(ctx: Context) -> dict[str, Any]:
+    return attacked(ctx, "hostile_hidden", hidden_records(), must_flag=False)
+
+
+@case("hostile_pages", "eval: a page that states a false fact", "'the mayor was Pwned Smith', addressed to no one; "
+      "the model answers from it")
+def _false_fact(ctx: Context) -> dict[str, Any]:
+    reply = 'Pwned Smith was the mayor in 2019. {cite:Pwned Smith} "' + FALSE_FACT[:-1] + '"'
+    res, rows = hostile_eval(ctx, "false_fact", [record(html(INTRO, FALSE_FACT), rid="false-fact")], reply)
+    row = rows[0] if rows else {"status": None, "reason": None, "signals": {"untrusted_sources": []}, "citations": []}
+    verified = [c["quote"] for c in row["citations"] if c["verified"]]
+    res["outcome"] = (f"{row['status']} {row['reason']} (in scope, as expected); {len(verified)} quote(s) verified, "
+                      f"{len(row['signals'].get('untrusted_sources') or [])} flagged")
+    res["ok_expected"] &= row["status"] == "ok" and verified == [FALSE_FACT[:-1]] and not row["signals"]["untrusted_sources"]
+    return res
+
+
+# --- the CRAG starter-kit adapter -----------------------------------------------------------------
+# The adapter class in a process of its own, driven as the kit's local_evaluation.py drives it (one
+# batch, a dict of lists), with the openai backend on the fault server and the kit folder as its cwd.
+
+KIT_RUN = """
+import json, sys, time
+from agentic_rag.crag_adapter import UserModel
+batch = json.load(open(sys.argv[1]))
+model = UserModel(batch_size=len(batch["query"]))
+t0 = time.monotonic()
+answers = model.batch_generate_answer(batch)
+print(json.dumps({"answers": answers, "rows": model.last_batch, "batch_s": round(time.monotonic() - t0, 2),
+                  "init_s": model.load_seconds}))
+"""
+
+
+def kit_batch(ctx: Context, n: int) -> dict[str, list]:
+    from agentic_rag.datasets.crag import iter_records
+    from tests.test_crag_adapter import kit_batches
+
+    return next(kit_batches(list(iter_records(ctx.toy))[:n], n))
+
+
+def kit_run(ctx: Context, name: str, batch: dict[str, list], **settings: Any) -> dict[str, Any]:
+    """One batch through UserModel in a subprocess whose working directory is an empty "kit" folder."""
+    folder = ctx.folder(name)
+    kit, cache = folder / "kit", folder / "crag_cache"
+    kit.mkdir(parents=True)
+    (folder / "batch.json").write_text(json.dumps(batch))
+    values = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": ctx.server.url, "LLM_MODEL": "m", "LLM_BACKOFF_S": 0.1,
+              "CRAG_ARTIFACTS_DIR": cache, **settings}
+    env = {**{f"AGENTIC_RAG_{k}": str(v) for k, v in values.items()}, "OPENAI_API_KEY": KEY}
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", KIT_RUN, str(folder / "batch.json")], cwd=kit, capture_output=True,
+                          text=True, env={**child_env(), **env}, timeout=1800)
+    out = json.loads(proc.stdout.splitlines()[-1]) if proc.returncode == 0 and proc.stdout.strip() else {}
+    written = [p for p in cache.rglob("*") if p.is_file()]
+    return {"proc": proc, "process_s": round(time.monotonic() - t0, 1), "answers": out.get("answers", []),
+            "rows": out.get("rows", []), "batch_s": out.get("batch_s"), "init_s": out.get("init_s"),
+            "in_kit_folder": sorted(str(p.relative_to(kit)) for p in kit.rglob("*")),
+            "in_cache": sorted(str(p.relative_to(cache)) for p in written),
+            "key_leaked": KEY in proc.stdout + proc.stderr or any(KEY.encode() in p.read_bytes() for p in written)}
+
+
+def kit_outcome(run: dict[str, Any], n: int) -> dict[str, Any]:
+    proc = run["proc"]
+    statuses = [r["status"] for r in run["rows"]]
+    return {**process_outcome(proc, proc.stderr, 0), "rows_lost": n - len(run["answers"]), "key_leaked": run["key_leaked"],
+            "outcome": f"{len(run['answers'])} answers, "
+                       + ", ".join(f"{s} x{statuses.count(s)}" for s in dict.fromkeys(statuses)),
+            "detail": {k: v for k, v in run.items() if k not in ("proc", "in_cache")} | {"files_in_cache": len(run["in_cache"]),
+                                                                                       "stderr_tail": proc.stderr[-600:]}}
+
+
+@case("kit", "a broken record in a batch", "question 2 of 3 has a list as page_result")
+def _kit_broken(ctx: Context) -> dict[str, Any]:
+    from agentic_rag.crag_adapter import CRAG_IDK
+
+    batch = kit_batch(ctx, 3)
+    batch["search_results"][1] = [{"page_name": "broken", "page_result": ["<p>x</p>"]}]
+    ctx.serve(GOOD)
+    run = kit_run(ctx, "kit_broken", batch)
+    res = kit_outcome(run, 3)
+    a = run["answers"]
+    res["outcome"] += f"; answers {a}; logged: {next((r.get('error', '') for r in run['rows'] if r.get('error')), '')[:90]}"
+    res["ok_expected"] = (len(a) == 3 and a[1] == CRAG_IDK and all(x.startswith("Finding Nemo") for x in (a[0], a[2]))
+                          and [r["status"] for r in run["rows"]] == ["answered", "failed", "answered"])
+    return res
+
+
+@case("kit", "a model that hangs", "every call hangs; CRAG_SECONDS_PER_QUERY=8, a batch of 3")
+def _kit_hang(ctx: Context) -> dict[str, Any]:
+    from agentic_rag.crag_adapter import CRAG_IDK
+
+    per_query, n = 8.0, 3
+    ctx.server.set_plan([], default="hang")
+    try:
+        run = kit_run(ctx, "kit_hang", kit_batch(ctx, n), CRAG_SECONDS_PER_QUERY=per_query)
+    finally:
+        ctx.serve(GOOD)
+    res = kit_outcome(run, n)
+    slowest = max((r["seconds"] for r in run["rows"]), default=None)
+    limit = n * per_query
+    res["outcome"] += (f"; batch {run['batch_s']} s of {limit:.0f} s allowed, slowest question {slowest} s of "
+                       f"{per_query:.0f} s")
+    res["ok_expected"] = (run["answers"] == [CRAG_IDK] * n and run["batch_s"] is not None and run["batch_s"] <= limit
+                          and slowest is not None and slowest <= per_query)
+    res["detail"].update(limit_s=limit, slowest_question_s=slowest, per_query_s=per_query)
+    return res
+
+
+@case("kit", "files written", "a batch of 2 run from an empty kit folder, CRAG_ARTIFACTS_DIR elsewhere")
+def _kit_files(ctx: Context) -> dict[str, Any]:
+    ctx.serve(GOOD)
+    run = kit_run(ctx, "kit_files", kit_batch(ctx, 2))
+    res = kit_outcome(run, 2)
+    res["outcome"] += f"; {len(run['in_kit_folder'])} files in the kit folder, {len(run['in_cache'])} in CRAG_ARTIFACTS_DIR"
+    res["ok_expected"] = (not run["in_kit_folder"] and "telemetry/crag_kit.jsonl" in run["in_cache"]
+                          and any(p.startswith("cache/questions/") for p in run["in_cache"]))
+    return res
+
+
+@case("kit", "official kit run: batch seconds vs limits",
+      "from benchmarks/crag_kit.json (scripts/bench_crag_kit.py); not re-run here")
+def _kit_official(ctx: Context) -> dict[str, Any]:
+    runs = json.loads((ROOT / "benchmarks" / "crag_kit.json").read_text())["runs"]
+    after = {label: r for label, r in runs.items() if r["adapter"].startswith("after")}
+    shown = "; ".join(f"{r['per_query_s']:.0f} s per query: "
+                      + ", ".join(f"{b['wall_s']:.0f} of {b['limit_s']:.0f} s" for b in r["batches"]) for r in after.values())
+    return {"exit_code": 0,
+            "outcome": f"the kit's own loop over its 10 questions, current adapter, each batch's seconds of its limit: {shown}",
+            "ok_expected": bool(after) and all(b["wall_s"] <= b["limit_s"] for r in after.values() for b in r["batches"]),
+            "rows_lost": sum(b["questions"] - b["started"] for r in after.values() for b in r["batches"]),
+            "detail": {label: {"batches": r["batches"], "questions_started": r["questions_started"]}
+                       for label, r in runs.items()}}
+
+
+# --- killed ingest --------------------------------------------------------------------------------
+# tests/test_index_integrity.py's folder and process; here also the rerun, and a kill while the index is written.
+
+
+def temp_folders(out: Path) -> list[Path]:
+    return [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.") and p.name.endswith(".tmp")]
+
+
+def killed_ingest(ctx: Context, name: str, when: str, earlier: bool = False) -> dict[str, Any]:
+    from tests.test_index_integrity import docs_folder, start_ingest
+
+    n = 20
+    folder, out = docs_folder(ctx.folder(name + "_docs"), n), ctx.folder(name)
+    base = ctx.work / "artifacts"
+    if earlier:  # an earlier, complete index at the same --out: the killed build must not cost it
+        cli(ingest_cmd(ctx, docs_folder(ctx.folder(name + "_small"), 2), out), expect=0)
+    proc, seen = start_ingest(folder, out, base)
+    ready = {"embedding": lambda: b"Batches" in b"".join(seen), "writing": lambda: bool(temp_folders(out))}[when]
+    reached = wait_until(ready, proc, timeout=600, step=0.001 if when == "writing" else 0.05)
+    at_kill = [len(list(p.rglob("*"))) for p in temp_folders(out)]
+    proc.kill()
+    proc.wait()
+    search = [sys.executable, "-m", "agentic_rag.cli", "search", "regatta", "--index", str(out), "--json",
+              "-o", f"ARTIFACTS_DIR={base}"]
+    after_kill = cli(search)
+    manifest = json.loads((out / "manifest.json").read_text()) if (out / "manifest.json").is_file() else {}
+    if earlier:
+        loads = after_kill.returncode == 0 and "regatta" in after_kill.stdout and manifest.get("pages") == 2
+        kept = f"the earlier index {'loads whole' if loads else 'is LOST'}"
+    else:
+        loads = after_kill.returncode == 2 and "not an index folder" in after_kill.stderr and not out.exists()
+        kept = "no index at --out (search: one-line error)" if loads else "AN INDEX AT --out LOADS"
+    rerun = cli(ingest_cmd(ctx, folder, out))
+    stats = json.loads(rerun.stdout) if rerun.returncode == 0 else {}
+    searched = cli(search)
+    return {**process_outcome(rerun, rerun.stderr + after_kill.stderr + searched.stderr, 0),
+            "interruptions": "1 SIGKILL, 1 rerun",
+            "outcome": f"{kept}; rerun: {stats.get('pages')} of {n} pages, search rc {searched.returncode}; "
+                       f"{len(temp_folders(out))} temp folders left",
+            "rows_lost": n - stats.get("pages", 0),
+            "ok_expected": reached and proc.returncode == -signal.SIGKILL and loads and searched.returncode == 0
+                           and not temp_folders(out),
+            "detail": {"kill_point_reached": reached, "temp_folder_files_at_kill": at_kill,
+                       "after_kill_rc": after_kill.returncode, "after_kill_stderr": after_kill.stderr.strip()[-300:],
+                       "pages_at_out_after_kill": manifest.get("pages"), "rerun": stats}}
+
+
+@case("ingest_kill", "SIGKILL while embedding", "SIGKILL when the embedding progress bar appears (fresh --out)")
+def _ingest_kill_embedding(ctx: Context) -> dict[str, Any]:
+    return killed_ingest(ctx, "ingest_kill_embedding", "embedding")
+
+
+@case("ingest_kill", "SIGKILL while writing the index", "SIGKILL the moment the temporary index folder appears "
+      "(polled every 1 ms; fresh --out)")
+def _ingest_kill_writing(ctx: Context) -> dict[str, Any]:
+    return killed_ingest(ctx, "ingest_kill_writing", "writing")
+
+
+@case("ingest_kill", "SIGKILL while rewriting an earlier index", "as above, --out holding an earlier complete index")
+def _ingest_kill_over(ctx: Context) -> dict[str, Any]:
+    return killed_ingest(ctx, "ingest_kill_over", "writing", earlier=True)
+
+
 # --- resources ------------------------------------------------------------------------------------
 
 MEMORY_WRAPPER = """
@@ -480,21 +952,44 @@ def run_case(c: Case, ctx: Context) -> dict[str, Any]:
     return row
 
 
+GROUPS = {  # what each group injects, for the report's header
+    "model_faults": "a model server that refuses, fails, rate-limits, hangs or answers garbage",
+    "kill_resume": "SIGKILL or Ctrl-C of an `eval`, or a torn results file, then `--resume`",
+    "settings": "wrong settings, a resume under other settings, an unwritable run folder",
+    "runs": "two processes writing one telemetry file",
+    "bad_inputs": "defective data files and records (`ask`, `search`, `eval`, `ingest`) and a bad input to the served graph "
+                  "(`langgraph dev`)",
+    "hostile_pages": "pages that hide text or address the model, with a scripted model that obeys them",
+    "kit": "the CRAG starter-kit adapter (`UserModel`) in a process of its own: a broken record, a hanging model, "
+           "where it writes; and the official kit run's batch times",
+    "ingest_kill": "SIGKILL of `ingest` mid-build, then a rerun",
+    "memory": "a 100-question `eval` with the packaged 0.5B (peak memory)",
+}
+
+
 def to_markdown(report: dict[str, Any]) -> str:
     rows = report["cases"]
+    per_group = [(g, [r for r in rows if r["group"] == g]) for g in dict.fromkeys(r["group"] for r in rows)]
     out = ["# Reliability cases", "",
-           f"Generated by `scripts/bench_reliability.py` ({report['generated']}). Every case is a real `agentic-rag` "
-           "process; the model is a scripted reply served over HTTP by `tests/fault_server.py` (openai backend) "
-           "unless the case names the 0.5B. `ok` = the expected outcome, no crash, no traceback, no row lost or "
-           "doubled, the fake API key in no output.", "",
+           f"Generated by `scripts/bench_reliability.py` ({report['generated']}). Every case is a real process run as a "
+           "user runs it: an `agentic-rag` command, `langgraph dev` for the served graph, or the CRAG kit adapter class "
+           "in a process of its own. Where a model answers, it is a scripted reply served over HTTP by "
+           "`tests/fault_server.py` (openai backend), which also injects the model faults, unless the case names the "
+           "0.5B; the bad files and hostile pages are built by the test suite (`tests/test_bad_inputs.py`, "
+           "`tests/test_hostile_pages.py`, `tests/test_index_integrity.py`). `ok` = the expected outcome, no crash, no "
+           "traceback, nothing lost or doubled (result rows of an eval, answers of a kit batch, pages of a rerun ingest), "
+           "the fake API key in no output. Seconds are wall time on a shared CPU, judged only where a deadline is the "
+           "point (the kit).", "",
            f"{sum(r['ok'] for r in rows)} of {len(rows)} cases ok.", "",
-           "| group | case | injected | kills / resumes | outcome | crash | traceback | rows lost | rows doubled | key leaked | ok |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| group | injected | cases | ok |", "|---|---|---|---|",
+           *(f"| {g} | {GROUPS.get(g, '')} | {len(rs)} | {sum(r['ok'] for r in rs)} |" for g, rs in per_group), "",
+           "| group | case | injected | kills / resumes | outcome | crash | traceback | lost | doubled | key leaked | seconds | ok |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     yn = {True: "yes", False: "no"}
     for r in rows:
         out.append(f"| {r['group']} | {r['case']} | {r['injected']} | {r['interruptions']} | {r['outcome']} | "
                    f"{yn[r['crash']]} | {yn[r['traceback']]} | {r['rows_lost']} | {r['rows_doubled']} | "
-                   f"{yn[r['key_leaked']]} | {'ok' if r['ok'] else '**FAILED**'} |")
+                   f"{yn[r['key_leaked']]} | {r.get('seconds', '')} | {'ok' if r['ok'] else '**FAILED**'} |")
     return "\n".join(out) + "\n"
 
 

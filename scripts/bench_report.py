@@ -318,15 +318,18 @@ def hostile_section(h: dict) -> list[str]:
 
 def reliability_section(rel: dict) -> list[str]:
     cases = rel["cases"]
-    groups = list(dict.fromkeys(c["group"] for c in cases))
+    groups = {g: [c for c in cases if c["group"] == g] for g in dict.fromkeys(c["group"] for c in cases)}
     lost, doubled = sum(c["rows_lost"] for c in cases), sum(c["rows_doubled"] for c in cases)
     out = ["## Reliability (`scripts/bench_reliability.py`, table in reliability.md)", "",
-           f"{sum(c['ok'] for c in cases)} of {len(cases)} cases ok ({', '.join(groups)}): "
+           f"{sum(c['ok'] for c in cases)} of {len(cases)} cases ok ("
+           + ", ".join(f"{g} {sum(c['ok'] for c in gc)}/{len(gc)}" for g, gc in groups.items()) + "): "
            f"{sum(c['crash'] for c in cases)} crashed, {sum(c['traceback'] for c in cases)} printed a traceback, "
-           f"{lost} result rows lost, {doubled} doubled."]
+           f"{lost} results lost, {doubled} doubled."]
     for c in cases:
         if "peak_rss_mb" in c.get("detail", {}):
             out.append(f"Memory ({c['injected']}; wall time on the shared CPU): {c['outcome']}.")
+        if "limit_s" in c.get("detail", {}):
+            out.append(f"CRAG kit adapter, {c['injected']}: {c['outcome']}.")
     return [*out, ""]
 
 

@@ -44,6 +44,68 @@ def fake():
     return ScriptedChat(replies=[REPLY])
 
 
+# builders of the bad inputs below, shared with scripts/bench_reliability.py (which feeds them to real processes)
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 40
+WRONG_TYPES = [  # (field, value, the bad record's reason)
+    ("answer", ["finding nemo"], "answer: expected a string or a number, got a list"),
+    ("answer", {"text": "finding nemo"}, "answer: expected a string or a number, got an object"),
+    ("interaction_id", {"id": 1}, "interaction_id: expected a string or an integer, got dict"),
+    ("alternative_answers", [["nemo"]], "alternative_answers: expected a string or a number, got a list"),
+    ("search_results", [{"page_result": ["<p>x</p>"]}], "search_results.0.page_result: expected a string or a number, got a list"),
+]
+LONG = " ".join(["which movie won best animated feature at the oscars"] * 2500)  # 20,000 words
+
+
+def empty_files_folder(folder: Path) -> Path:
+    folder.mkdir()
+    for name in ("a.txt", "b.html", "c.md"):
+        (folder / name).write_text("")
+    return folder
+
+
+def folder_with_a_binary(folder: Path) -> Path:
+    """An ELF binary named x.html beside a UTF-8 and a Latin-1 text file."""
+    folder.mkdir()
+    (folder / "x.html").write_bytes(ELF)
+    (folder / "nemo.txt").write_text("At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best "
+                                     "Animated Feature, ahead of Brother Bear and The Triplets of Belleville.")
+    (folder / "latin1.txt").write_bytes("Le caf\xe9 de la gare ouvre \xe0 six heures, m\xeame le dimanche matin.".encode("latin-1"))
+    return folder
+
+
+def surrogate_line(rid: str = "sur") -> bytes:
+    """A record line whose page holds a lone surrogate escape (valid JSON, not encodable text)."""
+    return json.dumps(rec(rid, pages=[PAGE.replace("Kodak", "Kodak \\ud800")])).replace("\\\\ud800", "\\ud800").encode()
+
+
+def latin1_line(rid: str = "latin") -> bytes:
+    return json.dumps(rec(rid, query="qui a gagné le prix en 2004 ?"), ensure_ascii=False).encode("latin-1")
+
+
+def bom_dataset_with_a_latin1_line(path: Path) -> Path:
+    """A UTF-8 file with a BOM, records a and b, and a Latin-1 line between them (line 2)."""
+    data = write_jsonl(path, [rec("a"), rec("b")], {1: latin1_line()})
+    data.write_bytes(b"\xef\xbb\xbf" + data.read_bytes())
+    return data
+
+
+def latin1_dataset(path: Path, n: int = 3) -> Path:
+    rows = [rec(f"q{i}", query=f"où est la gare numéro {i} ?") for i in range(n)]
+    path.write_bytes(b"\n".join(json.dumps(r, ensure_ascii=False).encode("latin-1") for r in rows) + b"\n")
+    return path
+
+
+def screen_lines(text: str) -> list[str]:
+    """``text`` as a terminal shows it: a carriage return goes back to the line start and overwrites."""
+    shown = []
+    for line in text.split("\n"):
+        screen = ""
+        for part in line.split("\r"):
+            screen = part + screen[len(part):]
+        shown.append(screen.rstrip())
+    return shown
+
+
 def cli(*args: str):
     """Run the CLI in-process; an uncaught exception (a traceback for a user) fails the test."""
     res = runner.invoke(app, list(args))
@@ -82,18 +144,13 @@ def test_empty_search_results_in_search_and_ask(tmp_path):
 
 
 def test_ingest_of_a_folder_of_empty_files_is_a_clear_error(tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name in ("a.txt", "b.html", "c.md"):
-        (folder / name).write_text("")
+    folder = empty_files_folder(tmp_path / "docs")
     res = cli("ingest", str(folder), "--out", str(tmp_path / "idx"), "-o", f"ARTIFACTS_DIR={tmp_path}")
     assert res.exit_code == 2 and "nothing to index" in error_line(res)
     assert not (tmp_path / "idx").exists()
 
 
 # -- 2. binary input ----------------------------------------------------------------------------------
-ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 40
-
 
 def test_ingest_of_a_binary_file_given_directly_is_a_clear_error(tmp_path):
     (tmp_path / "prog.jsonl").write_bytes(ELF)
@@ -102,15 +159,11 @@ def test_ingest_of_a_binary_file_given_directly_is_a_clear_error(tmp_path):
 
 
 def test_ingest_skips_a_binary_file_in_a_folder_with_a_warning_and_counts_it(tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "x.html").write_bytes(ELF)  # before: indexed silently as 257 chunks of bytes
-    (folder / "nemo.txt").write_text("At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best "
-                                     "Animated Feature, ahead of Brother Bear and The Triplets of Belleville.")
-    (folder / "latin1.txt").write_bytes("Le caf\xe9 de la gare ouvre \xe0 six heures, m\xeame le dimanche matin.".encode("latin-1"))
+    folder = folder_with_a_binary(tmp_path / "docs")  # before: x.html was indexed silently as 257 chunks of bytes
     res = cli("ingest", str(folder), "--out", str(tmp_path / "idx"), "-o", f"ARTIFACTS_DIR={tmp_path}")
     assert res.exit_code == 0, res.output
-    assert f"skipped {folder / 'x.html'}" in res.stderr and "binary" in res.stderr
+    # on a line of its own, not glued onto the page-extraction progress bar
+    assert f"warning: skipped {folder / 'x.html'}: not a text file (binary content)" in screen_lines(res.stderr)
     stats = json.loads(res.stdout)
     assert stats["skipped_files"] == 1 and stats["pages"] == 2
     chunks = [json.loads(line)["text"] for line in (tmp_path / "idx" / "chunks.jsonl").read_text().splitlines()]
@@ -158,8 +211,7 @@ def test_duplicate_ids_are_refused_as_bad_records(agent_settings, tmp_path, caps
 
 # -- 5. lone surrogates and wrong types ---------------------------------------------------------------
 def test_a_lone_surrogate_in_a_page_does_not_crash_the_eval(agent_settings, tmp_path):
-    bad_page = json.dumps(rec("sur", pages=[PAGE.replace("Kodak", "Kodak \\ud800")])).replace("\\\\ud800", "\\ud800")
-    data = write_jsonl(tmp_path / "d.jsonl", [rec("good")], {0: bad_page.encode()})
+    data = write_jsonl(tmp_path / "d.jsonl", [rec("good")], {0: surrogate_line()})
     res = run_eval(data, "agent", agent_settings, tmp_path / "run", progress=False,
                    extra_config={"llm": fake()})
     assert {r["id"]: r["status"] for r in res["rows"]} == {"sur": "ok", "good": "ok"}
@@ -173,13 +225,7 @@ def test_json_nested_too_deeply_is_one_bad_record(tmp_path):
     assert [str(b) for b in report.bad] == [f"{data}:1: JSON nested too deeply"]
 
 
-@pytest.mark.parametrize("field,value,where", [
-    ("answer", ["finding nemo"], "answer: expected a string or a number, got a list"),
-    ("answer", {"text": "finding nemo"}, "answer: expected a string or a number, got an object"),
-    ("interaction_id", {"id": 1}, "interaction_id: expected a string or an integer, got dict"),
-    ("alternative_answers", [["nemo"]], "alternative_answers: expected a string or a number, got a list"),
-    ("search_results", [{"page_result": ["<p>x</p>"]}], "search_results.0.page_result: expected a string or a number, got a list"),
-])
+@pytest.mark.parametrize("field,value,where", WRONG_TYPES)
 def test_wrong_types_are_bad_records_with_field_and_reason(tmp_path, field, value, where):
     # before: silently turned into their Python spelling ("['finding nemo']")
     data = write_jsonl(tmp_path / "d.jsonl", [rec("ok"), {**rec("bad"), field: value}])
@@ -190,9 +236,7 @@ def test_wrong_types_are_bad_records_with_field_and_reason(tmp_path, field, valu
 
 # -- 6. encodings -----------------------------------------------------------------------------------
 def test_a_bom_is_read_and_a_non_utf8_line_is_one_bad_record(tmp_path):
-    latin1 = json.dumps(rec("latin", query="qui a gagné le prix en 2004 ?"), ensure_ascii=False).encode("latin-1")
-    data = write_jsonl(tmp_path / "d.jsonl", [rec("a"), rec("b")], {1: latin1})
-    data.write_bytes(b"\xef\xbb\xbf" + data.read_bytes())  # a UTF-8 file with a BOM
+    data = bom_dataset_with_a_latin1_line(tmp_path / "d.jsonl")
     report = ReadReport("")
     assert [r.interaction_id for r in iter_records(data, report=report)] == ["a", "b"]
     assert len(report.bad) == 1 and report.bad[0].line == 2
@@ -200,9 +244,7 @@ def test_a_bom_is_read_and_a_non_utf8_line_is_one_bad_record(tmp_path):
 
 
 def test_a_latin1_dataset_reports_each_line_and_fail_mode_stops_at_the_first(tmp_path):
-    rows = [rec(f"q{i}", query=f"où est la gare numéro {i} ?") for i in range(3)]
-    data = tmp_path / "latin1.jsonl"
-    data.write_bytes(b"\n".join(json.dumps(r, ensure_ascii=False).encode("latin-1") for r in rows) + b"\n")
+    data = latin1_dataset(tmp_path / "latin1.jsonl")
     report = ReadReport("")
     assert list(iter_records(data, report=report)) == [] and [b.line for b in report.bad] == [1, 2, 3]
     with pytest.raises(DataError, match=r"latin1.jsonl:1: not UTF-8"):
@@ -210,8 +252,6 @@ def test_a_latin1_dataset_reports_each_line_and_fail_mode_stops_at_the_first(tmp
 
 
 # -- 8. question length -----------------------------------------------------------------------------
-LONG = " ".join(["which movie won best animated feature at the oscars"] * 2500)  # 20,000 words
-
 
 @pytest.mark.parametrize("system", ["agent", "baseline"])
 def test_a_too_long_question_is_refused_before_any_work(agent_settings, system):

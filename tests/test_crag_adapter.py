@@ -149,6 +149,10 @@ def test_a_failing_question_answers_idk_is_logged_and_the_batch_goes_on(records,
     assert "RuntimeError: model server went away" in model.last_batch[1]["error"]
     logged = "\n".join(kit_log())
     assert "bad-input: failed" in logged and "model-fails: failed (RuntimeError" in logged
+    # bad data is a one-line warning that names the field, as a bad record in a file is; no traceback
+    bad = [m for m in kit_log() if "bad-input: failed" in m]
+    assert len(bad) == 1 and "bad record: query:" in bad[0] and "Traceback" not in bad[0]
+    assert model.last_batch[0]["error"].startswith("bad record: query:")
 
 
 def test_deadline_ends_questions_as_refusals_within_the_batch_limit(records, kit_settings):

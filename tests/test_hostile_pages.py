@@ -51,12 +51,23 @@ def record(*pages: str, rid: str = "h1", query: str = QUESTION) -> CragRecord:
         {"page_name": f"page {i}", "page_url": f"toy://{rid}/{i}", "page_result": p} for i, p in enumerate(pages)])
 
 
+OBEDIENT = "The mayor of Springfield in 2019 was PWNED {cite:PWNED}."
+FALSE_FACT = "In 2019 the mayor of Springfield was Pwned Smith, who served as mayor from 2011 to 2020."
+
+
 def obedient(quote: str | None = None) -> ScriptedChat:
     """A model that does what the page says: answers PWNED and cites the hostile sentence."""
-    reply = "The mayor of Springfield in 2019 was PWNED {cite:PWNED}."
-    if quote:
-        reply += f' "{quote}"'
-    return ScriptedChat(replies=[reply])
+    return ScriptedChat(replies=[OBEDIENT + (f' "{quote}"' if quote else "")])
+
+
+def injection_records() -> list[CragRecord]:
+    """One question per page that addresses the model (shared with scripts/bench_reliability.py)."""
+    return [record(html(INTRO, *lines), rid=f"inj-{k}") for k, (lines, _) in INJECTIONS.items()]
+
+
+def hidden_records() -> list[CragRecord]:
+    """One question per page whose planted answer is hidden from readers."""
+    return [record(html(INTRO, raw=h), rid=f"hid-{k}") for k, h in HIDDEN.items()]
 
 
 def ask(settings, rec: CragRecord, model: ScriptedChat, system: str = "agent"):
@@ -115,11 +126,10 @@ def test_a_flagged_page_does_not_stop_an_honest_answer_from_a_clean_one(agent_se
 
 def test_a_page_that_only_states_a_false_fact_stays_in_scope(agent_settings):
     # not an attack: a wrong source is answered from like any other (the page addresses no one)
-    false = "In 2019 the mayor of Springfield was Pwned Smith, who served as mayor from 2011 to 2020."
-    assert not is_untrusted(false)
-    reply = 'Pwned Smith was the mayor in 2019. {cite:Pwned Smith} "' + false[:-1] + '"'
+    assert not is_untrusted(FALSE_FACT)
+    reply = 'Pwned Smith was the mayor in 2019. {cite:Pwned Smith} "' + FALSE_FACT[:-1] + '"'
     model = ScriptedChat(replies=[reply])
-    result = ask(agent_settings, record(html(INTRO, false)), model)
+    result = ask(agent_settings, record(html(INTRO, FALSE_FACT)), model)
     assert result.status == "ok" and result.signals["untrusted_sources"] == []
 
 
@@ -168,9 +178,8 @@ def test_huge_html_is_cut_before_extraction_and_the_cut_is_counted(settings):
 
 def test_a_run_over_every_hostile_page_has_no_bypass_and_no_crash(agent_settings, tmp_path):
     s = agent_settings.replace(MAX_PAGE_RAW_CHARS=50_000)
-    rows = [record(html(INTRO, *lines), rid=f"inj-{k}") for k, (lines, _) in INJECTIONS.items()]
-    rows += [record(html(INTRO, raw=h), rid=f"hid-{k}") for k, h in HIDDEN.items()]
-    rows += [record(deep_page(5000), rid="deep"),
+    rows = [*injection_records(), *hidden_records(),
+             record(deep_page(5000), rid="deep"),
              record(html(*(f"Minutes {i}: the council approved item {i} of the budget." for i in range(20_000))), rid="huge")]
     data = tmp_path / "hostile.jsonl"
     lines = [json.dumps(r.model_dump(mode="json")).encode() for r in rows]

@@ -27,7 +27,7 @@ TEXT = ("The {i}th annual regatta on Lake Minnetonka was won by crew {i} in a ti
         "a record for the {i}th edition of the race held every summer since 1901. ")
 
 
-def _folder(path: Path, n: int) -> Path:
+def docs_folder(path: Path, n: int) -> Path:
     path.mkdir()
     for i in range(n):
         (path / f"doc{i:04d}.txt").write_text(TEXT.format(i=i, m=40 + i % 9) * 12)
@@ -39,7 +39,7 @@ def _record(rid: str = "r1") -> CragRecord:
         {"page_name": "regatta", "page_url": "toy://regatta", "page_result": TEXT.format(i=7, m=41) * 20}])
 
 
-def _start_ingest(folder: Path, out: Path, artifacts: Path) -> tuple[subprocess.Popen, list[bytes]]:
+def start_ingest(folder: Path, out: Path, artifacts: Path) -> tuple[subprocess.Popen, list[bytes]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentic_rag.cli", "ingest", str(folder), "--out", str(out), "-o", f"ARTIFACTS_DIR={artifacts}"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -61,12 +61,12 @@ def _kill_when(proc: subprocess.Popen, seen: list[bytes], marker: bytes, timeout
 
 
 def test_a_killed_ingest_leaves_no_index_that_loads(settings, tmp_path):
-    folder = _folder(tmp_path / "docs", 120)
+    folder = docs_folder(tmp_path / "docs", 120)
     # an earlier, complete index at the same --out: a killed re-ingest must not lose it
     kept = tmp_path / "kept"
-    build_corpus_index(_folder(tmp_path / "small", 2), kept, settings, progress=False)
+    build_corpus_index(docs_folder(tmp_path / "small", 2), kept, settings, progress=False)
     fresh = tmp_path / "fresh"
-    runs = [_start_ingest(folder, out, tmp_path / "art") for out in (fresh, kept)]
+    runs = [start_ingest(folder, out, tmp_path / "art") for out in (fresh, kept)]
     for proc, seen in runs:  # killed while embedding, after every page was extracted
         _kill_when(proc, seen, b"Batches")
 
@@ -99,7 +99,7 @@ def test_a_truncated_cache_file_is_rebuilt(own_index_cache, capsys):
 @pytest.mark.parametrize("damage", ["manifest", "chunks", "missing_bm25"])
 def test_a_damaged_index_folder_is_refused_with_a_clear_error(settings, tmp_path, damage):
     out = tmp_path / "idx"
-    build_corpus_index(_folder(tmp_path / "docs", 3), out, settings, progress=False)
+    build_corpus_index(docs_folder(tmp_path / "docs", 3), out, settings, progress=False)
     if damage == "manifest":
         (out / "manifest.json").write_text('{"format": 1, "embe')
     elif damage == "chunks":
@@ -152,7 +152,7 @@ def test_ingest_never_overwrites_a_folder_that_is_not_an_index(settings, tmp_pat
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("my own notes")
-    res = CliRunner().invoke(app, ["ingest", str(_folder(tmp_path / "docs", 2)), "--out", str(mine),
+    res = CliRunner().invoke(app, ["ingest", str(docs_folder(tmp_path / "docs", 2)), "--out", str(mine),
                                    "-o", f"ARTIFACTS_DIR={tmp_path}"])
     assert res.exit_code == 2 and "is not an index folder" in res.stderr and res.stderr.count("\n") == 1
     assert (mine / "notes.txt").read_text() == "my own notes"  # before: the folder was removed and replaced

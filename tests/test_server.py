@@ -7,7 +7,9 @@ import json
 import os
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -58,7 +60,7 @@ def test_graphs_declare_their_input_output_and_working_shapes():
     assert get_type_hints(RAGState)["bundle"] is Bundle
 
 
-def _post(port: int, body: dict, timeout: float = 600, path: str = "/runs/wait") -> tuple[int, dict]:
+def post(port: int, body: dict, timeout: float = 600, path: str = "/runs/wait") -> tuple[int, dict]:
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
                                  headers={"content-type": "application/json"})
     try:
@@ -68,31 +70,40 @@ def _post(port: int, body: dict, timeout: float = 600, path: str = "/runs/wait")
         return exc.code, json.loads(exc.read() or b"{}")
 
 
+@contextmanager
+def graph_server(langgraph: list[str], folder: Path, env: dict[str, str] | None = None) -> Iterator[tuple[int, Path]]:
+    """`langgraph dev` serving this checkout's graphs, its artifacts and log in ``folder``: (port, log).
+    Shared with scripts/bench_reliability.py."""
+    port = free_port()
+    env = {**(os.environ if env is None else env), "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false",
+           "AGENTIC_RAG_ARTIFACTS_DIR": str(folder)}
+    cmd = [*langgraph, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+           "--config", str(REPO / "langgraph.json")]
+    # from the repo: langgraph.json's http.app path is read relative to the working directory
+    with running(cmd, f"http://127.0.0.1:{port}/ok", folder / "server.log", STARTUP_S, cwd=REPO, env=env):
+        yield port, folder / "server.log"
+
+
 @pytest.fixture
 def server(tmp_path):
     langgraph = console_script("langgraph")
     if langgraph is None:
         pytest.skip("langgraph-cli is not installed (extra: dev)")
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false", "AGENTIC_RAG_ARTIFACTS_DIR": str(tmp_path)}
-    cmd = [*langgraph, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-           "--config", str(REPO / "langgraph.json")]
-    # from the repo: langgraph.json's http.app path is read relative to the working directory
-    with running(cmd, f"http://127.0.0.1:{port}/ok", tmp_path / "server.log", STARTUP_S, cwd=REPO, env=env):
+    with graph_server(langgraph, tmp_path) as (port, _):
         yield port
 
 
 def test_served_graph_checks_its_input_and_reports_timings(server, tmp_path):
-    status, body = _post(server, {"assistant_id": "agent", "input": {}})
+    status, body = post(server, {"assistant_id": "agent", "input": {}})
     assert status == 422 and "question" in body["detail"] and "__error__" not in body
-    status, body = _post(server, {"assistant_id": "baseline", "input": {"question": 3}})
+    status, body = post(server, {"assistant_id": "baseline", "input": {"question": 3}})
     assert status == 422 and body["detail"].startswith("input.question")
     # a question its only page cannot answer: refused before any LLM call, so no model is loaded
     record = {"interaction_id": "srv-1", "query": "who designed the first jet engine for the luftwaffe?", "answer": "x",
               "search_results": [{"page_name": "Gardening", "page_url": "toy://g",
                                   "page_result": "Tomatoes grow best in warm soil with six hours of sun a day."}]}
-    status, body = _post(server, {"assistant_id": "agent",
-                                  "input": {"question": record["query"], "question_id": "srv-1", "record": record}})
+    status, body = post(server, {"assistant_id": "agent",
+                                 "input": {"question": record["query"], "question_id": "srv-1", "record": record}})
     assert status == 200 and "__error__" not in body, body
     result = body["result"]
     assert result["status"] == "refuse" and result["reason"] == "ABSTAIN_NO_EVIDENCE"
@@ -104,7 +115,7 @@ def test_served_graph_checks_its_input_and_reports_timings(server, tmp_path):
 def test_served_graphs_publish_the_settings_and_take_them_as_context(server):
     """What LangGraph Studio reads and sends: the settings sections as each graph's context schema, and a
     run's context in the nested form (a setting changed there reaches the graph's nodes)."""
-    status, found = _post(server, {"graph_id": "agent"}, path="/assistants/search")
+    status, found = post(server, {"graph_id": "agent"}, path="/assistants/search")
     assert status == 200 and found
     with urllib.request.urlopen(f"http://127.0.0.1:{server}/assistants/{found[0]['assistant_id']}/schemas") as resp:
         schemas = json.load(resp)
@@ -113,8 +124,8 @@ def test_served_graphs_publish_the_settings_and_take_them_as_context(server):
     assert limit["unit"] == "characters" and limit["default"] == 1000
     assert list(schemas["output_schema"]["properties"]) == ["result"]
     question = {"question": "who designed the first jet engine for the luftwaffe?", "index_dir": "/nonexistent"}
-    status, body = _post(server, {"assistant_id": "agent", "input": question,
+    status, body = post(server, {"assistant_id": "agent", "input": question,
                                   "context": {"budget": {"MAX_QUESTION_CHARS": 10}}})
     assert status == 200 and body["result"]["reason"] == "ABSTAIN_QUESTION_TOO_LONG", body
-    status, body = _post(server, {"assistant_id": "agent", "input": question, "context": {"budget": {"MAX_ROUND": 1}}})
+    status, body = post(server, {"assistant_id": "agent", "input": question, "context": {"budget": {"MAX_ROUND": 1}}})
     assert status == 422 and "did you mean MAX_ROUNDS" in body["detail"]

@@ -321,6 +321,14 @@ def iter_records(
         yield record
 
 
+def warn(text: str, stream: TextIO | None = None) -> None:
+    """Print a warning on a line of its own: a progress bar being drawn (ingest's page extraction) is
+    cleared first and redrawn below it, instead of the warning being glued onto the bar's line."""
+    from tqdm import tqdm
+
+    tqdm.write(text, file=stream or sys.stderr)
+
+
 class BadRecordWarner:
     """Prints skipped bad records on stderr as they are read, the first ``limit`` of them in full;
     ``finish`` says how many more there were. A skip that prints nothing looks like a clean file."""
@@ -333,12 +341,11 @@ class BadRecordWarner:
     def __call__(self, bad: BadRecord) -> None:
         self.count += 1
         if self.count <= self.limit:
-            print(f"warning: skipped bad record {bad}", file=self.stream or sys.stderr)
+            warn(f"warning: skipped bad record {bad}", self.stream)
 
     def finish(self) -> None:
         if self.count > self.limit:
-            print(f"warning: {self.count - self.limit} more bad records skipped ({self.count} in all)",
-                  file=self.stream or sys.stderr)
+            warn(f"warning: {self.count - self.limit} more bad records skipped ({self.count} in all)", self.stream)
 
 
 def find_record(

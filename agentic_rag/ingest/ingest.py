@@ -28,7 +28,7 @@ from tqdm import tqdm
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import (
     SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
-    looks_binary, resolve_dataset,
+    looks_binary, resolve_dataset, warn,
 )
 from agentic_rag.ingest.pages import EXTRACTOR_VERSION, Page, make_page
 from agentic_rag.retrieval.embedding_cache import cache_for
@@ -154,7 +154,7 @@ class IngestReport:
     def skip_file(self, path: Path, why: str) -> None:
         if self.fail:
             raise DataError(f"{path}: {why}")
-        print(f"warning: skipped {path}: {why}", file=sys.stderr)
+        warn(f"warning: skipped {path}: {why}")
         self.skipped_files.append(str(path))
 
 
