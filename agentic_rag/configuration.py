@@ -152,9 +152,6 @@ class RetrievalSettings(_Section):
     RRF_K: int = setting(60, "ranks", "Reciprocal-rank-fusion constant k in 1/(k+rank).", ge=1)
     HYBRID_VECTOR_WEIGHT: float = setting(1.0, "unitless", "Weight of the vector ranking in RRF.", ge=0.0)
     HYBRID_BM25_WEIGHT: float = setting(1.0, "unitless", "Weight of the BM25 ranking in RRF.", ge=0.0)
-    USE_HYDE: Literal[False] = setting(
-        False, "on/off", "HyDE query expansion is not implemented; accepted (False only) for old command lines."
-    )
 
     @field_validator("VECTOR_STORE")
     @classmethod

@@ -10,10 +10,10 @@ import re
 import time
 from typing import Any
 
-from agentic_rag.anchors.predictor import STOP_WORDS, get_nlp, normalize_text
+from agentic_rag.anchors.predictor import STOP_WORDS, get_nlp, normalize_text, propose_anchors, question_kind
 from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.policy import LAYER_CODES, requested
-from agentic_rag.gate.signals import supported_quotes
+from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import extract_citations, split_sentences, strip_markup
 from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
 from agentic_rag.state import AnswerRecord
@@ -345,12 +345,9 @@ def make_finalize_node(system: str):
     def finalize_node(state: dict, config: RunnableConfig) -> dict[str, Any]:
         settings = Settings.from_runnable_config(config)
         if "kind" not in state:
-            from agentic_rag.anchors.predictor import propose_anchors, question_kind
-
             state = {**state, "kind": question_kind(state["question"], propose_anchors(state["question"]))}
         if "signals" not in state and state.get("draft"):
             # measured, never acted on: the baseline gets the same evidence-consistency figures as the agent
-            from agentic_rag.gate.signals import collect_signals
             from agentic_rag.retrieval.embeddings import get_embedder
 
             signals = collect_signals(

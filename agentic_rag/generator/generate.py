@@ -93,9 +93,3 @@ def call_generator(messages: list, settings: Settings, stage: str, llm=None) -> 
     """Return the text and this call's usage by stage."""
     message, usage = call_model(messages, settings, stage, llm)
     return str(message.content).strip(), usage
-
-
-def generate_answer(
-    question: str, bundle: dict[str, Any], settings: Settings, query_time: str = "", stage: str = "generation"
-) -> tuple[str, dict[str, Any]]:
-    return call_generator(answer_messages(question, bundle, query_time), settings, stage)

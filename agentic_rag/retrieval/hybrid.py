@@ -385,9 +385,3 @@ def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
-
-
-def passages_as_dicts(passages: list[Passage]) -> list[dict[str, Any]]:
-    return [p.to_dict() for p in passages]
-
-
