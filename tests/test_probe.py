@@ -139,7 +139,7 @@ def test_real_model_state_from_the_generation_call_matches_a_forward_pass(settin
     """The probe reads the prefill of the answer call itself; training reads a separate forward pass."""
     from langchain_core.messages import HumanMessage
 
-    from agentic_rag.generator.generate import call_model
+    from agentic_rag.llm.calls import call_model
     from agentic_rag.llm.factory import get_chat_model
 
     model = get_chat_model(settings, max_tokens=4)

@@ -24,7 +24,8 @@ from typing import Any
 
 from agentic_rag.gate.signals import supported_quotes
 from agentic_rag.generator.citations import strip_markup
-from agentic_rag.generator.generate import call_model, messages_for, prompt_cost
+from agentic_rag.llm.calls import call_model, prompt_cost
+from agentic_rag.prompts import messages_for
 from agentic_rag.llm.factory import get_chat_model
 
 YES_NO_MAX_OUTPUT_TOKENS = 4  # "yes" / "no" when the backend must decode its verdict (tokens)

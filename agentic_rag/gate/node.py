@@ -27,10 +27,10 @@ from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flag
 from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quote_probe_messages, read_quote_probe
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import strip_markup
-from agentic_rag.generator.generate import model_from, prompt_cost, reflect_request
+from agentic_rag.llm.calls import model_from, prompt_cost
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
-from agentic_rag.prompts import is_hedging
+from agentic_rag.prompts import is_hedging, reflect_request
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.state import RAGState, merge_usage
 from agentic_rag.supervisor.validators import PERIOD_TYPES, validate

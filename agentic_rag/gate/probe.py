@@ -179,7 +179,7 @@ def quote_probe_messages(question: str, sentences: list[dict[str, Any]], bundle:
 
     Why the answer prompt: the probe was trained on the states of that prompt, so on this one it still
     reads "do these sources answer this question", now asked of the quoted sentences alone."""
-    from agentic_rag.generator.generate import answer_messages
+    from agentic_rag.prompts import answer_messages
 
     quoted = quote_bundle(sentences, bundle)
     return answer_messages(question, quoted) if quoted["passages"] else None
@@ -188,7 +188,7 @@ def quote_probe_messages(question: str, sentences: list[dict[str, Any]], bundle:
 def read_quote_probe(messages: list, request: dict[str, Any], settings: Any, stage: str, llm: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The probe's reading of ``messages`` (from ``quote_probe_messages``) and the call's usage: one
     prefill and a single decoded token, since the state is taken from the generation call's prefill."""
-    from agentic_rag.generator.generate import call_model
+    from agentic_rag.llm.calls import call_model
 
     if request.get("status") != "requested":
         return read_probe(None, request), {}
