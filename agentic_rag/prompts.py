@@ -41,7 +41,7 @@ def is_hedging(text: str) -> bool:
 
 # Page text that addresses the model instead of the reader: instructions, text posing as the system
 # prompt or a chat turn, and fake answer or citation markers. A page carrying such a sentence is
-# flagged and backs no answer and no verified quote (generator/citations.untrusted_source). Each pattern
+# flagged and backs no answer and no verified quote (text.untrusted_source). Each pattern
 # is matched against one lower-cased source sentence (source text is split at line ends too, so ``^``
 # is a line start). A page that merely states a false fact matches none of them: a wrong source, not
 # an attack.

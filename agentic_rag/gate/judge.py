@@ -23,10 +23,10 @@ import re
 from typing import Any
 
 from agentic_rag.gate.signals import supported_quotes
-from agentic_rag.generator.citations import strip_markup
 from agentic_rag.llm.calls import call_model, prompt_cost
-from agentic_rag.prompts import messages_for
 from agentic_rag.llm.factory import get_chat_model
+from agentic_rag.prompts import messages_for
+from agentic_rag.text import strip_markup
 
 YES_NO_MAX_OUTPUT_TOKENS = 4  # "yes" / "no" when the backend must decode its verdict (tokens)
 VERIFY_EVIDENCE_CHARS = 1500  # cited text shown to the verifier when the draft quoted no sentence (chars)

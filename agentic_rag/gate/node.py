@@ -26,7 +26,6 @@ from agentic_rag.gate.judge import (
 from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flags, decide, requested
 from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quote_probe_messages, read_quote_probe
 from agentic_rag.gate.signals import collect_signals, supported_quotes
-from agentic_rag.generator.citations import strip_markup
 from agentic_rag.llm.calls import model_from, prompt_cost
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
@@ -35,6 +34,7 @@ from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.state import RAGState, merge_usage
 from agentic_rag.supervisor.validators import PERIOD_TYPES, validate
 from agentic_rag.telemetry import telemetry_path, write_row
+from agentic_rag.text import strip_markup
 from agentic_rag.utils import timed
 
 SYSTEM = "agent"

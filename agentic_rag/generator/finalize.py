@@ -14,9 +14,10 @@ from agentic_rag.anchors.predictor import STOP_WORDS, get_nlp, normalize_text, p
 from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.policy import LAYER_CODES, requested
 from agentic_rag.gate.signals import collect_signals, supported_quotes
-from agentic_rag.generator.citations import extract_citations, split_sentences, strip_markup
+from agentic_rag.generator.citations import citations_from_support, extract_citations
 from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
 from agentic_rag.state import AnswerRecord
+from agentic_rag.text import split_sentences, strip_markup
 
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
@@ -245,22 +246,6 @@ def _untrusted_note(signals: dict[str, Any]) -> str:
     many = len(untrusted) > 1
     return (f" Source{'s' if many else ''} {', '.join(untrusted)} carr{'y' if many else 'ies'} text addressed to the "
             "model rather than the reader (an injection attempt) and back nothing.")
-
-
-def citations_from_support(rows: list[dict[str, Any]], bundle: dict[str, Any]) -> list[dict[str, Any]]:
-    """One citation per source sentence that backs the answer (exact source text, so verifiable)."""
-    by_n = {p["n"]: p for p in bundle.get("passages", [])}
-    out: dict[tuple[int, str], dict[str, Any]] = {}
-    for row in rows:
-        n = row.get("n")
-        if n is None or n not in by_n:
-            continue
-        p = by_n[n]
-        out.setdefault((n, row["quote"]), {
-            "n": n, "chunk_id": p["chunk_id"], "page_name": p.get("page_name", ""), "page_url": p.get("page_url", ""),
-            "quote": row["quote"], "verified": bool(row.get("supported")),
-        })
-    return list(out.values())
 
 
 INPUT_LAYERS = {"ABSTAIN_OUT_OF_DOMAIN": "out_of_domain", "ABSTAIN_INVALID_SELECTION": "invalid_selection",

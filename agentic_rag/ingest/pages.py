@@ -27,7 +27,7 @@ from lxml import html as lxml_html
 from trafilatura.utils import load_html
 
 from agentic_rag.datasets.crag import clean_text
-from agentic_rag.generator.citations import untrusted_sentences
+from agentic_rag.text import untrusted_sentences
 
 _TAG = re.compile(r"<\s*(html|body|div|p|span|head|table|!doctype|a|br)\b", re.IGNORECASE)
 _DROP = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "iframe")
