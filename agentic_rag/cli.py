@@ -16,7 +16,7 @@ from rich.table import Table
 from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.nodes import Node
-from agentic_rag.trace.record import clip
+from agentic_rag.events import clip
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
@@ -432,7 +432,7 @@ def trace_cmd(
 def _print_steps(run, qid: str, step: int | None) -> None:
     """The checkpointed steps of one question, or the state at one of them."""
     from graphs import get_graph
-    from agentic_rag.trace.checkpoints import history, snapshot_at
+    from agentic_rag.checkpoints import history, snapshot_at
     from agentic_rag.trace.run import TraceError
 
     # the folder's own file first: a run folder may have been moved since it was written
@@ -460,7 +460,7 @@ def _print_steps(run, qid: str, step: int | None) -> None:
         snap = snapshot_at(graph, path, qid, step)
     except KeyError as exc:
         raise TraceError(str(exc.args[0])) from None
-    from agentic_rag.trace.record import SUMMARIES
+    from agentic_rag.events import SUMMARIES
 
     limit = run.settings.get("TRACE_TEXT_CHARS", 240)
     shown = {k: (SUMMARIES[k](v, limit) if k in SUMMARIES else v) for k, v in snap.values.items() if k not in ("record", "events")}

@@ -64,7 +64,7 @@ def answer(
         return build_record({**state, "too_long": too_long, "decision": decision}, system, settings, tokens_summary({}), 0)
     config = {"configurable": {"settings": settings, **(extra_config or {})}}
     if settings.CHECKPOINT_PATH is not None:
-        from agentic_rag.trace.checkpoints import start_thread
+        from agentic_rag.checkpoints import start_thread
 
         graph, config = start_thread(graph, settings.CHECKPOINT_PATH, config, state)
     t0, c0 = time.perf_counter(), time.process_time()

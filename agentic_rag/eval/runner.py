@@ -69,7 +69,7 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
         "llm_ms": result.llm_ms,
         "llm_by_node_ms": result.llm_by_node_ms,
         "signals": result.signals,
-        "events": result.events,  # the trace: one compact entry per node run (agentic_rag/trace/record.py)
+        "events": result.events,  # the trace: one compact entry per node run (agentic_rag/events.py)
         "quoted_chunks": result.quoted_chunks,
     }
     if getattr(record, "world_answer", None):

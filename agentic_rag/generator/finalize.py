@@ -323,7 +323,7 @@ def make_finalize_node(system: str):
     from agentic_rag.budget import llm_calls, tokens_summary
     from agentic_rag.configuration import Settings
     from agentic_rag.nodes import Node
-    from agentic_rag.trace.record import quoted_chunks
+    from agentic_rag.events import quoted_chunks
     from agentic_rag.utils import timed
 
     @timed(Node.FINALIZE)
