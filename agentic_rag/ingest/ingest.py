@@ -30,7 +30,8 @@ from agentic_rag.datasets.crag import (
     SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
     looks_binary, resolve_dataset,
 )
-from agentic_rag.ingest.pages import EXTRACTOR_VERSION, Page, make_page
+from agentic_rag.ingest.pages import EXTRACTOR_VERSION, make_page
+from agentic_rag.retrieval.chunks import Page
 from agentic_rag.retrieval.embedding_cache import cache_for
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex

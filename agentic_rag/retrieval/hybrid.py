@@ -23,7 +23,7 @@ import faiss
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.ingest.pages import Chunk, Page, chunk_page
+from agentic_rag.retrieval.chunks import Chunk, Page, chunk_page
 from agentic_rag.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
 from agentic_rag.retrieval.embeddings import Embedder
 from agentic_rag.retrieval.vectorstore import build_store, nearest_rows
