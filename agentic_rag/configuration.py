@@ -161,9 +161,7 @@ class RetrievalSettings(_Section):
         module, _, name = value.replace(":", ".").rpartition(".")
         if not (module and name.isidentifier()):
             raise ValueError("must be 'faiss', 'inmemory' or a store class as module:Class")
-        from agentic_rag.retrieval.vectorstore import store_class
-
-        store_class(value)  # a class that cannot be imported is a settings error, not a failed question
+        import_store_class(value)  # a class that cannot be imported is a settings error, not a failed question
         return value
 
 
@@ -686,6 +684,23 @@ class Settings(BaseSettings):
         if self.llm.OPENAI_API_KEY is not None:
             return self.llm.OPENAI_API_KEY.get_secret_value()
         return os.environ.get("OPENAI_API_KEY")
+
+
+def import_store_class(name: str) -> type:
+    """The LangChain ``VectorStore`` class a ``VECTOR_STORE`` of the form ``module:Class`` names
+    (retrieval/vectorstore.py fills it; ValueError when it cannot be imported or is no store)."""
+    from importlib import import_module
+
+    from langchain_core.vectorstores import VectorStore
+
+    module, _, attr = name.partition(":") if ":" in name else name.rpartition(".")
+    try:
+        cls = getattr(import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"VECTOR_STORE {name!r} cannot be imported: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, VectorStore)):
+        raise ValueError(f"VECTOR_STORE {name!r} is not a LangChain VectorStore class")
+    return cls
 
 
 def read_preset(preset: str | Path) -> dict[str, Any]:
