@@ -131,7 +131,7 @@ def ask(
 ) -> None:
     """Answer one question from a dataset record's pages or a corpus index."""
     from agentic_rag.runner import answer
-    from agentic_rag.supervisor.ambiguity import question_too_long
+    from agentic_rag.anchors.inputs import question_too_long
 
     settings = _settings(preset, override, needs_llm=True)
     record, index_dir = _source(dataset, record_id, index, settings)

@@ -6,10 +6,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from agentic_rag.anchors.inputs import question_too_long
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.state import STATE_KEYS, AnswerRecord
-from agentic_rag.supervisor.ambiguity import question_too_long
 
 
 def graph_input(
