@@ -110,7 +110,8 @@ def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
     lexicon, page extraction, the embedder and both indexes, the generator and its probe."""
     from langchain_core.messages import HumanMessage
 
-    from agentic_rag.anchors.predictor import get_nlp, propose_anchors
+    from agentic_rag.anchors.ner import get_nlp
+    from agentic_rag.anchors.predictor import propose_anchors
     from agentic_rag.gate.probe import probe_request
     from agentic_rag.ingest.ingest import pages_from_record
     from agentic_rag.llm.factory import get_chat_model, get_tokenizer

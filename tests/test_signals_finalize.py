@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens, new_claims, says_something
 from agentic_rag.text import split_sentences

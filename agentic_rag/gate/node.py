@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.anchors.matching import Anchor
 from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.crossencoder import entailment_probability

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.anchors.predictor import MONTH_ABBR, MONTHS, Anchor, anchor_coverage
+from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, anchor_coverage
 from agentic_rag.budget import llm_calls, tokens_used
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.text import (

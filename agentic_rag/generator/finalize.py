@@ -10,7 +10,10 @@ import re
 import time
 from typing import Any
 
-from agentic_rag.anchors.predictor import STOP_WORDS, get_nlp, normalize_text, propose_anchors, question_kind
+from agentic_rag.anchors.kind import question_kind
+from agentic_rag.anchors.matching import normalize_text
+from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
+from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.policy import LAYER_CODES, requested
 from agentic_rag.gate.signals import collect_signals, supported_quotes

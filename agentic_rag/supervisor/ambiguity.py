@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from agentic_rag.anchors.predictor import Anchor, anchor_in_text
+from agentic_rag.anchors.matching import Anchor, anchor_in_text
 
 OVERVIEW = re.compile(
     r"^\s*(?:tell me about|give (?:me )?an? (?:overview|summary)|(?:what is|what's) the (?:overall|general)|"

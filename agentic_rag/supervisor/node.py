@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.llm.calls import prompt_cost
 from agentic_rag.prompts import answer_messages
