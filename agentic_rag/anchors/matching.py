@@ -1,8 +1,10 @@
 """Anchors in text: the ``Anchor`` type, how periods, dates and numbers are written, and whether a
 text mentions an anchor.
 
-The anchor predictor extracts periods from the question with these regexes; the type validators and
-BAUG look for them in the evidence. An anchor matches a text when any of its variants occurs
+This is the one place that knows how a year, a season, a quarter, a month or a date is written:
+the anchor predictor extracts periods from the question with these regexes, the type validators and
+BAUG look for them in the evidence, finalize takes a date out of an answer, and the rule judge
+compares an answer's dates with the gold's. An anchor matches a text when any of its variants occurs
 there as whole words after the same normalisation (case, quotes, dashes, accents, thousands
 separators): "q1 2024" matches "first quarter of fiscal 2024", "steve nash" matches "Nash".
 """
@@ -156,6 +158,28 @@ def _two_digit_year(s: str) -> int:
     if n >= 100:
         return n
     return 2000 + n if n < 70 else 1900 + n
+
+
+# The same periods as other texts write them (answers, golds, cited sources), in any case:
+_MONTH_WORD = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"  # a month's name or abbreviation
+_MONTH_BY_PREFIX = {name[:3]: n for name, n in MONTHS.items()}
+# a year, or a quarter and its year ("q1 2024", "2019"): the periods a refusal says the sources give instead
+RE_PERIOD_MENTION = re.compile(r"\b(?:q[1-4]\s+)?" + YEAR + r"\b", re.IGNORECASE)
+# the date or year an answer gives (month-first or day-first with its year, ISO, or a year alone)
+RE_DATE_OR_YEAR = re.compile(
+    r"\b(?:" + _MONTH_WORD + r"\s+\d{1,2},?\s+\d{4}|\d{1,2}\s+" + _MONTH_WORD + r"\s+\d{4}|\d{4}-\d{2}-\d{2}|" + YEAR + r")\b",
+    re.IGNORECASE,
+)
+# month and day, the year optional ("March 5, 2021", "5th Mar"): what the judge compares
+RE_TEXT_MDY = re.compile(r"\b" + _MONTH_WORD + r"\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4}))?", re.IGNORECASE)
+RE_TEXT_DMY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+" + _MONTH_WORD + r"(?:,?\s+(\d{4}))?", re.IGNORECASE)
+
+
+def written_dates(text: str) -> list[tuple[int, int, str]]:
+    """(month, day, year or "") of every date written out in ``text``, month-first ones first."""
+    out = [(_MONTH_BY_PREFIX[m.group(1).lower()], int(m.group(2)), m.group(3) or "") for m in RE_TEXT_MDY.finditer(text)]
+    out += [(_MONTH_BY_PREFIX[m.group(2).lower()], int(m.group(1)), m.group(3) or "") for m in RE_TEXT_DMY.finditer(text)]
+    return out
 
 
 # -- variants and matching ----------------------------------------------------------------------

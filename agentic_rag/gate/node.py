@@ -9,13 +9,12 @@ written to telemetry, one row per round. Where the graph goes next is graphs/age
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agentic_rag.anchors.matching import Anchor
+from agentic_rag.anchors.matching import RE_PERIOD_MENTION, Anchor
 from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.crossencoder import entailment_probability
@@ -38,7 +37,6 @@ from agentic_rag.text import strip_markup
 from agentic_rag.utils import timed
 
 SYSTEM = "agent"
-_PERIOD = re.compile(r"\b(?:q[1-4]\s+)?(?:1[89]|20)\d{2}\b", re.IGNORECASE)
 
 
 def _round_paths(state: RAGState) -> list[dict[str, Any]]:
@@ -98,7 +96,7 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
                           claim_text=claims or None)
     if draft and settings.NLI_MODEL and cited_text:
         signals["nli_entailment"] = entailment_probability(settings.NLI_MODEL, cited_text[:4000], strip_markup(draft))
-    found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]
+    found_periods = [m for m in dict.fromkeys(RE_PERIOD_MENTION.findall(cited_text)) if m not in validation.missing]
     # priced on the state as it came in: the reflect prompt the policy weighs is the one before these signals
     next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)
     flags = Flags(

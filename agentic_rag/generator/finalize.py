@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from agentic_rag.anchors.kind import question_kind
-from agentic_rag.anchors.matching import normalize_text
+from agentic_rag.anchors.matching import RE_DATE_OR_YEAR, normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
 from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.gate.judge import combined_readings
@@ -24,11 +24,6 @@ from agentic_rag.text import split_sentences, strip_markup
 
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
-_DATE = re.compile(
-    r"\b(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}|\d{1,2}\s+"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{4}|\d{4}-\d{2}-\d{2}|(?:1[89]|20)\d{2})\b",
-    re.IGNORECASE,
-)
 _FALSE_PREMISE = re.compile(r"\b(invalid question|false premise|never (won|been|had|did|was)|did not|has not|have not)\b", re.IGNORECASE)
 _LEADS = re.compile(r"^(the answer is|according to (the )?sources?( \d+)?,?|based on (the )?sources?,?)\s*", re.IGNORECASE)
 
@@ -43,7 +38,7 @@ def short_answer(question: str, answer: str, kind: str = "other") -> str:
         if m:
             return m.group(1).lower()
     if kind in {"date", "time_window"}:
-        m = _DATE.search(text)
+        m = RE_DATE_OR_YEAR.search(text)
         if m:
             return m.group(0)
     if kind == "numeric":
