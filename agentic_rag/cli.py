@@ -15,8 +15,9 @@ from rich.table import Table
 
 from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
-from agentic_rag.nodes import Node
 from agentic_rag.events import clip
+from agentic_rag.nodes import Node
+from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
@@ -44,7 +45,6 @@ def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool =
         _fail(problem)
     if settings.EXTENSIONS or settings.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
         from agentic_rag.extensions import ExtensionError
-        from graphs import get_graph
 
         try:
             get_graph("agent", settings)
@@ -379,7 +379,7 @@ def graph_cmd(
     if fmt in BINARY_FORMATS and out is None:
         _fail(f"--format {fmt} writes a file: give --out FILE")
     try:
-        drawing = draw(system, fmt, settings)
+        drawing = draw(get_graph(system, settings), fmt)
     except (ValueError, DrawError) as exc:
         _fail(str(exc))
     if out is None:
@@ -431,7 +431,6 @@ def trace_cmd(
 
 def _print_steps(run, qid: str, step: int | None) -> None:
     """The checkpointed steps of one question, or the state at one of them."""
-    from graphs import get_graph
     from agentic_rag.checkpoints import history, snapshot_at
     from agentic_rag.trace.run import TraceError
 

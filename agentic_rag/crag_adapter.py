@@ -18,6 +18,9 @@ question. The adapter keeps the kit's rules:
 - answers are cut to ``CRAG_ANSWER_TOKENS`` tokens of the kit's own tokenizer, at a word boundary, so
   the kit's trim does not cut them again;
 - per-question indexes and telemetry go to ``CRAG_ARTIFACTS_DIR``, not the kit's working directory.
+
+Like the CLI, this module is an entry point (the kit imports it), so it sits above ``graphs/`` and
+imports it; nothing else in ``agentic_rag`` does (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.ingest.ingest import index_for_record
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import write_row
+from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
 CRAG_IDK = "i don't know"
 _WARM_HTML = (
@@ -119,7 +123,6 @@ def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
     from agentic_rag.retrieval.embeddings import get_embedder
     from agentic_rag.retrieval.hybrid import HybridIndex
     from agentic_rag.retrievers.source import retrieve
-    from graphs import get_graph
 
     get_graph(system, settings)
     get_tokenizer(settings)

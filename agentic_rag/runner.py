@@ -1,4 +1,9 @@
-"""Answer one question with a chosen system: the single entry point of CLI, eval and API use."""
+"""Answer one question with a chosen system: the single entry point of CLI, eval and API use.
+
+The systems' graphs are assembled in ``graphs/``, which imports this library; so this module never
+imports ``graphs/`` back. Importing ``graphs`` registers its factory here (:func:`register_graphs`),
+and :func:`answer` asks it for the compiled graph of a system name (docs/architecture.md).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,24 @@ from agentic_rag.anchors.inputs import question_too_long
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.state import STATE_KEYS, AnswerRecord
+
+
+GraphFactory = Callable[[str, "Settings | None"], Any]
+_factory: GraphFactory | None = None
+
+
+def register_graphs(factory: GraphFactory) -> None:
+    """Set how a system name becomes a compiled graph (``graphs/__init__.py`` registers its ``get_graph``)."""
+    global _factory
+    _factory = factory
+
+
+def system_graph(system: str, settings: Settings | None = None):
+    """The compiled graph of ``system`` (with ``settings``' extensions) from the registered factory."""
+    if _factory is None:
+        raise RuntimeError("no graphs are registered: `import graphs` (the app layer registers the agent and the "
+                           "baseline) before answering")
+    return _factory(system, settings)
 
 
 def graph_input(
@@ -51,9 +74,7 @@ def answer(
     from agentic_rag.timing import startup_step
 
     with startup_step("imports and graph"):
-        from graphs import get_graph
-
-        graph = get_graph(system, settings)
+        graph = system_graph(system, settings)
     state = graph_input(question, record, index_dir, selected_option)
     too_long = question_too_long(state["question"], settings)
     if too_long:

@@ -208,6 +208,7 @@ def group_of(record: CragRecord) -> str:
 
 def generator_prompt(record: CragRecord, settings: Settings):
     """The exact prompt the agent sends its generator for this record (None: refused before generation)."""
+    import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
     from agentic_rag.llm.recording import RecordingChat
     from agentic_rag.runner import answer
 
