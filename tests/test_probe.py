@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 
 from agentic_rag.gate.policy import Flags, decide
+from agentic_rag.gate.probe_training import auc, fit_probe
 from agentic_rag.gate.probe import (
     PACKAGED_PROBE,
     AnswerabilityProbe,
     ProbeMismatchError,
-    auc,
-    fit_probe,
     load_probe,
     packaged_probe_for,
     probe_request,
