@@ -255,7 +255,8 @@ def eval_cmd(
     override: OverrideOpt = None,
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
-    from agentic_rag.eval.runner import ResumeMismatchError, RunFolderError, exit_interrupted, resume_command, run_eval
+    from agentic_rag.eval.resume import ResumeMismatchError, exit_interrupted, resume_command
+    from agentic_rag.eval.runner import RunFolderError, run_eval
 
     settings = _settings(preset, override, needs_llm=True)
     out = out or Path(settings.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -222,7 +222,7 @@ def test_a_bad_nested_environment_variable_is_named(monkeypatch):
 
 def test_secrets_are_text_and_masked_in_the_nested_spelling_too(monkeypatch):
     from agentic_rag.configuration import SECRET_SETTINGS
-    from agentic_rag.eval.runner import resume_command
+    from agentic_rag.eval.resume import resume_command
 
     assert "llm.OPENAI_API_KEY" in SECRET_SETTINGS and "eval__eval_judge_api_key" in SECRET_SETTINGS
     assert "llm.LLM_MODEL" not in SECRET_SETTINGS

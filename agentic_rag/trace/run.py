@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.eval.runner import read_results
+from agentic_rag.eval.results import read_results
 from agentic_rag.nodes import Node
 from agentic_rag.telemetry import read_rows
 from agentic_rag.events import clip
