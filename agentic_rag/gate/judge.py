@@ -101,11 +101,11 @@ def verified_score(signals: dict[str, Any], settings) -> float | None:
     """What ``VERIFIER_MIN`` is compared with: the mean of the readings ``VERIFIER_COMBINE`` names.
 
     Why a mean: the probe reads the sources and the question, the verifier the quoted sentence and the
-    answer; on the dev split each ranks the shown drafts about as well (AUC 0.72 both) and their mean
-    better (0.78), so one cut on the mean refuses more wrong drafts per right one than two cuts. The
-    quote probe (the probe on the quoted sentences alone) ranks them better than either (AUC 0.84 on
-    dev350's drafts): it asks whether *those sentences* answer the question, which the full-context
-    probe cannot, since a passage that answers a nearby question looks answerable as a whole."""
+    answer; on the dev split each ranks the shown drafts about as well as the other and their mean
+    better, so one cut on the mean refuses more wrong drafts per right one than two cuts. The quote
+    probe (the probe on the quoted sentences alone) ranks them better than either: it asks whether
+    *those sentences* answer the question, which the full-context probe cannot, since a passage that
+    answers a nearby question looks answerable as a whole (figures: docs/measurements.md)."""
     parts = list(combined_readings(signals, settings).values())
     return round(sum(parts) / len(parts), 4) if parts else None
 
