@@ -24,6 +24,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from agentic_rag.llm.calls import call_model
+from agentic_rag.prompts import answer_messages
+
 PROBES_DIR = Path(__file__).resolve().parents[1] / "data" / "probes"
 PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
 QUOTE_PROBE_OUTPUT_TOKENS = 1  # the quote probe reads the prefill; its call decodes one token (tokens)
@@ -180,8 +183,6 @@ def quote_probe_messages(question: str, sentences: list[dict[str, Any]], bundle:
 
     Why the answer prompt: the probe was trained on the states of that prompt, so on this one it still
     reads "do these sources answer this question", now asked of the quoted sentences alone."""
-    from agentic_rag.prompts import answer_messages
-
     quoted = quote_bundle(sentences, bundle)
     return answer_messages(question, quoted) if quoted["passages"] else None
 
@@ -189,8 +190,6 @@ def quote_probe_messages(question: str, sentences: list[dict[str, Any]], bundle:
 def read_quote_probe(messages: list, request: dict[str, Any], settings: Any, stage: str, llm: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The probe's reading of ``messages`` (from ``quote_probe_messages``) and the call's usage: one
     prefill and a single decoded token, since the state is taken from the generation call's prefill."""
-    from agentic_rag.llm.calls import call_model
-
     if request.get("status") != "requested":
         return read_probe(None, request), {}
     capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)

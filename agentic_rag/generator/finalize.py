@@ -10,17 +10,24 @@ import re
 import time
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+
 from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.matching import RE_DATE_OR_YEAR, normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
 from agentic_rag.anchors.predictor import propose_anchors
+from agentic_rag.budget import llm_calls, tokens_summary
+from agentic_rag.configuration import Settings
+from agentic_rag.events import quoted_chunks
 from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.policy import LAYER_CODES, requested
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import citations_from_support, extract_citations
+from agentic_rag.nodes import Node
 from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
 from agentic_rag.state import AnswerRecord
 from agentic_rag.text import split_sentences, strip_markup
+from agentic_rag.utils import timed
 
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
@@ -250,7 +257,7 @@ INPUT_LAYERS = {"ABSTAIN_OUT_OF_DOMAIN": "out_of_domain", "ABSTAIN_INVALID_SELEC
                 "ABSTAIN_QUESTION_TOO_LONG": "question_too_long"}
 
 
-def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], llm_calls: int) -> AnswerRecord:
+def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], calls: int) -> AnswerRecord:
     decision = state.get("decision") or {"action": "STOP", "reason": "STOP_SINGLE_PASS"}
     signals = {k: v for k, v in (state.get("signals") or {}).items() if not k.startswith("_")}
     common = dict(
@@ -259,7 +266,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         system=system,
         reason=decision["reason"],
         tokens=tokens,
-        llm_calls=llm_calls,
+        llm_calls=calls,
         signals=signals,
         draft=state.get("draft", ""),
     )
@@ -316,13 +323,6 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
 
 def make_finalize_node(system: str):
     """The last node of a graph: the state becomes an ``AnswerRecord`` (same shape for every system)."""
-    from langchain_core.runnables import RunnableConfig
-
-    from agentic_rag.budget import llm_calls, tokens_summary
-    from agentic_rag.configuration import Settings
-    from agentic_rag.nodes import Node
-    from agentic_rag.events import quoted_chunks
-    from agentic_rag.utils import timed
 
     @timed(Node.FINALIZE)
     def finalize_node(state: dict, config: RunnableConfig) -> dict[str, Any]:
