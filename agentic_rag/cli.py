@@ -15,8 +15,8 @@ from rich.table import Table
 
 from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
-from agentic_rag.nodes import Node
-from agentic_rag.trace.record import clip
+from agentic_rag.events import clip
+from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
@@ -44,7 +44,6 @@ def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool =
         _fail(problem)
     if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
         from agentic_rag.extensions import ExtensionError
-        from graphs import get_graph
 
         try:
             get_graph("agent", settings)
@@ -131,7 +130,8 @@ def ask(
 ) -> None:
     """Answer one question from a dataset record's pages or a corpus index."""
     from agentic_rag.runner import answer
-    from agentic_rag.supervisor.ambiguity import question_too_long
+    from agentic_rag.anchors.inputs import question_too_long
+    from agentic_rag.trace.live import node_printer
 
     settings = _settings(preset, override, needs_llm=True)
     record, index_dir = _source(dataset, record_id, index, settings)
@@ -142,7 +142,7 @@ def ask(
     try:
         result = answer(
             system, settings, question=question, record=record, index_dir=index_dir,
-            on_update=None if as_json else _node_printer(settings, debug), selected_option=select,
+            on_update=None if as_json else node_printer(console, err, settings, debug), selected_option=select,
         )
     except ValueError as exc:
         _fail(str(exc))
@@ -161,65 +161,6 @@ def ask(
     for o in result.options:
         console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {clip(o['anchor_passage']['text'], 120)}")
     console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")
-
-
-DEBUG_FIELDS = {
-    Node.ANCHORS: ("anchors_proposed", "anchors", "kind"),
-    Node.WORKER: ("paths",),
-    Node.SUPERVISE: ("bundle", "no_new_hits"),
-    Node.RETRIEVE: ("passages",),
-    Node.PACK: ("bundle",),
-    Node.GENERATE: ("draft",),
-    Node.REFLECT: ("draft",),
-    Node.COLLECT_SIGNALS: ("signals", "validation", "flags"),
-    Node.FINAL_CHECK: ("signals",),
-    Node.DECIDE: ("decision",),
-    Node.DISAMBIGUATE: ("ambiguity",),
-    Node.CONFIDENCE_GATE: ("confidence",),
-    Node.FINALIZE: (),  # its result is printed below
-}
-# what every node's update carries besides its own keys (accounting and the trace)
-_BOOKKEEPING = ("usage", "latency_ms", "events")
-
-
-def _node_printer(settings: Settings, debug: bool):
-    """Human output of `ask`: a line per node as it finishes (LangGraph's update stream), and with
-    --debug the node's raw output too."""
-    from agentic_rag.trace.run import describe
-    from agentic_rag.trace.text import event_line
-
-    thresholds = settings.public_dump()
-
-    def show(node: str, update: dict) -> None:
-        for event in update.get("events") or [{"node": node}]:
-            summary, _ = describe(event, thresholds)
-            console.print(event_line({**event, "summary": summary}))
-        if debug:
-            _print_update(node, update)
-
-    return show
-
-
-def _print_update(node: str, update: dict) -> None:
-    """--debug: each node's decision and signals as the graph runs (long texts trimmed)."""
-    shown = {}
-    # an extension node shows what it wrote
-    keys = DEBUG_FIELDS[node] if node in DEBUG_FIELDS else [k for k in update if k not in _BOOKKEEPING]
-    for key in keys:
-        if key not in update:
-            continue
-        value = update[key]
-        if key == "paths":
-            value = [{k: p[k] for k in ("anchor", "round", "path_score", "new_hits_ratio", "pruned_count", "terminated_by")} | {"passages": len(p["passages"])} for p in value]
-        elif key in ("bundle",):
-            value = {k: value.get(k) for k in ("context_tokens", "dropped", "path_count", "anchor_stats", "generation_cost")} | {"passages": [p["chunk_id"] for p in value.get("passages", [])]}
-        elif key == "passages":
-            value = [(p["chunk_id"], p["fused_score"]) for p in value]
-        elif key == "signals":
-            value = {k: v for k, v in value.items() if k not in ("sentences",)}
-        shown[key] = value
-    err.rule(f"[bold cyan]{node}")
-    err.print_json(data=json.loads(json.dumps(shown, default=str)))
 
 
 @app.command()
@@ -255,7 +196,8 @@ def eval_cmd(
     override: OverrideOpt = None,
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
-    from agentic_rag.eval.runner import ResumeMismatchError, RunFolderError, exit_interrupted, resume_command, run_eval
+    from agentic_rag.eval.resume import ResumeMismatchError, exit_interrupted, resume_command
+    from agentic_rag.eval.runner import RunFolderError, run_eval
 
     settings = _settings(preset, override, needs_llm=True)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -379,7 +321,7 @@ def graph_cmd(
     if fmt in BINARY_FORMATS and out is None:
         _fail(f"--format {fmt} writes a file: give --out FILE")
     try:
-        drawing = draw(system, fmt, settings)
+        drawing = draw(get_graph(system, settings), fmt)
     except (ValueError, DrawError) as exc:
         _fail(str(exc))
     if out is None:
@@ -430,42 +372,20 @@ def trace_cmd(
 
 
 def _print_steps(run, qid: str, step: int | None) -> None:
-    """The checkpointed steps of one question, or the state at one of them."""
-    from graphs import get_graph
-    from agentic_rag.trace.checkpoints import history, snapshot_at
+    """The checkpointed steps of one question, or the state at one of them, in the graph the run used."""
     from agentic_rag.trace.run import TraceError
+    from agentic_rag.trace.steps import checkpoint_file, print_step, print_steps
 
-    # the folder's own file first: a run folder may have been moved since it was written
-    found = [p for p in (run.path / "checkpoints.sqlite", run.settings.get("CHECKPOINT_PATH")) if p and Path(p).is_file()]
-    if not found:
-        raise TraceError(f"{run.path} has no checkpoints; run `agentic-rag eval --checkpoints` to record them")
-    path = found[0]
+    path = checkpoint_file(run)
     extended = {k: run.settings[k] for k in ("EXTENSIONS", "EXTENSION_SETTINGS") if run.settings.get(k)}
     try:  # the graph the run used, extensions included
         graph = get_graph(run.system or "agent", Settings.load(overrides=extended) if extended else None)
     except SettingsError as exc:
         raise TraceError(f"the run's graph cannot be rebuilt: {exc}") from None
     if step is None:
-        table = Table(title=f"checkpoints of {qid} ({path})")
-        for col in ("step", "next", "state keys"):
-            table.add_column(col, overflow="fold")
-        snaps = history(graph, path, qid)
-        if not snaps:
-            raise TraceError(f"no checkpoints for {qid!r} in {path}")
-        for snap in snaps:
-            table.add_row(str(snap.metadata.get("step")), ", ".join(snap.next) or "(end)", ", ".join(sorted(snap.values)))
-        console.print(table)
-        return
-    try:
-        snap = snapshot_at(graph, path, qid, step)
-    except KeyError as exc:
-        raise TraceError(str(exc.args[0])) from None
-    from agentic_rag.trace.record import SUMMARIES
-
-    limit = run.settings.get("TRACE_TEXT_CHARS", 240)
-    shown = {k: (SUMMARIES[k](v, limit) if k in SUMMARIES else v) for k, v in snap.values.items() if k not in ("record", "events")}
-    err.print(f"step {step}: next {', '.join(snap.next) or '(end)'}")
-    console.print_json(data=_jsonable(shown))
+        print_steps(console, graph, path, qid)
+    else:
+        print_step(console, err, graph, path, qid, step, run.settings.get("TRACE_TEXT_CHARS", 240))
 
 
 @app.command("settings")

@@ -152,9 +152,6 @@ class RetrievalSettings(_Section):
     RRF_K: int = setting(60, "ranks", "Reciprocal-rank-fusion constant k in 1/(k+rank).", ge=1)
     HYBRID_VECTOR_WEIGHT: float = setting(1.0, "unitless", "Weight of the vector ranking in RRF.", ge=0.0)
     HYBRID_BM25_WEIGHT: float = setting(1.0, "unitless", "Weight of the BM25 ranking in RRF.", ge=0.0)
-    USE_HYDE: Literal[False] = setting(
-        False, "on/off", "HyDE query expansion is not implemented; accepted (False only) for old command lines."
-    )
 
     @field_validator("VECTOR_STORE")
     @classmethod
@@ -164,9 +161,7 @@ class RetrievalSettings(_Section):
         module, _, name = value.replace(":", ".").rpartition(".")
         if not (module and name.isidentifier()):
             raise ValueError("must be 'faiss', 'inmemory' or a store class as module:Class")
-        from agentic_rag.retrieval.vectorstore import store_class
-
-        store_class(value)  # a class that cannot be imported is a settings error, not a failed question
+        import_store_class(value)  # a class that cannot be imported is a settings error, not a failed question
         return value
 
 
@@ -689,6 +684,23 @@ class Settings(BaseSettings):
         if self.llm.OPENAI_API_KEY is not None:
             return self.llm.OPENAI_API_KEY.get_secret_value()
         return os.environ.get("OPENAI_API_KEY")
+
+
+def import_store_class(name: str) -> type:
+    """The LangChain ``VectorStore`` class a ``VECTOR_STORE`` of the form ``module:Class`` names
+    (retrieval/vectorstore.py fills it; ValueError when it cannot be imported or is no store)."""
+    from importlib import import_module
+
+    from langchain_core.vectorstores import VectorStore
+
+    module, _, attr = name.partition(":") if ":" in name else name.rpartition(".")
+    try:
+        cls = getattr(import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"VECTOR_STORE {name!r} cannot be imported: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, VectorStore)):
+        raise ValueError(f"VECTOR_STORE {name!r} is not a LangChain VectorStore class")
+    return cls
 
 
 def read_preset(preset: str | Path) -> dict[str, Any]:

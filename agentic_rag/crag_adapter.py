@@ -19,6 +19,9 @@ question. The adapter keeps the kit's rules:
 - answers are cut to ``CRAG_ANSWER_TOKENS`` tokens of the kit's own tokenizer, at a word boundary, so
   the kit's trim does not cut them again;
 - per-question indexes and telemetry go to ``CRAG_ARTIFACTS_DIR``, not the kit's working directory.
+
+Like the CLI, this module is an entry point (the kit imports it), so it sits above ``graphs/`` and
+imports it; nothing else in ``agentic_rag`` does (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -33,15 +36,11 @@ from agentic_rag.budget import DeadlineExceeded, hard_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord, why_bad
 from agentic_rag.ingest.ingest import index_for_record
-from agentic_rag.runner import answer
+from agentic_rag.runner import answer, warm_up
 from agentic_rag.telemetry import write_row
+import graphs  # noqa: F401  (the app layer: registers the agent and baseline graphs with the runner)
 
 CRAG_IDK = "i don't know"
-_WARM_HTML = (
-    "<html><body><h1>DreamWorks Animation</h1><p>DreamWorks Animation was founded in 1994 by Steven Spielberg, "
-    "Jeffrey Katzenberg and David Geffen. Universal Pictures bought the studio in 2016.</p></body></html>"
-)
-_WARM_QUESTION = "Who founded DreamWorks Animation in 1994?"
 
 
 def kit_logger() -> Any:
@@ -106,36 +105,6 @@ class AnswerTrimmer:
         while head and self.size(head) > self.cap:
             head = head[:-1]
         return head
-
-
-def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
-    """Load and run once every model a question touches: graph, tokenizer, spaCy and the anchor
-    lexicon, page extraction, the embedder and both indexes, the generator and its probe."""
-    from langchain_core.messages import HumanMessage
-
-    from agentic_rag.anchors.predictor import get_nlp, propose_anchors
-    from agentic_rag.gate.probe import probe_request
-    from agentic_rag.ingest.ingest import pages_from_record
-    from agentic_rag.llm.factory import get_chat_model, get_tokenizer
-    from agentic_rag.llm.local import ChatLocalTransformers
-    from agentic_rag.retrieval.embeddings import get_embedder
-    from agentic_rag.retrieval.hybrid import HybridIndex
-    from agentic_rag.retrievers.source import retrieve
-    from graphs import get_graph
-
-    get_graph(system, settings)
-    get_tokenizer(settings)
-    get_nlp()
-    propose_anchors(_WARM_QUESTION.lower(), top_m=settings.agent.ANCHOR_TOP_M)  # kit questions come lower-cased
-    record = CragRecord(interaction_id="warm-up", query=_WARM_QUESTION,
-                        search_results=[{"page_name": "DreamWorks", "page_result": _WARM_HTML}])
-    index = HybridIndex.build(pages_from_record(record, settings), get_embedder(settings),
-                              settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS, settings.retrieval.MIN_CHUNK_CHARS)
-    retrieve(index, _WARM_QUESTION, settings)
-    model = llm if llm is not None else get_chat_model(settings)
-    if isinstance(model, ChatLocalTransformers):
-        probe_request(model, settings)
-        model.invoke([HumanMessage(content=_WARM_QUESTION)], max_tokens=1)
 
 
 def _item(batch: dict[str, list[Any]], key: str, i: int, default: Any) -> Any:

@@ -1,7 +1,10 @@
-"""Prompt templates (files under ``prompts/``) and the fixed strings the code relies on.
+"""Prompt templates (files under ``prompts/``), the messages built from them, and the fixed strings the
+code relies on.
 
 Prompts live as files so they can be read and diffed without reading code; a wheel install carries
-them as ``agentic_rag/_prompts``.
+them as ``agentic_rag/_prompts``. The answer and reflect prompts are built here, not by the generator
+alone, because other roles price or replay them: the supervisor costs the answer call before the gate
+allows it, BAUG prices a revision before asking for one, and the quote probe re-reads the answer prompt.
 """
 
 from __future__ import annotations
@@ -9,6 +12,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
 
 IDK_ANSWER = "I don't know."
 
@@ -35,7 +41,7 @@ def is_hedging(text: str) -> bool:
 
 # Page text that addresses the model instead of the reader: instructions, text posing as the system
 # prompt or a chat turn, and fake answer or citation markers. A page carrying such a sentence is
-# flagged and backs no answer and no verified quote (generator/citations.untrusted_source). Each pattern
+# flagged and backs no answer and no verified quote (text.untrusted_source). Each pattern
 # is matched against one lower-cased source sentence (source text is split at line ends too, so ``^``
 # is a line start). A page that merely states a false fact matches none of them: a wrong source, not
 # an attack.
@@ -103,3 +109,66 @@ def load_prompt(name: str) -> str:
 
 def render(name: str, **values: str) -> str:
     return load_prompt(name).format(**values)
+
+
+def messages_for(template: str, **values: str) -> list:
+    """``template`` names a prompt pair: ``<template>_system.txt`` and ``<template>_user.txt``."""
+    return [
+        SystemMessage(content=load_prompt(f"{template}_system").strip()),
+        HumanMessage(content=render(f"{template}_user", **values).strip()),
+    ]
+
+
+def format_source(n: int, passage: dict[str, Any]) -> str:
+    """One source as a prompt shows it: its number, page and date, then its text (the packer counts
+    tokens on exactly this text)."""
+    meta = passage.get("page_name") or passage.get("page_url") or "source"
+    if passage.get("page_last_modified"):
+        meta += f" (last modified {passage['page_last_modified']})"
+    return f"[{n}] {meta}\n{passage['text'].strip()}"
+
+
+def render_sources(bundle: dict[str, Any]) -> str:
+    return "\n\n".join(format_source(p["n"], p) for p in bundle["passages"])
+
+
+def answer_messages(question: str, bundle: dict[str, Any], query_time: str = "") -> list:
+    return messages_for(
+        "answer",
+        sources=render_sources(bundle) or "(no sources)",
+        question=question,
+        query_time=query_time or "unknown",
+    )
+
+
+def reflect_messages(question: str, bundle: dict[str, Any], draft: str, problems: str, query_time: str = "") -> list:
+    return messages_for(
+        "reflect",
+        sources=render_sources(bundle) or "(no sources)",
+        question=question,
+        query_time=query_time or "unknown",
+        draft=draft,
+        problems=problems or "none found",
+    )
+
+
+def reflect_problems(signals: dict[str, Any]) -> str:
+    """What the critique found, in words the reviser can act on (from the code's signals, not the model)."""
+    parts = []
+    unsupported = [r["sentence"] for r in signals.get("sentences", []) if not r.get("supported")]
+    if unsupported:
+        parts.append("sentences without support: " + " | ".join(unsupported[:3]))
+    if signals.get("unsupported_claims"):
+        parts.append("names or numbers not in the sources: " + ", ".join(signals["unsupported_claims"][:6]))
+    return "; ".join(parts)
+
+
+def reflect_request(state: dict[str, Any]) -> list:
+    """The revision prompt for a state (the reflect node sends it; BAUG prices it before allowing one)."""
+    return reflect_messages(
+        state["question"],
+        state["bundle"],
+        state.get("draft", ""),
+        reflect_problems(state.get("signals", {})),
+        state.get("query_time", ""),
+    )

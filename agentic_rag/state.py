@@ -74,7 +74,7 @@ class AnswerRecord(BaseModel):
     cpu_ms: float = 0.0  # the process's CPU time over the question, every thread (torch's included)
     trace: str = ""
     signals: dict[str, Any] = Field(default_factory=dict)
-    events: list[dict[str, Any]] = Field(default_factory=list)  # one per node run (agentic_rag/trace/record.py)
+    events: list[dict[str, Any]] = Field(default_factory=list)  # one per node run (agentic_rag/events.py)
     quoted_chunks: dict[str, str] = Field(default_factory=dict)  # chunk id -> full text, for chunks quoted
 
 

@@ -1,6 +1,6 @@
 """Per-round JSONL telemetry: one line per BAUG decision, appended and flushed at once.
 
-The fields are the design's (anchors_proposed, anchors_selected, path_count, pruned_count,
+Each line holds the round's figures (anchors_proposed, anchors_selected, path_count, pruned_count,
 new_hits_ratio, anchor_coverage, overlap_est, faith_est, tokens_left, tokens_used, stop_reason,
 latency_ms) plus the question id, round, action and reason code, so a run can be replayed and
 plotted without re-running the model.

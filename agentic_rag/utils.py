@@ -6,15 +6,14 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
+from agentic_rag.configuration import Settings
+from agentic_rag.events import node_event
 from agentic_rag.timing import node_clock
 
 Node = Callable[..., dict[str, Any]]
 
 
 def _event(name: str, state: dict, update: dict, started: float, ms: float, config: RunnableConfig) -> dict[str, Any]:
-    from agentic_rag.configuration import Settings
-    from agentic_rag.trace.record import node_event
-
     limit = Settings.from_runnable_config(config).eval.TRACE_TEXT_CHARS
     return node_event(name, state, update, started, ms, limit)
 
@@ -22,7 +21,7 @@ def _event(name: str, state: dict, update: dict, started: float, ms: float, conf
 def timed(name: str) -> Callable[[Node], Node]:
     """Record a node's wall time under ``latency_ms[name]``, its own thread's CPU time under
     ``cpu_ms[name]`` and the time its LLM calls took under ``llm_ms[name]`` (each summed over rounds by
-    the state reducer), and one trace event under ``events`` (agentic_rag/trace/record.py) that also
+    the state reducer), and one trace event under ``events`` (agentic_rag/events.py) that also
     holds the node's named parts (agentic_rag/timing.py), whatever the node is.
 
     The wrapper declares ``config: RunnableConfig`` itself (and hides ``__wrapped__``) so LangGraph

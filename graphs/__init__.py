@@ -1,8 +1,14 @@
-"""Graph assembly: one module per system, each exposing a compiled ``graph``."""
+"""Graph assembly: one module per system, each exposing a compiled ``graph``.
+
+Importing this package registers :func:`get_graph` with :mod:`agentic_rag.runner`, which answers
+questions with whatever graph it is handed and never imports this package itself.
+"""
 
 from __future__ import annotations
 
 from importlib import import_module
+
+from agentic_rag.runner import register_graphs
 
 SYSTEMS = ("agent", "baseline")
 
@@ -15,3 +21,6 @@ def get_graph(system: str, settings=None):
     if settings is not None and hasattr(module, "graph_for"):
         return module.graph_for(settings)
     return module.graph
+
+
+register_graphs(get_graph)

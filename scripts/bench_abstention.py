@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from agentic_rag.eval.compare import copy_run_files
-from agentic_rag.eval.runner import wilson_interval
+from agentic_rag.eval.metrics import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,9 +58,9 @@ def targets(agent: dict, base: dict) -> dict:
 def probe_auc(run_dir: Path) -> dict:
     """How well the answerability probe separated answerable from unanswerable questions in a run
     (questions that reached the generator; AUC is undefined when only one kind is present)."""
-    from agentic_rag.eval.runner import read_results
-    from agentic_rag.gate.probe import auc
     from agentic_rag.datasets.crag import IDK
+    from agentic_rag.eval.results import read_results
+    from agentic_rag.gate.probe_training import auc
 
     rows = [r for r in read_results(run_dir / "results.jsonl") if (r.get("signals") or {}).get("answerability") is not None]
     y = np.array([int(r["gold"] != IDK) for r in rows])
@@ -77,7 +77,8 @@ def leaked_negatives(run_dir: Path) -> dict | None:
     content word of the real answer (or of one of its alternatives) occurs in its snippets. The
     target is still measured on all of them; this says how much of the miss such questions explain."""
     from agentic_rag.datasets.crag import iter_records
-    from agentic_rag.eval.runner import is_refusal, read_results
+    from agentic_rag.eval.results import read_results
+    from agentic_rag.eval.rows import is_refusal
     from agentic_rag.retrieval.hybrid import tokenize
 
     rows = read_results(run_dir / "results.jsonl")

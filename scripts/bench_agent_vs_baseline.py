@@ -18,7 +18,9 @@ from pathlib import Path
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.prepare import prepare_rgb, prepare_squad2
 from agentic_rag.eval.compare import compare, copy_run_files, to_markdown, write_plots
-from agentic_rag.eval.runner import rejudge_run, run_eval
+from agentic_rag.eval.report import rejudge_run
+from agentic_rag.eval.runner import run_eval
+import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 
 ROOT = Path(__file__).resolve().parents[1]
 

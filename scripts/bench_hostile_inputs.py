@@ -96,7 +96,7 @@ def deep_nesting(levels: list[int]) -> list[dict]:
 
 def pattern_flags(data: Path) -> dict:
     from agentic_rag.datasets.crag import iter_records
-    from agentic_rag.generator.citations import split_sentences, untrusted_sentences
+    from agentic_rag.text import split_sentences, untrusted_sentences
     from agentic_rag.ingest.pages import html_to_text
 
     def rows(path: str):

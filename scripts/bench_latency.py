@@ -117,6 +117,7 @@ def index_timings(records, settings, folder: Path) -> dict:
 def run_row(system: str, rec, settings, new_question: bool = True) -> dict:
     """One answer. ``new_question``: the embedder forgets the vectors of earlier passes first, so a
     repeated question costs what a new one would on a warm process (models and indexes loaded)."""
+    import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
     from agentic_rag.retrieval.embeddings import get_embedder
     from agentic_rag.runner import answer
 

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from agentic_rag.eval.refusals import ANSWERED_IDK, refusal_table, refusals_by_reason
-from agentic_rag.eval.runner import gold_groups, is_refusal, read_results
+from agentic_rag.eval.results import read_results
+from agentic_rag.eval.rows import gold_groups, is_refusal
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "refusals"

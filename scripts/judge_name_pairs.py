@@ -65,7 +65,7 @@ def passages(data: Path) -> list[tuple[str, list[str], str]]:
 
 def sentence_firings(data: Path) -> tuple[int, list[dict[str, str]]]:
     """Passage sentences on which ``full_name`` decides, against their own question's golds."""
-    from agentic_rag.generator.citations import split_sentences
+    from agentic_rag.text import split_sentences
 
     tried, fired = 0, []
     for qid, golds, text in passages(data):

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_probe import as_snippets, nq_records, probe_training_ids  # noqa: E402
 
-from agentic_rag.anchors.predictor import RE_YEAR  # noqa: E402
+from agentic_rag.anchors.matching import RE_YEAR  # noqa: E402
 from agentic_rag.datasets.crag import IDK, iter_records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -60,7 +60,8 @@ import numpy as np
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult, iter_records
 from agentic_rag.datasets.prepare import prepare_nq, prepare_squad2
-from agentic_rag.gate.probe import PACKAGED_PROBE, auc, cross_validated_scores, fit_probe
+from agentic_rag.gate.probe import PACKAGED_PROBE
+from agentic_rag.gate.probe_training import auc, cross_validated_scores, fit_probe
 from agentic_rag.llm.packaged import PACKAGED_GGUF_SHA256
 from agentic_rag.retrieval.hybrid import tokenize
 
@@ -208,6 +209,7 @@ def group_of(record: CragRecord) -> str:
 
 def generator_prompt(record: CragRecord, settings: Settings):
     """The exact prompt the agent sends its generator for this record (None: refused before generation)."""
+    import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
     from agentic_rag.llm.recording import RecordingChat
     from agentic_rag.runner import answer
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import graphs  # noqa: F401  (the app layer: registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import ENV_PREFIX, Settings
 from agentic_rag.ingest import ingest
 

@@ -52,7 +52,7 @@ def test_two_topics_give_options_then_a_selection_answers(agent_settings):
 def test_resolution_rules_in_order():
     import numpy as np
 
-    from agentic_rag.anchors.predictor import Anchor
+    from agentic_rag.anchors.matching import Anchor
     from agentic_rag.configuration import Settings
     from agentic_rag.supervisor.ambiguity import resolve
 

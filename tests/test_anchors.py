@@ -7,17 +7,10 @@ import re
 
 import pytest
 
-from agentic_rag.anchors import (
-    ANCHOR_TYPES,
-    QUESTION_KINDS,
-    Anchor,
-    anchor_coverage,
-    anchor_in_text,
-    propose_anchors,
-    question_kind,
-    select_anchors,
-)
-from agentic_rag.anchors import predictor
+from agentic_rag.anchors import ner, predictor
+from agentic_rag.anchors.kind import QUESTION_KINDS, question_kind
+from agentic_rag.anchors.matching import ANCHOR_TYPES, Anchor, anchor_coverage, anchor_in_text
+from agentic_rag.anchors.predictor import propose_anchors, select_anchors
 
 NASH = "how many 3-point attempts did steve nash average per game in seasons he made the 50-40-90 club?"
 OSCARS = "which movie won best animated feature at the 2004 oscars?"
@@ -351,7 +344,7 @@ def test_proposed_anchors_are_found_in_the_question_itself():
 
 
 def test_without_spacy_regexes_and_lexicon_still_work(monkeypatch):
-    monkeypatch.setattr(predictor, "get_nlp", lambda: None)
+    monkeypatch.setattr(ner, "get_nlp", lambda: None)
     predictor._propose_cached.cache_clear()
     try:
         anchors = propose_anchors(OSCARS)

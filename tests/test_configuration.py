@@ -66,7 +66,7 @@ def test_secret_is_masked_in_dumps():
 
 
 def test_the_design_runbook_overrides_are_all_accepted():
-    runbook = ("MAX_ROUNDS=1 USE_RERANKER=False USE_HYDE=False RETRIEVAL_POOL_K=24 RETRIEVAL_K=8 MMR_LAMBDA=0.45 "
+    runbook = ("MAX_ROUNDS=1 USE_RERANKER=False RETRIEVAL_POOL_K=24 RETRIEVAL_K=8 MMR_LAMBDA=0.45 "
                "OVERLAP_TAU=0.42 MAX_CONTEXT_TOKENS=1000 MAX_OUTPUT_TOKENS=160 ANCHOR_BONUS=0.07 "
                "FACTOID_ONE_SHOT_RETRIEVAL=True FACTOID_MIN_TOKENS_LEFT=300 JUDGE_POLICY=gray_zone "
                "JUDGE_MAX_CALLS_PER_Q=1 USE_FACTOID_FINALIZER=True")
@@ -133,7 +133,7 @@ def test_sections_hold_every_setting_once_with_its_unit():
     from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, meaning_of, unit_of
 
     assert list(SECTIONS) == ["llm", "retrieval", "agent", "gate", "baug", "budget", "eval", "crag", "paths"]
-    assert Settings.keys() == list(FIELD_SECTIONS) and len(Settings.keys()) == 110
+    assert Settings.keys() == list(FIELD_SECTIONS) and len(Settings.keys()) == 109
     for name, field in Settings.flat_fields().items():
         unit = unit_of(field)
         assert unit and field.description.endswith(f" Unit: {unit}."), name
@@ -222,7 +222,7 @@ def test_a_bad_nested_environment_variable_is_named(monkeypatch):
 
 def test_secrets_are_text_and_masked_in_the_nested_spelling_too(monkeypatch):
     from agentic_rag.configuration import SECRET_SETTINGS
-    from agentic_rag.eval.runner import resume_command
+    from agentic_rag.eval.resume import resume_command
 
     assert "llm.OPENAI_API_KEY" in SECRET_SETTINGS and "eval__eval_judge_api_key" in SECRET_SETTINGS
     assert "llm.LLM_MODEL" not in SECRET_SETTINGS

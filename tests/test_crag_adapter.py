@@ -181,7 +181,7 @@ def test_a_question_without_time_to_start_is_not_started(records, kit_settings):
 
 
 def test_init_loads_the_models_a_question_needs(kit_settings):
-    from agentic_rag.anchors.predictor import get_nlp
+    from agentic_rag.anchors.ner import get_nlp
     from agentic_rag.retrieval import embeddings
 
     get_nlp.cache_clear()

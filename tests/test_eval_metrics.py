@@ -4,7 +4,7 @@ import pytest
 
 from agentic_rag.eval.calibrate import choose, parse_values
 from agentic_rag.eval.judge import judge
-from agentic_rag.eval.runner import summarize, wilson_interval
+from agentic_rag.eval.metrics import summarize, wilson_interval
 
 
 def row(gold, status, judgement, f1=0.0, citations=(), tokens_saved=0, calls=1):
@@ -35,7 +35,7 @@ def test_abstention_metrics():
 
 
 def test_answers_to_negatives_that_match_the_real_answer_are_counted_apart_and_stay_incorrect():
-    from agentic_rag.eval.runner import matches_world_answer
+    from agentic_rag.eval.rows import matches_world_answer
 
     world = {"world_answer": "Tampa, Florida", "world_alternatives": ["Tampa"]}
     leaked = {**row("i don't know", "ok", "incorrect"), **world,

@@ -88,7 +88,7 @@ def test_a_fresh_run_starts_its_own_trace_and_a_resumed_one_continues_it(tmp_pat
 
 
 def test_resume_under_other_settings_is_refused_and_loses_nothing(tmp_path, settings):
-    from agentic_rag.eval.runner import ResumeMismatchError
+    from agentic_rag.eval.resume import ResumeMismatchError
 
     data, out = dataset(tmp_path), tmp_path / "run"
     run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
@@ -109,7 +109,7 @@ def test_a_run_folder_of_flat_settings_resumes_and_a_changed_one_is_named(tmp_pa
     """config.json records settings by flat name, as every run folder before the sections did: such a
     folder resumes under the sectioned settings, and one run under another value is refused by name."""
     from agentic_rag.configuration import Settings
-    from agentic_rag.eval.runner import ResumeMismatchError
+    from agentic_rag.eval.resume import ResumeMismatchError
 
     data, out = dataset(tmp_path), tmp_path / "run"
     run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
@@ -127,7 +127,7 @@ def test_a_run_folder_of_flat_settings_resumes_and_a_changed_one_is_named(tmp_pa
 
 
 def test_resume_after_the_probe_file_changed_is_refused(tmp_path, settings):
-    from agentic_rag.eval.runner import ResumeMismatchError
+    from agentic_rag.eval.resume import ResumeMismatchError
     from agentic_rag.gate.probe import PACKAGED_PROBE
 
     probe = tmp_path / "probe.json"
@@ -144,7 +144,7 @@ def test_resume_after_the_probe_file_changed_is_refused(tmp_path, settings):
 
 def test_a_sweep_records_the_settings_it_ran_under_and_will_not_resume_under_others(tmp_path, settings):
     from agentic_rag.eval.calibrate import calibrate
-    from agentic_rag.eval.runner import ResumeMismatchError
+    from agentic_rag.eval.resume import ResumeMismatchError
 
     data, out = dataset(tmp_path), tmp_path / "sweep"
     under = settings.replace(ANSWER_RELEVANCE_MIN=0.3)

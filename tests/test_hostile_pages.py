@@ -12,7 +12,8 @@ import pytest
 
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.ingest.pages import chunk_page, html_to_text, make_page
+from agentic_rag.ingest.pages import html_to_text, make_page
+from agentic_rag.retrieval.chunks import chunk_page
 from agentic_rag.prompts import is_untrusted
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows

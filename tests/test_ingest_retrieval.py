@@ -5,7 +5,8 @@ from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord, iter_records
 from agentic_rag.ingest import ingest
 from agentic_rag.ingest.ingest import build_corpus_index, index_for_record, pages_from_record, record_cache_key
-from agentic_rag.ingest.pages import chunk_page, html_to_text, make_page
+from agentic_rag.ingest.pages import html_to_text, make_page
+from agentic_rag.retrieval.chunks import chunk_page
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex, tokenize
 from agentic_rag.retrievers.source import retrieve

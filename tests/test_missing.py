@@ -9,7 +9,10 @@ import re
 
 import pytest
 
-from agentic_rag.anchors.predictor import STOP_WORDS, normalize_text, propose_anchors, question_kind, select_anchors
+from agentic_rag.anchors.kind import question_kind
+from agentic_rag.anchors.matching import normalize_text
+from agentic_rag.anchors.ner import STOP_WORDS
+from agentic_rag.anchors.predictor import propose_anchors, select_anchors
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.signals import new_claims, unmatched_question_terms
 from agentic_rag.generator.finalize import build_record, explain_refusal, missing_pieces

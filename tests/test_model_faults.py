@@ -224,7 +224,7 @@ def test_an_unreachable_evaluation_judge_keeps_the_rule_verdict(settings, tmp_pa
 
 
 def test_the_printed_resume_command_never_shows_a_key():
-    from agentic_rag.eval.runner import resume_command
+    from agentic_rag.eval.resume import resume_command
 
     line = resume_command("agentic-rag", ["eval", "--dataset", "d.jsonl", "-o", f"OPENAI_API_KEY={KEY}",
                                           f"--override=eval_judge_api_key={KEY}", "-o", "RETRIEVAL_K=3"], "runs/x")

@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 
 from agentic_rag.gate.policy import Flags, decide
+from agentic_rag.gate.probe_training import auc, fit_probe
 from agentic_rag.gate.probe import (
     PACKAGED_PROBE,
     AnswerabilityProbe,
     ProbeMismatchError,
-    auc,
-    fit_probe,
     load_probe,
     packaged_probe_for,
     probe_request,
@@ -139,7 +138,7 @@ def test_real_model_state_from_the_generation_call_matches_a_forward_pass(settin
     """The probe reads the prefill of the answer call itself; training reads a separate forward pass."""
     from langchain_core.messages import HumanMessage
 
-    from agentic_rag.generator.generate import call_model
+    from agentic_rag.llm.calls import call_model
     from agentic_rag.llm.factory import get_chat_model
 
     model = get_chat_model(settings, max_tokens=4)

@@ -2,10 +2,10 @@
 
 import pytest
 
-from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens, new_claims, says_something
-from agentic_rag.generator.citations import split_sentences
+from agentic_rag.text import split_sentences
 from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
 

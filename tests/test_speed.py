@@ -198,7 +198,7 @@ def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(tmp_pa
     from typer.testing import CliRunner
 
     from agentic_rag.cli import app
-    from agentic_rag.eval.runner import read_results
+    from agentic_rag.eval.results import read_results
 
     out = tmp_path / "run"
     res = CliRunner().invoke(app, ["eval", "--dataset", "example", "--n", "1", "--system", "baseline", "--out", str(out),

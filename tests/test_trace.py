@@ -172,7 +172,7 @@ def test_old_runs_and_baseline_runs_still_show(agent_run, tmp_path):
 
 def test_checkpoints_list_show_and_replay(tmp_path):
     from graphs import get_graph
-    from agentic_rag.trace.checkpoints import history, replay
+    from agentic_rag.checkpoints import history, replay
 
     ck = tmp_path / "checkpoints.sqlite"
     settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "a"), "CHECKPOINT_PATH": str(ck)})
@@ -252,7 +252,7 @@ def test_checkpoints_do_not_store_the_pages_at_every_step(tmp_path):
     fake = ScriptedChat(replies=[REPLIES[0]])
     answer("agent", settings, record=rec, extra_config={"llm": fake})
     from graphs import get_graph
-    from agentic_rag.trace.checkpoints import history
+    from agentic_rag.checkpoints import history
 
     steps = history(get_graph("agent"), ck, "toy-1")
     assert len(steps) >= 8 and steps[-1].values["record"]["search_results"][-1]["page_result"] == bulk
@@ -266,7 +266,7 @@ def test_checkpoints_do_not_store_the_pages_at_every_step(tmp_path):
 
 
 def test_clipped_text_ends_at_a_word_with_an_ellipsis():
-    from agentic_rag.trace.record import clip
+    from agentic_rag.events import clip
 
     assert clip("what is the ticker symbol of apple inc.?", 22) == "what is the ticker…"
     assert clip("supercalifragilistic", 6) == "super…"  # one long word: cut, marked

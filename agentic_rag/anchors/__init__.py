@@ -1,23 +1,7 @@
-"""Anchors: the pieces of a question its evidence must contain (see :mod:`.predictor`)."""
+"""Anchors: the pieces of a question its evidence must contain.
 
-from agentic_rag.anchors.predictor import (
-    ANCHOR_TYPES,
-    QUESTION_KINDS,
-    Anchor,
-    anchor_coverage,
-    anchor_in_text,
-    propose_anchors,
-    question_kind,
-    select_anchors,
-)
-
-__all__ = [
-    "ANCHOR_TYPES",
-    "QUESTION_KINDS",
-    "Anchor",
-    "anchor_coverage",
-    "anchor_in_text",
-    "propose_anchors",
-    "question_kind",
-    "select_anchors",
-]
+``predictor`` proposes them from the question (``candidates``: regexes and the lexicon; ``ner``:
+spaCy), ``matching`` holds the ``Anchor`` type, every period and date pattern and whether a text
+mentions an anchor, ``kind`` tells the question's kind, ``inputs`` refuses a question before any of
+this, and ``node`` is the graph node.
+"""

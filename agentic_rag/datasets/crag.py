@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Callable, Iterator, Literal, TextIO, TypeVar
+from typing import Any, BinaryIO, Callable, Iterator, Literal, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -204,15 +204,6 @@ def resolve_dataset(path: str | Path) -> Path:
     if p.is_dir():
         raise DataError(f"dataset {p} is a folder; give a CRAG .jsonl or .jsonl.bz2 file")
     return p
-
-
-def open_text(path: Path) -> IO[str]:
-    """Open plain, .bz2 or .gz text for streaming (a leading byte-order mark is dropped)."""
-    if path.suffix == ".bz2":
-        return bz2.open(path, "rt", encoding="utf-8-sig")
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig")
-    return open(path, "r", encoding="utf-8-sig")
 
 
 def open_binary(path: Path) -> BinaryIO:

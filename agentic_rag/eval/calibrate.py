@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.configuration import Settings, parse_overrides
-from agentic_rag.eval.runner import RUN_NEUTRAL_SETTINGS, run_eval
+from agentic_rag.eval.resume import RUN_NEUTRAL_SETTINGS
+from agentic_rag.eval.runner import run_eval
 
 METRICS = (
     "accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "hallucination", "score",

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.eval.runner import read_results
+from agentic_rag.eval.results import read_results
 
 SUMMARY_KEYS = (
     "n", "accuracy", "hallucination", "missing", "score", "em_short", "f1_short",

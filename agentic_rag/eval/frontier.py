@@ -12,7 +12,7 @@ from __future__ import annotations
 from statistics import fmean
 from typing import Any
 
-from agentic_rag.eval.runner import gold_groups, is_refusal
+from agentic_rag.eval.rows import gold_groups, is_refusal
 from agentic_rag.gate.judge import COMBINE_PARTS
 
 # each reading the replay can cut: the single readings, and the means VERIFIER_COMBINE offers

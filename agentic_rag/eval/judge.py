@@ -25,6 +25,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
+from agentic_rag.anchors.matching import written_dates
 from agentic_rag.datasets.crag import IDK, INVALID_QUESTION
 
 NUMERIC_REL_TOL = 0.01  # relative tolerance for numeric answers (fraction)
@@ -87,23 +88,12 @@ def _numeric_match(prediction: str, gold: str) -> bool:
     return any(abs(x - target) <= NUMERIC_REL_TOL * max(1.0, abs(target)) for x in _numbers(prediction))
 
 
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_DATE_MDY = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4}))?", re.IGNORECASE)
-_DATE_DMY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?:,?\s+(\d{4}))?", re.IGNORECASE)
-
-
-def _dates(text: str) -> list[tuple[int, int, str]]:
-    out = [(_MONTHS.index(m.group(1).lower()[:3]) + 1, int(m.group(2)), m.group(3) or "") for m in _DATE_MDY.finditer(text)]
-    out += [(_MONTHS.index(m.group(2).lower()[:3]) + 1, int(m.group(1)), m.group(3) or "") for m in _DATE_DMY.finditer(text)]
-    return out
-
-
 def _date_match(prediction: str, gold: str) -> bool:
-    golds = _dates(gold)
+    golds = written_dates(gold)
     if len(golds) != 1:
         return False
     gm, gd, gy = golds[0]
-    return any(m == gm and d == gd and (not y or not gy or y == gy) for m, d, y in _dates(prediction))
+    return any(m == gm and d == gd and (not y or not gy or y == gy) for m, d, y in written_dates(prediction))
 
 
 # lower-case words that sit inside a person's name ("Ludwig van Beethoven", "Juan Carlos de Borbon y Borbon")

@@ -13,7 +13,8 @@ from typing import Any
 
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.judge import Judgement, token_f1
-from agentic_rag.generator.generate import call_generator, messages_for
+from agentic_rag.llm.calls import call_generator
+from agentic_rag.prompts import messages_for
 
 JUDGE_OUTPUT_TOKENS = 4  # "accurate" / "incorrect" (tokens)
 _ACCURATE = re.compile(r"^\W*accurate\b", re.IGNORECASE)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.eval.runner import gold_groups, is_refusal
+from agentic_rag.eval.rows import gold_groups, is_refusal
 
 # a refusal written into an answer ("I don't know" with status ok): no check refused it, the model did
 ANSWERED_IDK = "ANSWERED_IDK"

@@ -11,7 +11,7 @@ from agentic_rag.configuration import Settings
 from agentic_rag.gate.confidence import confidence_gate
 from agentic_rag.gate.crossencoder import rerank_scores
 from agentic_rag.gate.grader import llm_grades
-from agentic_rag.generator.generate import model_from
+from agentic_rag.llm.calls import model_from
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
 from agentic_rag.state import RAGState

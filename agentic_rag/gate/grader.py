@@ -9,10 +9,8 @@ of only bucketing them; other backends decode a digit. Each call is checked agai
 before it is made and booked under the ``grade`` stage; passages the budget cannot pay for are not
 graded, and with none graded the gate falls back to tier 2.
 
-Measured with the 1.5B preset on the 350 dev questions: the best passage's grade ranks answerable over
-unanswerable questions with AUC 0.84, where the answerability probe, read for free from the answer
-call, gives 0.885; every threshold that refuses anything lifts false refusal over the 0.15 cap
-(benchmarks/calibration/qwen-1.5b/18_*). So it is a tier-1 option for offline users, not a default.
+It is a tier-1 option for offline users, not a default: it tells answerable from unanswerable
+questions less well than the answerability probe, which costs no call (docs/measurements.md).
 """
 
 from __future__ import annotations
@@ -20,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_rag.budget import can_afford
-from agentic_rag.generator.generate import messages_for, prompt_cost
 from agentic_rag.gate.judge import choice_probabilities
+from agentic_rag.llm.calls import prompt_cost
+from agentic_rag.prompts import messages_for
 from agentic_rag.state import merge_usage
 
 GRADE_STAGE = "grade"

@@ -23,9 +23,10 @@ import re
 from typing import Any
 
 from agentic_rag.gate.signals import supported_quotes
-from agentic_rag.generator.citations import strip_markup
-from agentic_rag.generator.generate import call_model, messages_for, prompt_cost
+from agentic_rag.llm.calls import call_model, prompt_cost
 from agentic_rag.llm.factory import get_chat_model
+from agentic_rag.prompts import messages_for
+from agentic_rag.text import strip_markup
 
 YES_NO_MAX_OUTPUT_TOKENS = 4  # "yes" / "no" when the backend must decode its verdict (tokens)
 VERIFY_EVIDENCE_CHARS = 1500  # cited text shown to the verifier when the draft quoted no sentence (chars)
@@ -100,11 +101,11 @@ def verified_score(signals: dict[str, Any], settings) -> float | None:
     """What ``VERIFIER_MIN`` is compared with: the mean of the readings ``VERIFIER_COMBINE`` names.
 
     Why a mean: the probe reads the sources and the question, the verifier the quoted sentence and the
-    answer; on the dev split each ranks the shown drafts about as well (AUC 0.72 both) and their mean
-    better (0.78), so one cut on the mean refuses more wrong drafts per right one than two cuts. The
-    quote probe (the probe on the quoted sentences alone) ranks them better than either (AUC 0.84 on
-    dev350's drafts): it asks whether *those sentences* answer the question, which the full-context
-    probe cannot, since a passage that answers a nearby question looks answerable as a whole."""
+    answer; on the dev split each ranks the shown drafts about as well as the other and their mean
+    better, so one cut on the mean refuses more wrong drafts per right one than two cuts. The quote
+    probe (the probe on the quoted sentences alone) ranks them better than either: it asks whether
+    *those sentences* answer the question, which the full-context probe cannot, since a passage that
+    answers a nearby question looks answerable as a whole (figures: docs/measurements.md)."""
     parts = list(combined_readings(signals, settings).values())
     return round(sum(parts) / len(parts), 4) if parts else None
 

@@ -9,13 +9,12 @@ written to telemetry, one row per round. Where the graph goes next is graphs/age
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.anchors.matching import RE_PERIOD_MENTION, Anchor
 from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.crossencoder import entailment_probability
@@ -26,19 +25,18 @@ from agentic_rag.gate.judge import (
 from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flags, decide, requested
 from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quote_probe_messages, read_quote_probe
 from agentic_rag.gate.signals import collect_signals, supported_quotes
-from agentic_rag.generator.citations import strip_markup
-from agentic_rag.generator.generate import model_from, prompt_cost, reflect_request
+from agentic_rag.llm.calls import model_from, prompt_cost
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
-from agentic_rag.prompts import is_hedging
+from agentic_rag.prompts import is_hedging, reflect_request
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.state import RAGState, merge_usage
 from agentic_rag.supervisor.validators import PERIOD_TYPES, validate
 from agentic_rag.telemetry import telemetry_path, write_row
+from agentic_rag.text import strip_markup
 from agentic_rag.utils import timed
 
 SYSTEM = "agent"
-_PERIOD = re.compile(r"\b(?:q[1-4]\s+)?(?:1[89]|20)\d{2}\b", re.IGNORECASE)
 
 
 def _round_paths(state: RAGState) -> list[dict[str, Any]]:
@@ -98,7 +96,7 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
                           claim_text=claims or None)
     if draft and settings.baug.NLI_MODEL and cited_text:
         signals["nli_entailment"] = entailment_probability(settings.baug.NLI_MODEL, cited_text[:4000], strip_markup(draft))
-    found_periods = [m for m in dict.fromkeys(_PERIOD.findall(cited_text)) if m not in validation.missing]
+    found_periods = [m for m in dict.fromkeys(RE_PERIOD_MENTION.findall(cited_text)) if m not in validation.missing]
     # priced on the state as it came in: the reflect prompt the policy weighs is the one before these signals
     next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)
     flags = Flags(

@@ -5,7 +5,8 @@ and the 0.5B generator answers them from a real, quotable sentence, so every che
 (verified quotes, overlap, faithfulness, anchors) passes. The model's hidden state at the end of the
 prompt still encodes whether the context answers the question (Slobodkin et al., 2023, "The Curious
 Case of Hallucinatory (Un)answerability"); a logistic regression on that one vector reads it out.
-It costs no extra tokens: the state comes from the generation call's own prefill.
+It costs no extra tokens: the state comes from the generation call's own prefill. A probe is fitted
+offline (gate/probe_training.py, run by scripts/train_probe.py); this module only reads it.
 
 A probe belongs to one model: its file records the model's source key (the GGUF SHA-256 of the
 packaged model) and hidden size, and is refused for any other model. Each packaged generator ships
@@ -22,6 +23,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from agentic_rag.llm.calls import call_model
+from agentic_rag.prompts import answer_messages
 
 PROBES_DIR = Path(__file__).resolve().parents[1] / "data" / "probes"
 PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
@@ -179,8 +183,6 @@ def quote_probe_messages(question: str, sentences: list[dict[str, Any]], bundle:
 
     Why the answer prompt: the probe was trained on the states of that prompt, so on this one it still
     reads "do these sources answer this question", now asked of the quoted sentences alone."""
-    from agentic_rag.generator.generate import answer_messages
-
     quoted = quote_bundle(sentences, bundle)
     return answer_messages(question, quoted) if quoted["passages"] else None
 
@@ -188,8 +190,6 @@ def quote_probe_messages(question: str, sentences: list[dict[str, Any]], bundle:
 def read_quote_probe(messages: list, request: dict[str, Any], settings: Any, stage: str, llm: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The probe's reading of ``messages`` (from ``quote_probe_messages``) and the call's usage: one
     prefill and a single decoded token, since the state is taken from the generation call's prefill."""
-    from agentic_rag.generator.generate import call_model
-
     if request.get("status") != "requested":
         return read_probe(None, request), {}
     capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)
@@ -206,88 +206,3 @@ def _warn_once(text: str) -> None:
         import warnings
 
         warnings.warn(text, stacklevel=3)
-
-
-# ---------------------------------------------------------------------------------------------------
-# training (scripts/train_probe.py); scikit-learn is only needed here
-
-
-def auc(y: np.ndarray, s: np.ndarray) -> float:
-    """ROC AUC of ``s`` for y = 1 (answerable); ties count half. NaN when only one class is present."""
-    from sklearn.metrics import roc_auc_score
-
-    y = np.asarray(y)
-    return float(roc_auc_score(y, s)) if 0 < y.sum() < len(y) else float("nan")
-
-
-def cross_validated_scores(
-    X: np.ndarray,
-    y: np.ndarray,
-    groups: Sequence[str],
-    c: float = 0.05,
-    folds: int = 5,
-    train_fraction: float = 1.0,
-    rng: np.random.Generator | None = None,
-) -> np.ndarray:
-    """Out-of-fold P(answerable) with folds split by ``groups`` (articles), so no article is in both.
-
-    ``train_fraction`` < 1 fits each fold on a random subset of its training rows (a learning curve)."""
-    from sklearn.model_selection import GroupKFold
-
-    out = np.zeros(len(y))
-    n_groups = len(set(groups))
-    for train, test in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
-        if train_fraction < 1.0:
-            train = (rng or np.random.default_rng(0)).choice(train, int(len(train) * train_fraction), replace=False)
-        model = _fit(X[train], y[train], c)
-        out[test] = model.predict_proba(X[test])[:, 1]
-    return out
-
-
-def _fit(X: np.ndarray, y: np.ndarray, c: float):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000)).fit(X, y)
-
-
-def fit_probe(
-    states: np.ndarray,
-    y: np.ndarray,
-    groups: Sequence[str],
-    model_key: str,
-    layers: Sequence[int] | None = None,
-    c: float = 0.05,
-    folds: int = 5,
-    meta: dict[str, Any] | None = None,
-) -> tuple[AnswerabilityProbe, dict[str, Any]]:
-    """Pick the layer with the best article-grouped cross-validated AUC, then fit on all rows.
-
-    ``states`` is [n, layers, hidden] (last prompt token, every layer); ``y`` is 1 = answerable.
-    """
-    y = np.asarray(y, dtype=int)
-    layers = list(layers if layers is not None else range(states.shape[1]))
-    per_layer = {}
-    for layer in layers:
-        oof = cross_validated_scores(states[:, layer, :].astype(np.float64), y, groups, c, folds)
-        per_layer[layer] = {"auc": round(auc(y, oof), 4), "oof": oof}
-    best = max(layers, key=lambda layer: per_layer[layer]["auc"])
-    model = _fit(states[:, best, :].astype(np.float64), y, c)
-    scaler, lr = model.steps[0][1], model.steps[1][1]
-    probe = AnswerabilityProbe(
-        layer=int(best),
-        mean=scaler.mean_.tolist(),
-        scale=scaler.scale_.tolist(),
-        coef=lr.coef_[0].tolist(),
-        intercept=float(lr.intercept_[0]),
-        model_key=model_key,
-        hidden_size=int(states.shape[2]),
-        meta={**(meta or {}), "c": c, "cv_auc": per_layer[best]["auc"], "n": int(len(y)), "answerable": int(y.sum())},
-    )
-    report = {
-        "layer_auc": {int(k): v["auc"] for k, v in per_layer.items()},
-        "chosen_layer": int(best),
-        "oof_scores": per_layer[best]["oof"].tolist(),
-    }
-    return probe, report

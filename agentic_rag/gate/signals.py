@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.anchors.predictor import MONTH_ABBR, MONTHS, Anchor, anchor_coverage
+from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, anchor_coverage
 from agentic_rag.budget import llm_calls, tokens_used
-from agentic_rag.generator.citations import (
+from agentic_rag.retrieval.hybrid import tokenize
+from agentic_rag.text import (
     cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup, untrusted_sentences, untrusted_source,
 )
-from agentic_rag.retrieval.hybrid import tokenize
 
 _STOP = frozenset(STOPWORDS_EN)
 _YES_NO = {"yes", "no"}

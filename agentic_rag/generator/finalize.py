@@ -10,21 +10,27 @@ import re
 import time
 from typing import Any
 
-from agentic_rag.anchors.predictor import STOP_WORDS, get_nlp, normalize_text
+from langchain_core.runnables import RunnableConfig
+
+from agentic_rag.anchors.kind import question_kind
+from agentic_rag.anchors.matching import RE_DATE_OR_YEAR, normalize_text
+from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
+from agentic_rag.anchors.predictor import propose_anchors
+from agentic_rag.budget import llm_calls, tokens_summary
+from agentic_rag.configuration import Settings
+from agentic_rag.events import quoted_chunks
 from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.policy import LAYER_CODES, requested
-from agentic_rag.gate.signals import supported_quotes
-from agentic_rag.generator.citations import extract_citations, split_sentences, strip_markup
+from agentic_rag.gate.signals import collect_signals, supported_quotes
+from agentic_rag.generator.citations import citations_from_support, extract_citations
+from agentic_rag.nodes import Node
 from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
 from agentic_rag.state import AnswerRecord
+from agentic_rag.text import split_sentences, strip_markup
+from agentic_rag.utils import timed
 
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
-_DATE = re.compile(
-    r"\b(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}|\d{1,2}\s+"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{4}|\d{4}-\d{2}-\d{2}|(?:1[89]|20)\d{2})\b",
-    re.IGNORECASE,
-)
 _FALSE_PREMISE = re.compile(r"\b(invalid question|false premise|never (won|been|had|did|was)|did not|has not|have not)\b", re.IGNORECASE)
 _LEADS = re.compile(r"^(the answer is|according to (the )?sources?( \d+)?,?|based on (the )?sources?,?)\s*", re.IGNORECASE)
 
@@ -39,7 +45,7 @@ def short_answer(question: str, answer: str, kind: str = "other") -> str:
         if m:
             return m.group(1).lower()
     if kind in {"date", "time_window"}:
-        m = _DATE.search(text)
+        m = RE_DATE_OR_YEAR.search(text)
         if m:
             return m.group(0)
     if kind == "numeric":
@@ -247,27 +253,11 @@ def _untrusted_note(signals: dict[str, Any]) -> str:
             "model rather than the reader (an injection attempt) and back nothing.")
 
 
-def citations_from_support(rows: list[dict[str, Any]], bundle: dict[str, Any]) -> list[dict[str, Any]]:
-    """One citation per source sentence that backs the answer (exact source text, so verifiable)."""
-    by_n = {p["n"]: p for p in bundle.get("passages", [])}
-    out: dict[tuple[int, str], dict[str, Any]] = {}
-    for row in rows:
-        n = row.get("n")
-        if n is None or n not in by_n:
-            continue
-        p = by_n[n]
-        out.setdefault((n, row["quote"]), {
-            "n": n, "chunk_id": p["chunk_id"], "page_name": p.get("page_name", ""), "page_url": p.get("page_url", ""),
-            "quote": row["quote"], "verified": bool(row.get("supported")),
-        })
-    return list(out.values())
-
-
 INPUT_LAYERS = {"ABSTAIN_OUT_OF_DOMAIN": "out_of_domain", "ABSTAIN_INVALID_SELECTION": "invalid_selection",
                 "ABSTAIN_QUESTION_TOO_LONG": "question_too_long"}
 
 
-def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], llm_calls: int) -> AnswerRecord:
+def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], calls: int) -> AnswerRecord:
     decision = state.get("decision") or {"action": "STOP", "reason": "STOP_SINGLE_PASS"}
     signals = {k: v for k, v in (state.get("signals") or {}).items() if not k.startswith("_")}
     common = dict(
@@ -276,7 +266,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         system=system,
         reason=decision["reason"],
         tokens=tokens,
-        llm_calls=llm_calls,
+        llm_calls=calls,
         signals=signals,
         draft=state.get("draft", ""),
     )
@@ -333,24 +323,14 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
 
 def make_finalize_node(system: str):
     """The last node of a graph: the state becomes an ``AnswerRecord`` (same shape for every system)."""
-    from langchain_core.runnables import RunnableConfig
-
-    from agentic_rag.budget import llm_calls, tokens_summary
-    from agentic_rag.configuration import Settings
-    from agentic_rag.nodes import Node
-    from agentic_rag.trace.record import quoted_chunks
-    from agentic_rag.utils import timed
 
     @timed(Node.FINALIZE)
     def finalize_node(state: dict, config: RunnableConfig) -> dict[str, Any]:
         settings = Settings.from_runnable_config(config)
         if "kind" not in state:
-            from agentic_rag.anchors.predictor import propose_anchors, question_kind
-
             state = {**state, "kind": question_kind(state["question"], propose_anchors(state["question"]))}
         if "signals" not in state and state.get("draft"):
             # measured, never acted on: the baseline gets the same evidence-consistency figures as the agent
-            from agentic_rag.gate.signals import collect_signals
             from agentic_rag.retrieval.embeddings import get_embedder
 
             signals = collect_signals(

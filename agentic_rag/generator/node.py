@@ -9,9 +9,10 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.budget import question_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.probe import probe_request, read_probe
-from agentic_rag.generator.generate import answer_messages, call_generator, call_model, model_from, reflect_request
+from agentic_rag.llm.calls import call_generator, call_model, model_from
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
+from agentic_rag.prompts import answer_messages, reflect_request
 from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
 

@@ -7,12 +7,11 @@ rebuilt, never trusted. Corpus mode pools pages from a dataset, a prepared corpu
 .html/.txt/.md/.pdf files into one FAISS + BM25 index under ``artifacts/``; a file in the folder that
 is not text (an executable named ``x.html``) is skipped with a warning and counted.
 
-Run as ``agentic-rag ingest`` or ``python -m agentic_rag.ingest.ingest --input SRC --out DIR``.
+Run as ``agentic-rag ingest``.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -30,7 +29,8 @@ from agentic_rag.datasets.crag import (
     SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
     looks_binary, resolve_dataset, warn,
 )
-from agentic_rag.ingest.pages import EXTRACTOR_VERSION, Page, make_page
+from agentic_rag.ingest.pages import EXTRACTOR_VERSION, make_page
+from agentic_rag.retrieval.chunks import Page
 from agentic_rag.retrieval.embedding_cache import cache_for
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex
@@ -301,23 +301,3 @@ def build_corpus_index(source: str | Path, out_dir: str | Path, settings: Settin
         "chunks_per_s": round(len(index) / total, 2),
         "out": str(out_dir),
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--input", required=True, help="CRAG dataset, prepared corpus .jsonl, folder, or 'example'")
-    ap.add_argument("--out", required=True, help="index folder to write")
-    ap.add_argument("--backend", default=None, help="ignored: embeddings are always the packaged offline model")
-    ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
-    args = ap.parse_args(argv)
-    settings = Settings.load(overrides=args.override)
-    try:
-        print(json.dumps(build_corpus_index(args.input, args.out, settings), indent=2))
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,4 @@
-"""Pages and chunks: the unit a citation points back to.
-
-A chunk keeps its page's name, URL and modification date, the page's index in its source, and the
-character offsets of the chunk inside the page's extracted text, so ``page.text[start:end] ==
-chunk.text`` always holds and any quoted sentence can be checked against the exact source text.
+"""Page extraction: the main text of a fetched page, as a reader of the rendered page sees it.
 
 Extraction keeps what a reader of the rendered page sees: elements hidden by CSS or by the
 ``hidden`` / ``aria-hidden`` attributes are dropped (hidden text is a way to plant claims no reader
@@ -10,24 +6,23 @@ would see). Pages are hostile input, so extraction is bounded (``MAX_PAGE_RAW_CH
 tree parser cannot hold (libxml2 stops at 256 levels of nesting and drops what is deeper) is read by
 a flat tokenizer instead. Sentences that address the model rather than the reader are counted on the
 page (``untrusted``, copied to its chunks as ``page_untrusted``) so such a page backs no answer and a
-trace shows where the injection attempt was.
+trace shows where the injection attempt was. Pages are chunked by :mod:`agentic_rag.retrieval.chunks`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import asdict, dataclass, field
 from html.parser import HTMLParser
-from typing import Any, Mapping
+from typing import Mapping
 
 import trafilatura
-from langchain_text_splitters import RecursiveCharacterTextSplitter
 from lxml import html as lxml_html
 from trafilatura.utils import load_html
 
 from agentic_rag.datasets.crag import clean_text
-from agentic_rag.generator.citations import untrusted_sentences
+from agentic_rag.retrieval.chunks import Page
+from agentic_rag.text import untrusted_sentences
 
 _TAG = re.compile(r"<\s*(html|body|div|p|span|head|table|!doctype|a|br)\b", re.IGNORECASE)
 _DROP = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "iframe")
@@ -40,41 +35,6 @@ _HIDDEN_DECL = re.compile(
     r"|font-size\s*:\s*0(?:\.0*)?(?:px|pt|em|rem|%)?)\s*(?:!important\s*)?(?:;|}|$)",
     re.IGNORECASE,
 )
-
-
-@dataclass
-class Page:
-    page_id: str
-    page_name: str
-    page_url: str
-    page_last_modified: str
-    text: str
-    page_index: int = 0
-    source: str = ""
-    truncated_chars: int = 0
-    links: list[str] = field(default_factory=list)
-    raw_truncated_chars: int = 0  # raw page characters cut before extraction (MAX_PAGE_RAW_CHARS)
-    untrusted: int = 0  # sentences that address the model (prompts.UNTRUSTED_PATTERNS)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Chunk:
-    chunk_id: str
-    text: str
-    page_id: str
-    page_index: int
-    page_name: str
-    page_url: str
-    page_last_modified: str
-    start: int
-    end: int
-    page_untrusted: int = 0  # the page's sentences that address the model (prompts.UNTRUSTED_PATTERNS)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def looks_like_html(raw: str) -> bool:
@@ -249,38 +209,3 @@ def strip_scripts(raw: str) -> str:
         pos = end.end()
     out.append(raw[pos:])
     return "".join(out)
-
-
-def chunk_page(page: Page, chunk_size: int, overlap: int, min_chars: int) -> list[Chunk]:
-    splitter = RecursiveCharacterTextSplitter(
-        chunk_size=chunk_size,
-        chunk_overlap=min(overlap, chunk_size // 2),
-        separators=["\n\n", "\n", ". ", "; ", ", ", " ", ""],
-        keep_separator="end",
-        add_start_index=True,
-    )
-    chunks = []
-    for doc in splitter.create_documents([page.text]):
-        start = int(doc.metadata["start_index"])
-        text = doc.page_content
-        if start < 0 or page.text[start : start + len(text)] != text:
-            start = page.text.find(text)
-            if start < 0:
-                continue
-        if len(text.strip()) < min_chars:
-            continue
-        chunks.append(
-            Chunk(
-                chunk_id=f"{page.page_id}:{len(chunks)}",
-                text=text,
-                page_id=page.page_id,
-                page_index=page.page_index,
-                page_name=page.page_name,
-                page_url=page.page_url,
-                page_last_modified=page.page_last_modified,
-                start=start,
-                end=start + len(text),
-                page_untrusted=page.untrusted,
-            )
-        )
-    return chunks

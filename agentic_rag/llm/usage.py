@@ -118,14 +118,6 @@ class UsageLedger:
         return sum(row[key] for row in self.by_stage.values())
 
     @property
-    def input_tokens(self) -> int:
-        return self._sum("input_tokens")
-
-    @property
-    def output_tokens(self) -> int:
-        return self._sum("output_tokens")
-
-    @property
     def total_tokens(self) -> int:
         return self._sum("total_tokens")
 

@@ -23,7 +23,7 @@ import faiss
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.ingest.pages import Chunk, Page, chunk_page
+from agentic_rag.retrieval.chunks import Chunk, Page, chunk_page
 from agentic_rag.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
 from agentic_rag.retrieval.embeddings import Embedder
 from agentic_rag.retrieval.vectorstore import build_store, nearest_rows
@@ -385,9 +385,3 @@ def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
-
-
-def passages_as_dicts(passages: list[Passage]) -> list[dict[str, Any]]:
-    return [p.to_dict() for p in passages]
-
-

@@ -13,7 +13,6 @@ stores needs no rebuild: a non-default store is filled from ``embeddings.npy`` w
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
@@ -21,16 +20,14 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from agentic_rag.configuration import import_store_class
+
 if TYPE_CHECKING:
     import faiss
 
     from agentic_rag.retrieval.embeddings import Embedder
 
 ROW = "row"  # metadata key of a document's position in the index's chunk list
-
-
-class VectorStoreSettingError(ValueError):
-    """``VECTOR_STORE`` names a store that cannot be used."""
 
 
 class KnownVectors(Embeddings):
@@ -107,14 +104,7 @@ def store_class(name: str) -> type[VectorStore]:
         return FaissVectorStore
     if name == "inmemory":
         return InMemoryVectorStore
-    module, _, attr = name.partition(":") if ":" in name else name.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise VectorStoreSettingError(f"VECTOR_STORE {name!r} cannot be imported: {exc}") from None
-    if not (isinstance(cls, type) and issubclass(cls, VectorStore)):
-        raise VectorStoreSettingError(f"VECTOR_STORE {name!r} is not a LangChain VectorStore class")
-    return cls
+    return import_store_class(name)
 
 
 def build_store(name: str, texts: list[str], vectors: np.ndarray, embedder: "Embedder",

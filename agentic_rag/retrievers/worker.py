@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from agentic_rag.anchors.predictor import Anchor, anchor_in_text
+from agentic_rag.anchors.matching import Anchor, anchor_in_text
 from agentic_rag.configuration import Settings
 from agentic_rag.retrieval.hybrid import HybridIndex, Passage, tokenize
 from agentic_rag.retrievers.source import retrieve

@@ -1,15 +1,15 @@
 """Ambiguity policy: ok / refuse / ambiguous, decided before the LLM sees mixed evidence.
 
-1. Out-of-domain gate: ``OOD_DENY_PATTERNS`` refuse a question; a non-empty ``OOD_ALLOW_PATTERNS``
-   refuses any question that matches none of them.
-2. Evidence is grouped by a tag signature from page metadata: the page's host (web pages), its folder
+(An out-of-domain question never gets this far: anchors/inputs.py refuses it before retrieval.)
+
+1. Evidence is grouped by a tag signature from page metadata: the page's host (web pages), its folder
    (local files) or, failing both, the page itself; groups whose centroid embeddings are closer than
    ``AMBIGUITY_MERGE_SIM`` are one topic and merge, so five sites about one film stay one cluster.
-3. With two or more clusters left, resolve in order: single group -> ok; an overview-style question
+2. With two or more clusters left, resolve in order: single group -> ok; an overview-style question
    without an entity anchor -> ambiguous; entity anchors held by exactly one group -> that group;
    best-group score gap >= ``MIN_GROUP_GAP`` -> that group; query-to-centroid similarity gap >=
    ``MIN_GROUP_GAP`` -> that group; otherwise ambiguous with up to ``MAX_OPTIONS`` options.
-4. ``selected_option`` answers from one option; an unknown id is a refusal (``invalid_selection``).
+3. ``selected_option`` answers from one option; an unknown id is a refusal (``invalid_selection``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from agentic_rag.anchors.predictor import Anchor, anchor_in_text
+from agentic_rag.anchors.matching import Anchor, anchor_in_text
 
 OVERVIEW = re.compile(
     r"^\s*(?:tell me about|give (?:me )?an? (?:overview|summary)|(?:what is|what's) the (?:overall|general)|"
@@ -29,24 +29,6 @@ OVERVIEW = re.compile(
     re.IGNORECASE,
 )
 ENTITY_TYPES = {"entity", "person", "org", "place", "work", "event", "award", "tournament", "category"}
-
-
-def question_too_long(question: str, settings) -> str:
-    """Why the question is refused as input, or ''. A question thousands of words long is a pasted
-    document, not a question; it would cost minutes of anchor extraction and a prompt no budget holds."""
-    if len(question) > settings.budget.MAX_QUESTION_CHARS:
-        return f"is {len(question)} characters long; at most {settings.budget.MAX_QUESTION_CHARS} (MAX_QUESTION_CHARS) are read"
-    return ""
-
-
-def out_of_domain(question: str, settings) -> str:
-    """The pattern that puts the question out of domain, or ''."""
-    for pattern in settings.agent.OOD_DENY_PATTERNS:
-        if re.search(pattern, question, re.IGNORECASE):
-            return f"matches the deny pattern {pattern!r}"
-    if settings.agent.OOD_ALLOW_PATTERNS and not any(re.search(p, question, re.IGNORECASE) for p in settings.agent.OOD_ALLOW_PATTERNS):
-        return "matches none of the allowed topics"
-    return ""
 
 
 def signature(passage: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.nodes import Node
 from agentic_rag.retrievers.source import resolve_index

@@ -6,9 +6,10 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agentic_rag.anchors.predictor import Anchor
+from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
-from agentic_rag.generator.generate import answer_messages, prompt_cost
+from agentic_rag.llm.calls import prompt_cost
+from agentic_rag.prompts import answer_messages
 from agentic_rag.llm.factory import count_tokens
 from agentic_rag.nodes import Node
 from agentic_rag.state import RAGState

@@ -11,14 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from agentic_rag.prompts import format_source
+
 MIN_USEFUL_TOKENS = 40  # a passage cut shorter than this carries too little to cite (tokens)
-
-
-def format_source(n: int, passage: dict[str, Any]) -> str:
-    meta = passage.get("page_name") or passage.get("page_url") or "source"
-    if passage.get("page_last_modified"):
-        meta += f" (last modified {passage['page_last_modified']})"
-    return f"[{n}] {meta}\n{passage['text'].strip()}"
 
 
 def pack_evidence(
@@ -50,10 +45,6 @@ def pack_evidence(
         "dropped": len(passages) - len(packed),
         "truncated": truncated,
     }
-
-
-def render_sources(bundle: dict[str, Any]) -> str:
-    return "\n\n".join(format_source(p["n"], p) for p in bundle["passages"])
 
 
 def _cut_to_fit(passage: dict[str, Any], n: int, room: int, count_tokens: Callable[[str], int]) -> dict | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agentic_rag.anchors.predictor import RE_YEAR, Anchor, anchor_in_text
+from agentic_rag.anchors.matching import RE_YEAR, Anchor, anchor_in_text
 
 PERIOD_TYPES = {"year", "quarter", "month", "date"}
 REQUIRED_TYPES = {

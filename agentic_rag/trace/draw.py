@@ -51,16 +51,14 @@ def dot_png(dot_text: str) -> bytes:
     return done.stdout
 
 
-def draw(system: str, fmt: str, settings=None) -> str | bytes:
-    """The system's graph in ``fmt`` (text, or PNG bytes); with ``settings``, their extensions included."""
-    from graphs import get_graph
-
+def draw(compiled, fmt: str) -> str | bytes:
+    """A compiled graph's shape in ``fmt`` (text, or PNG bytes), titled with the graph's name."""
     if fmt not in FORMATS:
         raise DrawError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    graph = get_graph(system, settings).get_graph()
+    graph = compiled.get_graph()
     if fmt == "mermaid":
         return graph.draw_mermaid()
     if fmt == "ascii":
         return graph.draw_ascii()
-    dot_text = to_dot(graph, title=f"agentic-rag: {system}")
+    dot_text = to_dot(graph, title=f"agentic-rag: {compiled.name}")
     return dot_text if fmt == "dot" else dot_png(dot_text)

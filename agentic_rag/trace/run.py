@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.eval.runner import read_results
+from agentic_rag.eval.results import read_results
 from agentic_rag.nodes import Node
 from agentic_rag.telemetry import read_rows
-from agentic_rag.trace.record import clip
+from agentic_rag.events import clip
 
 # Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand.
 SIGNAL_THRESHOLDS = {

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agentic_rag.trace.record import clip
+from agentic_rag.events import clip
 from agentic_rag.trace.run import OUTCOMES, Run, _fmt, question_view
 
 OUTCOME_STYLE = {"right": "green", "wrong": "red", "missing": "yellow"}

@@ -1,0 +1,98 @@
+"""Resuming a run: which settings may differ (``RUN_NEUTRAL_SETTINGS``), the refusal to mix two
+configurations' rows in one folder, and what Ctrl-C prints (the exact command that continues).
+
+``--resume`` skips the ids already written, redoes a question whose line a kill cut, and drops the
+telemetry rounds of questions that never got a result line (eval/runner.py does the skipping).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentic_rag.configuration import SECRET_SETTINGS
+
+
+# Settings that change where files go, how fast a run is or how the model server is reached, never
+# what it answers: a run resumes across them (the server moved to another port, a longer timeout).
+CONNECTION_SETTINGS = frozenset({
+    "OPENAI_BASE_URL", "OPENAI_API_KEY", "LLM_TIMEOUT_S", "LLM_RETRIES", "LLM_BACKOFF_S",
+    "EVAL_JUDGE_BASE_URL", "EVAL_JUDGE_API_KEY",
+})
+RUN_NEUTRAL_SETTINGS = frozenset({
+    "TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS", "CHECKPOINT_PATH",
+    "TRACE_TEXT_CHARS", "INDEX_CACHE_DIR", *CONNECTION_SETTINGS,
+})
+MISMATCHES_SHOWN = 4  # differing settings named in a refused resume (the rest are counted)
+
+
+class ResumeMismatchError(ValueError):
+    """``--resume`` into a folder whose rows were produced by another configuration."""
+
+
+class EvalInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: the rows written so far are complete, and ``--resume`` continues from them."""
+
+    def __init__(self, out: Path, written: int, total: int) -> None:
+        super().__init__(f"interrupted: {written} of {total} questions are saved in {out / 'results.jsonl'}")
+        self.out, self.written, self.total = out, written, total
+
+
+def _identity(config: dict[str, Any], key: str) -> Any:
+    value = config.get(key)
+    if key == "model" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k != "base_url"}  # where the server listens is not the model
+    return value
+
+
+def check_resumable(out: Path, config: dict[str, Any]) -> None:
+    """Refuse to resume a run under other settings: the folder would silently mix two systems' rows
+    (a calibration sweep resumed after a preset changed would report the old figures as new)."""
+    try:
+        old = json.loads((out / "config.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return
+    new = json.loads(json.dumps(config, default=str))
+    diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe")}
+    a, b = old.get("settings") or {}, new.get("settings") or {}
+    diffs |= {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS}
+    changed = [f"{k}: {was!r} -> {now!r}" for k, (was, now) in diffs.items() if was != now]
+    if changed:
+        more = len(changed) - MISMATCHES_SHOWN
+        raise ResumeMismatchError(
+            f"cannot resume {out}: it was run with other settings ({', '.join(changed[:MISMATCHES_SHOWN])}"
+            f"{f' and {more} more' if more > 0 else ''}); resume with the same settings, or give a new --out "
+            "to start another run"
+        )
+
+
+def resume_command(prog: str, args: list[str], out: str | Path) -> str:
+    """The command line that continues a run: the same arguments plus its folder and ``--resume``.
+    A secret given as an override is shown as *** (type it again): a key is never printed."""
+    shown = []
+    for arg in args:
+        flag = "--override=" if arg.startswith("--override=") else ""
+        key, eq, _ = arg.removeprefix(flag).partition("=")
+        shown.append(f"{flag}{key}=***" if eq and key.strip().upper() in SECRET_SETTINGS else arg)
+    if not any(a == "--out" or a.startswith("--out=") for a in shown):
+        shown += ["--out", str(out)]
+    if "--resume" not in shown:
+        shown.append("--resume")
+    return f"{prog} {shlex.join(shown)}"
+
+
+def exit_interrupted(exc: KeyboardInterrupt, out: str | Path, prog: str, args: list[str]) -> None:
+    """Ctrl-C: say what is saved and how to continue, then leave at once with 130 (128 + SIGINT).
+
+    ``os._exit`` because a question still running in a worker thread (a model call that cannot be
+    interrupted) would otherwise hold the interpreter's exit until it finished; everything a run
+    writes is already on disk, one whole line per write."""
+    saved = str(exc) if isinstance(exc, EvalInterrupted) else f"interrupted: results so far are in {Path(out) / 'results.jsonl'}"
+    print(f"\n{saved}; resume with:\n  {resume_command(prog, args, out)}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)

@@ -1,0 +1,80 @@
+"""What a result row says: one judged question of a run, and the predicates every summary reads.
+
+A run writes one row per question (``result_row``) to its results.jsonl; the metrics, the refusal
+breakdown, the frontier replay and the benchmark scripts read rows back through these predicates, so
+"a refusal" or "an unanswerable question" means the same in all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentic_rag.datasets.crag import IDK, INVALID_QUESTION, CragRecord
+from agentic_rag.eval.judge import judge
+
+
+def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
+    row = {
+        "id": record.interaction_id,
+        "query": record.query,
+        "gold": record.answer,
+        "alternatives": record.alternative_answers,
+        "domain": record.domain,
+        "question_type": record.question_type,
+        "static_or_dynamic": record.static_or_dynamic,
+        "prediction": result.answer,
+        "draft": result.draft,
+        "short_answer": result.short_answer,
+        "status": result.status,
+        "reason": result.reason,
+        "abstention_layer": result.abstention_layer,
+        "tokens_saved": result.tokens_saved,
+        "explanation": result.explanation,
+        "citations": [c.model_dump() for c in result.citations],
+        "judgement": judgement.label,
+        "judge_rule": judgement.rule,
+        "score": judgement.score,
+        "em": judgement.em,
+        "f1": judgement.f1,
+        "tokens": result.tokens,
+        "llm_calls": result.llm_calls,
+        "latency_ms": result.latency_ms,
+        "latency_by_node_ms": result.latency_by_node_ms,
+        "cpu_ms": result.cpu_ms,
+        "cpu_by_node_ms": result.cpu_by_node_ms,
+        "llm_ms": result.llm_ms,
+        "llm_by_node_ms": result.llm_by_node_ms,
+        "signals": result.signals,
+        "events": result.events,  # the trace: one compact entry per node run (agentic_rag/events.py)
+        "quoted_chunks": result.quoted_chunks,
+    }
+    if getattr(record, "world_answer", None):
+        row.update(world_answer=record.world_answer, world_alternatives=list(getattr(record, "world_alternatives", [])))
+        row["matches_world_answer"] = matches_world_answer(row)
+    return row
+
+
+def matches_world_answer(row: dict[str, Any]) -> bool:
+    """An answer to a question labelled unanswerable that is in fact the real answer (RGB's negative
+    snippets sometimes state it in other words): still scored against the label, counted apart."""
+    if row["status"] != "ok":
+        return False
+    j = judge(row["prediction"], row["short_answer"], row["world_answer"], row.get("world_alternatives") or [], False)
+    return j.label == "accurate"
+
+
+def is_refusal(row: dict[str, Any]) -> bool:
+    """A refusal by the system (any non-ok status) or an answer that only says it does not know."""
+    return row["status"] != "ok" or row["judge_rule"] == "abstained"
+
+
+def stage_calls(row: dict[str, Any], stage: str) -> int:
+    """LLM calls a result row booked under ``stage`` (0 when it carries no per-stage detail)."""
+    return int((((row.get("tokens") or {}).get("detail") or {}).get(stage) or {}).get("calls", 0))
+
+
+def gold_groups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(answerable, unanswerable) result rows by their gold; false-premise questions are in neither."""
+    gold = [str(r["gold"]).strip().lower() for r in rows]
+    return ([r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)],
+            [r for r, g in zip(rows, gold) if g == IDK])

@@ -1,0 +1,96 @@
+"""Fitting the answerability probe (gate/probe.py reads what this writes), run by scripts/train_probe.py.
+
+The layer whose states separate answerable from unanswerable prompts best is chosen by
+cross-validation grouped by article, so no article's questions sit on both sides of a fold; then a
+standardised logistic regression is fitted on every row. scikit-learn is needed here only, never at
+answer time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from agentic_rag.gate.probe import AnswerabilityProbe
+
+
+def auc(y: np.ndarray, s: np.ndarray) -> float:
+    """ROC AUC of ``s`` for y = 1 (answerable); ties count half. NaN when only one class is present."""
+    from sklearn.metrics import roc_auc_score
+
+    y = np.asarray(y)
+    return float(roc_auc_score(y, s)) if 0 < y.sum() < len(y) else float("nan")
+
+
+def cross_validated_scores(
+    X: np.ndarray,
+    y: np.ndarray,
+    groups: Sequence[str],
+    c: float = 0.05,
+    folds: int = 5,
+    train_fraction: float = 1.0,
+    rng: np.random.Generator | None = None,
+) -> np.ndarray:
+    """Out-of-fold P(answerable) with folds split by ``groups`` (articles), so no article is in both.
+
+    ``train_fraction`` < 1 fits each fold on a random subset of its training rows (a learning curve)."""
+    from sklearn.model_selection import GroupKFold
+
+    out = np.zeros(len(y))
+    n_groups = len(set(groups))
+    for train, test in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
+        if train_fraction < 1.0:
+            train = (rng or np.random.default_rng(0)).choice(train, int(len(train) * train_fraction), replace=False)
+        model = _fit(X[train], y[train], c)
+        out[test] = model.predict_proba(X[test])[:, 1]
+    return out
+
+
+def _fit(X: np.ndarray, y: np.ndarray, c: float):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000)).fit(X, y)
+
+
+def fit_probe(
+    states: np.ndarray,
+    y: np.ndarray,
+    groups: Sequence[str],
+    model_key: str,
+    layers: Sequence[int] | None = None,
+    c: float = 0.05,
+    folds: int = 5,
+    meta: dict[str, Any] | None = None,
+) -> tuple[AnswerabilityProbe, dict[str, Any]]:
+    """Pick the layer with the best article-grouped cross-validated AUC, then fit on all rows.
+
+    ``states`` is [n, layers, hidden] (last prompt token, every layer); ``y`` is 1 = answerable.
+    """
+    y = np.asarray(y, dtype=int)
+    layers = list(layers if layers is not None else range(states.shape[1]))
+    per_layer = {}
+    for layer in layers:
+        oof = cross_validated_scores(states[:, layer, :].astype(np.float64), y, groups, c, folds)
+        per_layer[layer] = {"auc": round(auc(y, oof), 4), "oof": oof}
+    best = max(layers, key=lambda layer: per_layer[layer]["auc"])
+    model = _fit(states[:, best, :].astype(np.float64), y, c)
+    scaler, lr = model.steps[0][1], model.steps[1][1]
+    probe = AnswerabilityProbe(
+        layer=int(best),
+        mean=scaler.mean_.tolist(),
+        scale=scaler.scale_.tolist(),
+        coef=lr.coef_[0].tolist(),
+        intercept=float(lr.intercept_[0]),
+        model_key=model_key,
+        hidden_size=int(states.shape[2]),
+        meta={**(meta or {}), "c": c, "cv_auc": per_layer[best]["auc"], "n": int(len(y)), "answerable": int(y.sum())},
+    )
+    report = {
+        "layer_auc": {int(k): v["auc"] for k, v in per_layer.items()},
+        "chosen_layer": int(best),
+        "oof_scores": per_layer[best]["oof"].tolist(),
+    }
+    return probe, report

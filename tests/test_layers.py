@@ -1,0 +1,213 @@
+"""The package's layers: imports flow one way, entry points -> graphs/ -> roles -> core (docs/architecture.md).
+
+Read from the source (AST), so nothing heavy is imported: every import of a module of agentic_rag/
+counts, function-local ones and ``importlib.import_module("...")`` with a literal name included.
+A *unit* is a subpackage of agentic_rag (``gate``) or one of its top-level modules (``runner``).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "agentic_rag"
+
+# Bottom to top: a unit may import units of its own layer and of the layers below it, never above.
+# (Inside a layer, the cycle test keeps the imports one way.) The table is docs/architecture.md's.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("core", {"configuration", "timing", "budget", "nodes", "state", "prompts", "text", "telemetry", "events",
+              "utils", "checkpoints"}),
+    ("services", {"datasets", "llm", "retrieval", "ingest"}),
+    ("role: anchors", {"anchors"}),
+    ("role: retrievers", {"retrievers"}),
+    ("role: supervisor", {"supervisor"}),
+    ("role: gate (BAUG)", {"gate"}),
+    ("role: generator", {"generator"}),
+    ("running a graph", {"extensions", "runner"}),
+    ("tools", {"eval", "trace"}),
+    ("entry points", {"cli", "crag_adapter"}),
+]
+# Only the entry points sit above graphs/ and may import it; the rest of the library is handed the
+# graphs (graphs/__init__.py registers its factory with agentic_rag.runner).
+ENTRY_POINTS = {"cli", "crag_adapter"}
+APP_PACKAGE = "graphs"
+
+MAX_LINES = 500
+# Modules allowed over MAX_LINES, each with why it is still one concern.
+LONG_MODULES = {
+    "configuration.py": "the settings model: its sections, one declaration per setting with its unit and meaning, "
+                        "and the few functions that read presets, the environment and overrides into it",
+    "cli.py": "the command line: one function per command that parses its options, calls the library and prints "
+              "the result; what a command prints at length lives in trace/ and eval/",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _unit(module: str) -> str | None:
+    """The unit a dotted module name belongs to; ``APP_PACKAGE`` for graphs/; None outside both."""
+    parts = module.split(".")
+    if parts[0] == APP_PACKAGE:
+        return APP_PACKAGE
+    if parts[0] != "agentic_rag" or len(parts) < 2:
+        return None
+    return parts[1].removesuffix(".py")
+
+
+def _imported(path: Path) -> list[tuple[int, str]]:
+    """(line, dotted name) of everything a module imports, at any depth of its code."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            # ``from agentic_rag import gate`` imports the unit ``gate``
+            out += [(node.lineno, f"{name}.{alias.name}" if name == "agentic_rag" else name) for alias in node.names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            out.append((node.lineno, node.args[0].value))
+    return out
+
+
+def _edges() -> dict[tuple[str, str], list[str]]:
+    """(importing unit, imported unit) -> where: "module.py:line imports name"."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        src = _unit(_module_name(path))
+        if src is None:
+            continue
+        for line, name in _imported(path):
+            dst = _unit(name)
+            if dst is not None and dst != src:
+                edges[(src, dst)].append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    return edges
+
+
+def _units() -> set[str]:
+    return {p.name.removesuffix(".py") for p in PACKAGE.iterdir()
+            if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").is_file())}
+
+
+def _cycles(edges) -> list[list[str]]:
+    """The strongly connected components of more than one unit (Tarjan)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _rank() -> dict[str, int]:
+    return {unit: i for i, (_, units) in enumerate(LAYERS) for unit in units}
+
+
+def test_every_unit_is_placed_in_a_layer():
+    placed = set().union(*(units for _, units in LAYERS))
+    assert _units() - placed == set(), "a new package or module: add it to LAYERS here and to docs/architecture.md"
+    assert placed - _units() == set(), "LAYERS names a unit that no longer exists"
+
+
+def test_no_import_cycle_between_packages():
+    edges = _edges()
+    problems = []
+    for component in _cycles(edges):
+        inside = [f"  {a} -> {b}: {edges[(a, b)][0]}" for a in component for b in component if (a, b) in edges]
+        problems.append(f"cycle between {', '.join(component)}:\n" + "\n".join(inside))
+    assert not problems, "\n".join(problems)
+
+
+def test_imports_only_go_down_the_layers():
+    rank = _rank()
+    upward = [f"{a} ({LAYERS[rank[a]][0]}) imports {b} ({LAYERS[rank[b]][0]}): {where[0]}"
+              for (a, b), where in sorted(_edges().items())
+              if b != APP_PACKAGE and a in rank and b in rank and rank[b] > rank[a]]
+    assert not upward, "\n".join(upward)
+
+
+def test_only_the_entry_points_import_graphs():
+    offenders = [w for (a, b), where in sorted(_edges().items()) if b == APP_PACKAGE and a not in ENTRY_POINTS
+                 for w in where]
+    assert not offenders, "the library is handed its graphs (agentic_rag.runner.register_graphs):\n" + "\n".join(offenders)
+
+
+def test_nothing_imports_an_entry_point():
+    offenders = [w for (a, b), where in sorted(_edges().items()) if b in ENTRY_POINTS for w in where]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_module_is_over_the_line_limit():
+    long = {str(p.relative_to(PACKAGE)): n for p in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    unexplained = {name: n for name, n in long.items() if name not in LONG_MODULES}
+    assert not unexplained, f"over {MAX_LINES} lines: {unexplained}; split it by concern (or justify it in LONG_MODULES)"
+    assert set(LONG_MODULES) <= set(long), f"no longer long, drop from LONG_MODULES: {set(LONG_MODULES) - set(long)}"
+
+
+def test_the_checks_see_a_cycle_an_upward_import_and_a_hidden_import(tmp_path, monkeypatch):
+    """The scan itself: a made-up package with each mistake is caught."""
+    pkg = tmp_path / "agentic_rag"
+    for name, text in {
+        "__init__.py": "",
+        "low/__init__.py": "",
+        "low/a.py": "def f():\n    from agentic_rag.high import b  # function-local\n",
+        "high/__init__.py": "",
+        "high/b.py": "from ..low import a\nimport importlib\nimportlib.import_module('graphs.agent')\n",
+    }.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
+    edges = _edges()
+    assert set(edges) == {("low", "high"), ("high", "low"), ("high", APP_PACKAGE)}
+    assert _cycles(edges) == [["high", "low"]]
+
+
+def test_the_graphs_are_handed_down_to_the_runner(monkeypatch):
+    import graphs
+    from agentic_rag import runner
+
+    assert runner._factory is graphs.get_graph  # registered when graphs/ was imported (tests/conftest.py)
+    monkeypatch.setattr(runner, "_factory", None)
+    with pytest.raises(RuntimeError, match="import graphs"):
+        runner.system_graph("agent")
