@@ -18,8 +18,8 @@ import statistics
 import sys
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -30,11 +30,13 @@ from agentic_rag.configuration import SECRET_SETTINGS, Settings, SettingsError, 
 from agentic_rag.datasets.crag import (
     IDK, INVALID_QUESTION, BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset,
 )
+from agentic_rag.crag_adapter import warm_up
+from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
 from agentic_rag.llm.usage import LLMUnavailableError
 from agentic_rag.runner import answer
-from agentic_rag.telemetry import append_line, keep_questions
+from agentic_rag.telemetry import append_line, keep_questions, write_lines
 
 
 def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
@@ -263,6 +265,9 @@ CONNECTION_SETTINGS = frozenset({
 RUN_NEUTRAL_SETTINGS = frozenset({
     "TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS", "CHECKPOINT_PATH",
     "TRACE_TEXT_CHARS", "INDEX_CACHE_DIR", *CONNECTION_SETTINGS,
+    # where the questions run (a run begun on threads may be resumed on a Ray cluster)
+    "RAY_CPUS_PER_WORKER", "RAY_ITEM_ATTEMPTS", "RAY_WORKER_REPLACEMENTS", "RAY_WORKER_START_TIMEOUT_S",
+    "RAY_CONNECT_TIMEOUT_S", "RAY_INGEST_BATCH",
 })
 MISMATCHES_SHOWN = 4  # differing settings named in a refused resume (the rest are counted)
 
@@ -364,6 +369,27 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def question_row(system: str, settings: Settings, extra_config: dict[str, Any] | None, rec: CragRecord) -> dict[str, Any]:
+    """Answer and judge one question: its result row (a module function, so a Ray worker can run it)."""
+    result = answer(system, settings, record=rec, extra_config=extra_config)
+    refused = result.status != "ok"
+    j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused)
+    judge_usage: dict[str, Any] = {}
+    judge_error = None
+    if settings.eval.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
+        em, f1 = j.em, j.f1
+        try:
+            j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
+        except LLMUnavailableError as exc:  # the rule judge's verdict stands
+            judge_error = str(exc)
+        j.em, j.f1 = em, f1
+    row = result_row(rec, result, j)
+    row["eval_judge_tokens"] = tokens_used(judge_usage)
+    if judge_error:
+        row["eval_judge_error"] = judge_error
+    return row
+
+
 def run_eval(
     dataset: str | Path,
     system: str,
@@ -376,7 +402,10 @@ def run_eval(
     workers: int = 1,
     seed: int | None = None,
     extra_config: dict[str, Any] | None = None,
+    executor: Any = None,
 ) -> dict[str, Any]:
+    """Answer and judge every selected question; ``executor`` (default: ``workers`` threads here) says
+    where the questions run, while this process alone writes the run folder."""
     # the dataset is read before the run folder is touched: an unusable one leaves an earlier run intact
     report = ReadReport(str(dataset))
     warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
@@ -422,30 +451,14 @@ def run_eval(
     tally = {"n": 0, "accurate": 0, "incorrect": 0, "tokens": 0}
     lock = threading.Lock()
 
-    def one(rec: CragRecord) -> dict[str, Any]:
-        result = answer(system, settings, record=rec, extra_config=extra_config)
-        refused = result.status != "ok"
-        j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused)
-        judge_usage: dict[str, Any] = {}
-        judge_error = None
-        if settings.eval.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
-            em, f1 = j.em, j.f1
-            try:
-                j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
-            except LLMUnavailableError as exc:  # the rule judge's verdict stands
-                judge_error = str(exc)
-            j.em, j.f1 = em, f1
-        row = result_row(rec, result, j)
-        row["eval_judge_tokens"] = tokens_used(judge_usage)
-        if judge_error:
-            row["eval_judge_error"] = judge_error
-        return row
-
-    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    executor = executor or LocalExecutor(workers)
+    run_settings = executor.worker_settings(settings)
+    warm = partial(warm_up, system, run_settings, (extra_config or {}).get("llm"))  # once per Ray worker
+    results = executor.map(partial(question_row, system, run_settings, extra_config), todo, warm)
     try:
-        for future in as_completed([pool.submit(one, rec) for rec in todo]):
-            row = future.result()
+        for _, row, telemetry in results:
             with lock:  # one whole line per question in one write: a kill loses at most the running ones
+                write_lines(telemetry)  # a Ray worker's rounds, before the row: a resume keeps both or neither
                 append_line(results_path, json.dumps(row, ensure_ascii=False))
                 tally["n"] += 1
                 tally[row["judgement"]] = tally.get(row["judgement"], 0) + 1
@@ -457,12 +470,11 @@ def run_eval(
                 on_result(row)
     except BaseException as exc:
         # queued questions are dropped, not run: the caller gets control back now, not after the dataset
-        pool.shutdown(wait=False, cancel_futures=True)
+        results.close()
         bar.close()
         if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, EvalInterrupted):
             raise EvalInterrupted(out, len(_done_ids(results_path)), len(selected)) from None
         raise
-    pool.shutdown()
     bar.close()
     rows = load_rows(results_path, [r.interaction_id for r in selected])
     summary = {"system": system, **summarize(rows), "bad_records": len(report.bad)}
