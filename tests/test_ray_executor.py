@@ -32,7 +32,7 @@ from agentic_rag.eval.runner import EvalInterrupted, read_results, run_eval  # n
 from agentic_rag.telemetry import read_rows  # noqa: E402
 from tests.fakes import HoldingChat  # noqa: E402
 from tests.servers import console_script, free_port  # noqa: E402
-from tests.test_eval_runner import TIMING, dataset, fake  # noqa: E402
+from tests.test_eval_runner import TIMING, dataset, fake, interrupt_after  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
@@ -148,16 +148,9 @@ def _rounds(run_dir: Path) -> Counter:
 
 def test_a_cluster_run_answers_as_the_local_one_and_resumes(cluster, toy, local_run, tmp_path, settings):
     out = tmp_path / "run"
-    seen = []
-
-    def stop_after_two(row):
-        seen.append(row["id"])
-        if len(seen) == 2:
-            raise KeyboardInterrupt
-
     with pytest.raises(EvalInterrupted):
         run_eval(toy, "agent", settings, out, progress=False, extra_config={"llm": fake()},
-                 executor=RayExecutor(2, settings, address=cluster), on_result=stop_after_two)
+                 executor=RayExecutor(2, settings, address=cluster), on_result=interrupt_after(2))
     assert 2 <= len(read_results(out / "results.jsonl")) < QUESTIONS
     resumed = run_eval(toy, "agent", settings, out, resume=True, progress=False, extra_config={"llm": fake()},
                        executor=RayExecutor(2, settings, address=cluster))
@@ -231,6 +224,8 @@ def test_executor_mistakes_are_one_line_errors(tmp_path, monkeypatch):
     assert res.exit_code == 2 and "--address takes HOST:PORT" in res.output
     res = runner.invoke(app, ["eval", "--address", "127.0.0.1:1", *common])
     assert res.exit_code == 2 and "--address is for --executor ray" in res.output
+    res = runner.invoke(app, ["eval", "--executor", "ray", "--checkpoints", *common])
+    assert res.exit_code == 2 and "use --executor local" in res.output
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
     for command in (["eval", *common], ["ingest", "example", "--out", str(tmp_path / "index")]):
         res = runner.invoke(app, [command[0], "--executor", "ray", *command[1:]])

@@ -115,6 +115,7 @@ class RayExecutor:
         self.connect_timeout_s = settings.scale.RAY_CONNECT_TIMEOUT_S
         self.retried: list[int] = []  # items sent again after their actor died, in order
         self.lost: list[dict[str, Any]] = []  # what is known of each actor that died
+        self.ready_s: list[float] = []  # seconds from connecting to each actor having loaded its models
         self._slots: list[_Slot] = []
         self._ray = None
         self._held = 0
@@ -198,6 +199,7 @@ class RayExecutor:
             return
         try:
             if self._ray is None:
+                self._t0 = time.monotonic()
                 self._connect()
                 self._actor_class = self._ray.remote(
                     num_cpus=self.cpus, max_restarts=0, max_task_retries=0, concurrency_groups={"control": 1},
@@ -250,6 +252,7 @@ class RayExecutor:
                 raise (exc.cause if isinstance(exc.cause, BaseException) else exc) from None
             if not slot.ready:
                 slot.ready = True
+                self.ready_s.append(round(time.monotonic() - self._t0, 2))
                 continue
             index, slot.item = slot.item, None
             if index in handed:  # never twice, whatever the cluster did
