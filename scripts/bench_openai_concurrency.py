@@ -49,6 +49,7 @@ def _run(concurrency: int, dataset: str, n: int, settings: Settings, out: Path) 
         "prompt_tokens": _stage_sum(rows, "input_tokens"),
         "completion_tokens": completion,
         "completion_tokens_per_s": round(completion / wall, 2),
+        "prompt_tokens_per_s": round(_stage_sum(rows, "input_tokens") / wall, 2),
         "llm_unavailable": res["summary"]["llm_unavailable"],
         "accuracy": res["summary"]["accuracy"],
         "load_before": before,
@@ -58,7 +59,7 @@ def _run(concurrency: int, dataset: str, n: int, settings: Settings, out: Path) 
 
 def to_markdown(report: dict) -> str:
     m = report["machine"]
-    mode = "continuous batching" if report["continuous_batching"] else "default (no continuous batching)"
+    mode = "with --continuous-batching" if report["continuous_batching"] else "its default, without continuous batching"
     lines = [
         "# The openai backend against concurrent requests",
         "",
@@ -67,16 +68,18 @@ def to_markdown(report: dict) -> str:
         f"{report['questions']} questions of `{report['dataset']}` with MAX_OUTPUT_TOKENS={report['max_tokens']}; "
         "server and eval share the machine.",
         "",
-        "| concurrent requests | wall (s) | q/min | LLM calls | completion tokens | completion tok/s | "
-        "unavailable | load avg before -> after |",
-        "|---|---|---|---|---|---|---|---|",
+        "| concurrent requests | wall (s) | q/min | LLM calls | prompt tokens | prompt tok/s | completion tokens | "
+        "completion tok/s | unavailable | load avg before -> after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["runs"]:
         busy = " (busy machine)" if max(r["load_before"][0], r["load_after"][0]) > HIGH_LOAD * m["cores"] else ""
         lines.append(f"| {r['concurrency']} | {r['wall_s']} | {r['questions_per_min']} | {r['llm_calls']} | "
-                     f"{r['completion_tokens']} | {r['completion_tokens_per_s']} | {r['llm_unavailable']} | "
+                     f"{r['prompt_tokens']} | {r['prompt_tokens_per_s']} | {r['completion_tokens']} | "
+                     f"{r['completion_tokens_per_s']} | {r['llm_unavailable']} | "
                      f"{r['load_before'][0]} -> {r['load_after'][0]}{busy} |")
-    lines += ["", f"Load average: 1-minute; rows marked busy had more than {HIGH_LOAD:g} per core.", ""]
+    lines += ["", "Token rates are the server's tokens over the run's wall time, which includes the agent's own "
+              f"work between calls. Load average: 1-minute; rows marked busy had more than {HIGH_LOAD:g} per core.", ""]
     return "\n".join(lines)
 
 

@@ -60,6 +60,13 @@ def _index_all(dataset: str, n: int, settings: Settings) -> dict:
 def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out: Path) -> dict:
     before = _load()
     finished: list[float] = []
+    memory: list[int] = []
+
+    def on_result(row: dict) -> None:
+        finished.append(time.perf_counter() - t0)
+        if name == "ray" and len(finished) == n // 2:  # every worker loaded and busy by now
+            memory.extend(w["rss_mb"] for w in executor.workers_where())
+
     t0 = time.perf_counter()
     if name == "local":
         executor = LocalExecutor(workers)
@@ -68,7 +75,7 @@ def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out:
     else:
         executor = RayExecutor(workers, settings)
     res = run_eval(dataset, "agent", settings, out / f"{name}-{workers}", n=n, progress=False, executor=executor,
-                   on_result=lambda row: finished.append(time.perf_counter() - t0))
+                   on_result=on_result)
     wall = time.perf_counter() - t0
     if name == "ray":
         start_s = min(executor.ready_s)
@@ -84,6 +91,7 @@ def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out:
         "questions_per_min": round(len(rows) / wall * 60, 2),
         "answering_questions_per_min": round(len(rows) / answering * 60, 2),
         "latency_median_s": round(statistics.median(r["latency_ms"] for r in rows) / 1000, 2),
+        "worker_rss_mb": memory,
         "accuracy": res["summary"]["accuracy"],
         "judgements": {r["id"]: r["judgement"] for r in rows},
         "load_before": before,
@@ -104,18 +112,20 @@ def to_markdown(report: dict) -> str:
         f"{report['indexing']['median_s']} s per question, measured apart).",
         "",
         "| executor | workers | wall (s) | start (s) | q/min (wall) | q/min (answering) | median latency (s) | "
-        "accuracy | load avg before -> after |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "worker memory (MB) | accuracy | load avg before -> after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["runs"]:
         busy = max(r["load_before"][0], r["load_after"][0]) > HIGH_LOAD * m["cores"]
         note = " (busy machine)" if busy else ""
         lines.append(
             f"| {r['executor']} | {r['workers']} | {r['wall_s']} | {r['start_s']} | {r['questions_per_min']} | "
-            f"{r['answering_questions_per_min']} | {r['latency_median_s']} | {r['accuracy']} | "
+            f"{r['answering_questions_per_min']} | {r['latency_median_s']} | "
+            f"{max(r.get('worker_rss_mb') or [0]) or '-'} | {r['accuracy']} | "
             f"{r['load_before'][0]} -> {r['load_after'][0]}{note} |")
     lines += ["", "start: Ray up and the first worker's models loaded (local: the same models loaded in the process). "
-              "q/min (answering): questions over the time from that start to the last answer. Load average: "
+              "q/min (answering): questions over the time from that start to the last answer. Worker memory: the "
+              "largest resident set of a Ray worker halfway through the run. Load average: "
               f"1-minute; rows marked busy had more than {HIGH_LOAD:g} per core.", ""]
     return "\n".join(lines)
 

@@ -42,10 +42,12 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module", autouse=True)
 def no_token(tmp_path_factory):
-    """No Ray token: the cluster is on loopback, and a token file would land in the user's home."""
+    """No Ray token (the cluster is on loopback, and a token file would land in the user's home), and
+    the variables a local instance sets are removed again after these tests."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAY_AUTH_MODE", "disabled")
         mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        mp.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # what a local instance sets, undone after the module
         yield
 
 

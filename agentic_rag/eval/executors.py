@@ -75,10 +75,13 @@ class _Worker:
             warm()
 
     def where(self) -> dict[str, Any]:
-        """This actor's process and node (answered even while an item runs: its own concurrency group)."""
+        """This actor's process, node and resident memory (answered even while an item runs: its own
+        concurrency group)."""
         import ray
 
-        return {"pid": os.getpid(), "node": ray.util.get_node_ip_address()}
+        with open("/proc/self/statm") as fh:  # resident pages, second field
+            rss = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(), "rss_mb": round(rss / 2**20)}
 
     def run(self, fn: Callable[[Any], Any], item: Any) -> tuple[Any, list[tuple[str, str]]]:
         with captured() as telemetry:
@@ -164,7 +167,7 @@ class RayExecutor:
             # reachable from this machine only, for this run only: Ray's token would be written to the
             # user's home and then switch on token checks for every later cluster started there
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-            ray.init(num_cpus=self.workers * self.cpus, include_dashboard=False, **quiet)
+            ray.init(num_cpus=math.ceil(self.workers * self.cpus), include_dashboard=False, **quiet)
         else:
             try:
                 ray.init(address=self.address, **quiet)
@@ -186,7 +189,7 @@ class RayExecutor:
         running[slot.actor.where.options(concurrency_group="control").remote()] = slot  # answers once loaded
 
     def workers_where(self) -> list[dict[str, Any]]:
-        """Process id, node and current item of each started actor, asked of the actors themselves."""
+        """Process id, node, memory and current item of each started actor, asked of the actors themselves."""
         live = [s for s in self._slots if s.ready]
         where = self._ray.get([s.actor.where.options(concurrency_group="control").remote() for s in live])
         return [{"worker": s.number, "item": s.item, **w} for s, w in zip(live, where)]
