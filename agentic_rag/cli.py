@@ -269,7 +269,7 @@ def eval_cmd(
     from agentic_rag.eval.runner import ResumeMismatchError, RunFolderError, exit_interrupted, resume_command, run_eval
 
     settings = _settings(preset, override, needs_llm=True)
-    if executor == "ray" and (checkpoints or settings.CHECKPOINT_PATH is not None):
+    if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
         _fail("checkpoints are written where the graph runs: use --executor local to keep them")
     pool = _executor(executor, workers, settings, address)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -596,6 +596,7 @@ class Settings(BaseSettings):
     budget: BudgetSettings = Field(default_factory=BudgetSettings, description=BudgetSettings.__doc__)
     eval: EvalSettings = Field(default_factory=EvalSettings, description=EvalSettings.__doc__)
     crag: CragSettings = Field(default_factory=CragSettings, description=CragSettings.__doc__)
+    scale: ScaleSettings = Field(default_factory=ScaleSettings, description=ScaleSettings.__doc__)
     paths: PathSettings = Field(default_factory=PathSettings, description=PathSettings.__doc__)
 
     @classmethod

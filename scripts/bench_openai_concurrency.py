@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="bench-openai-"))
     local = Settings.load(overrides={"ARTIFACTS_DIR": str(scratch / "artifacts"), "INDEX_CACHE_DIR": str(scratch / "cache")})
-    model_dir = ensure_converted(local.MODEL_CACHE_DIR)
+    model_dir = ensure_converted(local.paths.MODEL_CACHE_DIR)
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     # `transformers serve` pinned to a folder accepts requests naming that path; /v1/models scans the hub cache

@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                     "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
         "dataset": args.dataset,
         "questions": args.n,
-        "cpus_per_worker": settings.RAY_CPUS_PER_WORKER,
-        "torch_threads_per_worker": RayExecutor(1, settings).worker_settings(settings).TORCH_THREADS,
+        "cpus_per_worker": settings.scale.RAY_CPUS_PER_WORKER,
+        "torch_threads_per_worker": RayExecutor(1, settings).worker_settings(settings).llm.TORCH_THREADS,
         "load_at_start": _load(),
     }
     print(f"indexing {args.n} questions (cold) ...", file=sys.stderr)
