@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -101,6 +102,7 @@ def cluster(tmp_path_factory) -> str:
         yield address
     finally:
         _stop(procs, temp)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _reachable(host: str, port: int) -> bool:
