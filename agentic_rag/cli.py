@@ -29,6 +29,9 @@ PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset
 DatasetOpt = Annotated[Optional[str], typer.Option("--dataset", help="CRAG .jsonl[.bz2] file, or 'example'.")]
 IdOpt = Annotated[Optional[str], typer.Option("--id", help="interaction_id (or 0-based index) in --dataset.")]
 IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index folder built by `ingest`.")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="local (threads here) or ray (Ray workers; extra 'ray').")]
+AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --executor ray: HOST:PORT of a running "
+                                                   "Ray cluster (default: start a local instance).")]
 DEFAULT_SHARED = Path("../shared/data")
 
 
@@ -167,17 +170,22 @@ def ask(
 def ingest(
     source: Annotated[str, typer.Argument(help="CRAG dataset, prepared crag_corpus.jsonl, folder, or 'example'.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Index folder (default artifacts/index/NAME).")] = None,
+    executor: ExecutorOpt = "local",
+    workers: Annotated[int, typer.Option("--workers", help="With --executor ray: Ray workers.")] = 1,
+    address: AddressOpt = None,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
     """Build a persistent FAISS + BM25 corpus index."""
+    from agentic_rag.eval.executors import ExecutorError
     from agentic_rag.ingest.ingest import build_corpus_index
 
     settings = _settings(preset, override)
+    pool = _executor(executor, workers, settings, address)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
     try:
-        stats = build_corpus_index(source, out, settings)
-    except DataError as exc:
+        stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
+    except (DataError, ExecutorError) as exc:
         _fail(str(exc))
     console.print_json(data=stats)
 
@@ -189,26 +197,34 @@ def eval_cmd(
     n: Annotated[Optional[int], typer.Option("--n", help="First N questions.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run folder.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
-    workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel.")] = 1,
+    workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel (threads, or Ray workers).")] = 1,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible random sample.")] = None,
     checkpoints: Annotated[bool, typer.Option("--checkpoints", help="Keep every graph step in RUN/checkpoints.sqlite (`trace --steps`).")] = False,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
+    from agentic_rag.eval.executors import ExecutorError
     from agentic_rag.eval.resume import ResumeMismatchError, exit_interrupted, resume_command
     from agentic_rag.eval.runner import RunFolderError, run_eval
 
     settings = _settings(preset, override, needs_llm=True)
+    if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
+        _fail("checkpoints are written where the graph runs: use --executor local to keep them")
+    pool = _executor(executor, workers, settings, address)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
     if checkpoints and settings.paths.CHECKPOINT_PATH is None:
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
-        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed)
+        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool)
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, _prog(), sys.argv[1:])
     except (DataError, ResumeMismatchError) as exc:
         _fail(str(exc))
+    except ExecutorError as exc:
+        _fail(f"{exc}; resume with: {resume_command(_prog(), sys.argv[1:], out)}")
     except RunFolderError as exc:
         _fail(str(exc))
     except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
@@ -241,6 +257,16 @@ def eval_cmd(
 
     if startup_report():  # paid once by this process, inside the first questions' latency
         err.print(format_startup(startup_report()), soft_wrap=True)
+
+
+def _executor(name: str, workers: int, settings: Settings, address: str | None):
+    """Where `eval` and `ingest` run their work (a mistake in the options is one line, before any work)."""
+    from agentic_rag.eval.executors import ExecutorError, make_executor
+
+    try:
+        return make_executor(name, workers, settings, address)
+    except ExecutorError as exc:
+        _fail(str(exc))
 
 
 def _prog() -> str:

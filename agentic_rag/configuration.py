@@ -2,7 +2,7 @@
 
 Every threshold, cap and budget is a named field with its unit, so a run's `config.json` says
 everything that shaped it. The fields live in sections (``llm``, ``retrieval``, ``agent``, ``gate``,
-``baug``, ``budget``, and apart from the graph's decisions ``eval``, ``crag`` and ``paths``); every
+``baug``, ``budget``, and apart from the graph's decisions ``eval``, ``crag``, ``scale`` and ``paths``); every
 field name is unique across sections, so a name alone still says which setting is meant.
 
 Values come, lowest priority first, from the field defaults, a JSON preset (``presets/NAME.json`` or
@@ -461,6 +461,31 @@ class PathSettings(_Section):
     )
 
 
+class ScaleSettings(_Section):
+    """Where the questions of `eval` (and the pages of `ingest`) run with `--executor ray`
+    (agentic_rag/eval/executors.py). None changes an answer."""
+
+    RAY_CPUS_PER_WORKER: float = setting(
+        1.0, "CPUs",
+        "CPUs each Ray worker reserves, and its torch threads when TORCH_THREADS is 0; a local instance is started "
+        "with workers times this.",
+        gt=0,
+    )
+    RAY_ITEM_ATTEMPTS: int = setting(
+        3, "attempts",
+        "Workers a question (or an ingest batch) may be sent to before the run stops, when each one dies under it.",
+        ge=1,
+    )
+    RAY_WORKER_REPLACEMENTS: int = setting(8, "workers", "Workers started in place of lost ones during one run.", ge=0)
+    RAY_WORKER_START_TIMEOUT_S: float = setting(
+        900.0, "s", "Time the first Ray worker may take to be placed and load its models before the run stops.", gt=0
+    )
+    RAY_CONNECT_TIMEOUT_S: float = setting(5.0, "s", "Time allowed to reach the cluster address given with --address.", gt=0)
+    RAY_INGEST_BATCH: int = setting(
+        64, "items", "Pages extracted, or chunks embedded, per Ray task of `ingest --executor ray`.", ge=1
+    )
+
+
 # section name -> its model, in the order the `settings` table and Studio show them
 SECTIONS: dict[str, type[_Section]] = {
     "llm": LLMSettings,
@@ -471,6 +496,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "budget": BudgetSettings,
     "eval": EvalSettings,
     "crag": CragSettings,
+    "scale": ScaleSettings,
     "paths": PathSettings,
 }
 # every setting's flat name -> its section (names are unique across sections; checked below)
@@ -565,6 +591,7 @@ class Settings(BaseSettings):
     budget: BudgetSettings = Field(default_factory=BudgetSettings, description=BudgetSettings.__doc__)
     eval: EvalSettings = Field(default_factory=EvalSettings, description=EvalSettings.__doc__)
     crag: CragSettings = Field(default_factory=CragSettings, description=CragSettings.__doc__)
+    scale: ScaleSettings = Field(default_factory=ScaleSettings, description=ScaleSettings.__doc__)
     paths: PathSettings = Field(default_factory=PathSettings, description=PathSettings.__doc__)
 
     @classmethod

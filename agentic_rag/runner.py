@@ -27,6 +27,11 @@ def register_graphs(factory: GraphFactory) -> None:
     _factory = factory
 
 
+def graph_registrar() -> str | None:
+    """The module that registered the graphs in this process, for a worker process to import in turn."""
+    return getattr(_factory, "__module__", None)
+
+
 def system_graph(system: str, settings: Settings | None = None):
     """The compiled graph of ``system`` (with ``settings``' extensions) from the registered factory."""
     if _factory is None:

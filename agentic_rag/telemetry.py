@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 try:
     import fcntl
@@ -44,9 +45,38 @@ def append_line(path: Path, line: str) -> None:
         os.close(fd)  # releases the lock
 
 
+_CAPTURED: list[tuple[str, str]] | None = None
+
+
+@contextmanager
+def captured() -> Iterator[list[tuple[str, str]]]:
+    """Collect this process's telemetry lines as (path, line) pairs instead of writing them.
+
+    A Ray worker answers a question on another machine, or at least in another process, than the
+    run's: the driver writes each question's lines itself (``write_lines``), next to its result row,
+    so that one process writes the run folder and a resumed run keeps or drops both together. Meant
+    for a process that runs one item at a time, as a Ray worker does."""
+    global _CAPTURED
+    previous, _CAPTURED = _CAPTURED, []
+    try:
+        yield _CAPTURED
+    finally:
+        _CAPTURED = previous
+
+
 def write_row(path: Path, row: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    append_line(path, json.dumps(row, ensure_ascii=False, default=str))
+    line = json.dumps(row, ensure_ascii=False, default=str)
+    if _CAPTURED is not None:
+        _CAPTURED.append((str(path), line))
+        return
+    write_lines([(str(path), line)])
+
+
+def write_lines(lines: Iterable[tuple[str, str]]) -> None:
+    """Append (path, line) pairs, each line whole (see ``append_line``)."""
+    for path, line in lines:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        append_line(Path(path), line)
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

@@ -89,3 +89,26 @@ class ScriptedChat(BaseChatModel):
             usage_metadata={"input_tokens": in_tokens, "output_tokens": out_tokens, "total_tokens": in_tokens + out_tokens},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+class HoldingChat(ScriptedChat):
+    """A scripted model whose first call anywhere (any process sharing ``hold_dir``) writes its process id
+    to ``hold_dir/held`` and then waits ``hold_s``: a test then knows which worker process is in the middle
+    of a question, and can kill it there."""
+
+    hold_dir: str
+    hold_s: float = 60.0
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        import os
+        import time
+
+        try:  # the claim stays: only the first call ever holds
+            os.close(os.open(os.path.join(self.hold_dir, "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        with open(os.path.join(self.hold_dir, "held.tmp"), "w") as fh:
+            fh.write(str(os.getpid()))
+        os.rename(os.path.join(self.hold_dir, "held.tmp"), os.path.join(self.hold_dir, "held"))
+        time.sleep(self.hold_s)
+        return super()._generate(messages, stop, run_manager, **kwargs)

@@ -29,19 +29,24 @@ def fake():
     return ScriptedChat(replies=[f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'])
 
 
+def interrupt_after(n: int):
+    """An ``on_result`` callback that presses Ctrl-C once ``n`` rows are written."""
+    seen = []
+
+    def on_result(row):
+        seen.append(row["id"])
+        if len(seen) == n:
+            raise KeyboardInterrupt
+
+    return on_result
+
+
 def test_interrupted_run_resumes_to_the_same_summary(tmp_path, settings):
     data = dataset(tmp_path)
     full = run_eval(data, "agent", settings, tmp_path / "full", progress=False, extra_config={"llm": fake()})
-    seen = []
-
-    def stop_after_two(row):
-        seen.append(row["id"])
-        if len(seen) == 2:
-            raise KeyboardInterrupt
-
     with pytest.raises(KeyboardInterrupt):
         run_eval(data, "agent", settings, tmp_path / "cut", progress=False, extra_config={"llm": fake()},
-                 on_result=stop_after_two)
+                 on_result=interrupt_after(2))
     lines = (tmp_path / "cut" / "results.jsonl").read_text().splitlines()
     assert 2 <= len(lines) < 5
     with open(tmp_path / "cut" / "results.jsonl", "a") as fh:

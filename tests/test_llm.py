@@ -337,3 +337,38 @@ def test_llm_judge_against_a_real_server(settings, model_dir, openai_server):
     j, usage = llm_judge("What is the capital of France?", "Paris", [], "The capital city is Paris.", s)
     assert j.label in {"accurate", "incorrect"} and j.rule == "llm_judge"
     assert usage["eval_judge"]["calls"] == 1 and usage["eval_judge"]["total_tokens"] > 0
+
+
+@pytest.mark.model
+def test_eval_workers_send_concurrent_requests_to_an_openai_server(model_dir, openai_server, tmp_path, monkeypatch):
+    """The scale-out path for the generator: `eval --workers 2` against an OpenAI-compatible server
+    has two questions' calls in flight at once, and every question is answered by the server."""
+    import threading
+
+    from agentic_rag.eval.runner import run_eval
+    from agentic_rag.llm.remote import RemoteChat
+    from tests.test_eval_runner import dataset
+
+    in_flight, peak, lock = [0], [0], threading.Lock()
+    real = RemoteChat._generate
+
+    def counted(self, *args, **kwargs):  # the real request, counted while it is out
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(RemoteChat, "_generate", counted)
+    data = dataset(tmp_path, 2)  # the small hand-written Oscars record, twice
+    remote = Settings.load(overrides={
+        "ARTIFACTS_DIR": str(tmp_path / "artifacts"), "LLM_BACKEND": "openai", "LLM_MODEL": str(model_dir),
+        "OPENAI_BASE_URL": openai_server, "MAX_OUTPUT_TOKENS": 4,
+    })
+    res = run_eval(data, "baseline", remote, tmp_path / "run", workers=2, progress=False)
+    assert len(res["rows"]) == 2 and res["summary"]["llm_unavailable"] == 0
+    assert all(r["llm_calls"] >= 1 and r["tokens"]["total"] > 0 for r in res["rows"])
+    assert peak[0] == 2

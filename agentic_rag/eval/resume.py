@@ -26,6 +26,9 @@ CONNECTION_SETTINGS = frozenset({
 RUN_NEUTRAL_SETTINGS = frozenset({
     "TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS", "CHECKPOINT_PATH",
     "TRACE_TEXT_CHARS", "INDEX_CACHE_DIR", *CONNECTION_SETTINGS,
+    # where the questions run (a run begun on threads may be resumed on a Ray cluster)
+    "RAY_CPUS_PER_WORKER", "RAY_ITEM_ATTEMPTS", "RAY_WORKER_REPLACEMENTS", "RAY_WORKER_START_TIMEOUT_S",
+    "RAY_CONNECT_TIMEOUT_S", "RAY_INGEST_BATCH",
 })
 MISMATCHES_SHOWN = 4  # differing settings named in a refused resume (the rest are counted)
 

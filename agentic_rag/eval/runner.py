@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -20,6 +20,7 @@ from tqdm import tqdm
 from agentic_rag.budget import tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset
+from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
 from agentic_rag.eval.metrics import summarize
@@ -29,8 +30,8 @@ from agentic_rag.eval.results import done_ids, load_rows, repair_last_line
 from agentic_rag.eval.resume import EvalInterrupted, check_resumable
 from agentic_rag.eval.rows import result_row
 from agentic_rag.llm.usage import LLMUnavailableError
-from agentic_rag.runner import answer
-from agentic_rag.telemetry import append_line, keep_questions
+from agentic_rag.runner import answer, warm_up
+from agentic_rag.telemetry import append_line, keep_questions, write_lines
 
 
 class RunFolderError(OSError):
@@ -46,6 +47,27 @@ def _writable_folder(out: Path) -> None:
         raise RunFolderError(f"cannot write the run folder {out}: {exc.strerror or exc}") from None
 
 
+def question_row(system: str, settings: Settings, extra_config: dict[str, Any] | None, rec: CragRecord) -> dict[str, Any]:
+    """Answer and judge one question: its result row (a module function, so a Ray worker can run it)."""
+    result = answer(system, settings, record=rec, extra_config=extra_config)
+    refused = result.status != "ok"
+    j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused)
+    judge_usage: dict[str, Any] = {}
+    judge_error = None
+    if settings.eval.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
+        em, f1 = j.em, j.f1
+        try:
+            j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
+        except LLMUnavailableError as exc:  # the rule judge's verdict stands
+            judge_error = str(exc)
+        j.em, j.f1 = em, f1
+    row = result_row(rec, result, j)
+    row["eval_judge_tokens"] = tokens_used(judge_usage)
+    if judge_error:
+        row["eval_judge_error"] = judge_error
+    return row
+
+
 def run_eval(
     dataset: str | Path,
     system: str,
@@ -58,7 +80,10 @@ def run_eval(
     workers: int = 1,
     seed: int | None = None,
     extra_config: dict[str, Any] | None = None,
+    executor: Any = None,
 ) -> dict[str, Any]:
+    """Answer and judge every selected question; ``executor`` (default: ``workers`` threads here) says
+    where the questions run, while this process alone writes the run folder."""
     # the dataset is read before the run folder is touched: an unusable one leaves an earlier run intact
     report = ReadReport(str(dataset))
     warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
@@ -104,30 +129,14 @@ def run_eval(
     tally = {"n": 0, "accurate": 0, "incorrect": 0, "tokens": 0}
     lock = threading.Lock()
 
-    def one(rec: CragRecord) -> dict[str, Any]:
-        result = answer(system, settings, record=rec, extra_config=extra_config)
-        refused = result.status != "ok"
-        j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused)
-        judge_usage: dict[str, Any] = {}
-        judge_error = None
-        if settings.eval.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
-            em, f1 = j.em, j.f1
-            try:
-                j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
-            except LLMUnavailableError as exc:  # the rule judge's verdict stands
-                judge_error = str(exc)
-            j.em, j.f1 = em, f1
-        row = result_row(rec, result, j)
-        row["eval_judge_tokens"] = tokens_used(judge_usage)
-        if judge_error:
-            row["eval_judge_error"] = judge_error
-        return row
-
-    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    executor = executor or LocalExecutor(workers)
+    run_settings = executor.worker_settings(settings)
+    warm = partial(warm_up, system, run_settings, (extra_config or {}).get("llm"))  # once per Ray worker
+    results = executor.map(partial(question_row, system, run_settings, extra_config), todo, warm)
     try:
-        for future in as_completed([pool.submit(one, rec) for rec in todo]):
-            row = future.result()
+        for _, row, telemetry in results:
             with lock:  # one whole line per question in one write: a kill loses at most the running ones
+                write_lines(telemetry)  # a Ray worker's rounds, before the row: a resume keeps both or neither
                 append_line(results_path, json.dumps(row, ensure_ascii=False))
                 tally["n"] += 1
                 tally[row["judgement"]] = tally.get(row["judgement"], 0) + 1
@@ -139,12 +148,11 @@ def run_eval(
                 on_result(row)
     except BaseException as exc:
         # queued questions are dropped, not run: the caller gets control back now, not after the dataset
-        pool.shutdown(wait=False, cancel_futures=True)
+        results.close()
         bar.close()
         if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, EvalInterrupted):
             raise EvalInterrupted(out, len(done_ids(results_path)), len(selected)) from None
         raise
-    pool.shutdown()
     bar.close()
     rows = load_rows(results_path, [r.interaction_id for r in selected])
     summary = {"system": system, **summarize(rows), "bad_records": len(report.bad)}

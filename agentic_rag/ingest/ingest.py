@@ -19,9 +19,12 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
+import numpy as np
 from tqdm import tqdm
 
 from agentic_rag.configuration import Settings
@@ -32,7 +35,7 @@ from agentic_rag.datasets.crag import (
 from agentic_rag.ingest.pages import EXTRACTOR_VERSION, make_page
 from agentic_rag.retrieval.chunks import Page
 from agentic_rag.retrieval.embedding_cache import cache_for
-from agentic_rag.retrieval.embeddings import get_embedder
+from agentic_rag.retrieval.embeddings import Embedder, get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex
 from agentic_rag.timing import part, startup_step
 
@@ -41,19 +44,27 @@ _UTF8_SEQUENCE = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
 _MEMORY: "OrderedDict[str, HybridIndex]" = OrderedDict()
 _IN_FLIGHT: dict[str, threading.Lock] = {}  # index key -> lock held while one thread loads or builds it
 _LOCK = threading.Lock()
+PageJob = tuple[str, dict[str, Any]]  # a page's raw text and the rest of make_page's arguments
 
 
 def pages_from_record(record: CragRecord, settings: Settings) -> list[Page]:
+    return [make_page(raw, **meta) for raw, meta in record_page_jobs(record, settings)]
+
+
+def record_page_jobs(record: CragRecord, settings: Settings) -> list[PageJob]:
+    """The ``make_page`` arguments of a record's pages (extracted here, or on Ray workers by an ingest)."""
     return [
-        make_page(
+        (
             r.page_result or r.page_snippet,
-            page_name=r.page_name,
-            page_url=r.page_url,
-            page_last_modified=r.page_last_modified,
-            page_index=i,
-            source=record.interaction_id,
-            max_chars=settings.retrieval.MAX_PAGE_CHARS,
-            max_raw_chars=settings.retrieval.MAX_PAGE_RAW_CHARS,
+            dict(
+                page_name=r.page_name,
+                page_url=r.page_url,
+                page_last_modified=r.page_last_modified,
+                page_index=i,
+                source=record.interaction_id,
+                max_chars=settings.retrieval.MAX_PAGE_CHARS,
+                max_raw_chars=settings.retrieval.MAX_PAGE_RAW_CHARS,
+            ),
         )
         for i, r in enumerate(record.search_results)
     ]
@@ -158,25 +169,48 @@ class IngestReport:
         self.skipped_files.append(str(path))
 
 
-def pages_from_source(source: str | Path, settings: Settings, report: IngestReport | None = None) -> Iterator[Page]:
-    """Pages of a CRAG dataset, a prepared ``crag_corpus.jsonl``, or a folder of documents."""
+def pages_from_source(
+    source: str | Path, settings: Settings, report: IngestReport | None = None, executor: Any = None,
+) -> Iterator[Page]:
+    """Pages of a CRAG dataset, a prepared ``crag_corpus.jsonl``, or a folder of documents; extracted
+    here one by one, or in batches on the workers of ``executor`` (a Ray executor)."""
     report = report or IngestReport(settings)
     src = Path(source)
     if str(source) != "example" and src.is_dir():
-        yield from _pages_from_folder(src, settings, report)
+        yield from _made(_jobs_from_folder(src, settings, report), settings, executor)
         return
     src = resolve_dataset(source)
     if str(source) != "example" and _is_pages_file(src):
-        yield from _pages_from_corpus_file(src, settings, report)
+        yield from _made(_jobs_from_corpus_file(src, settings, report), settings, executor)
         return
+    jobs = (job for record in iter_records(src, on_bad=settings.eval.BAD_RECORDS, on_bad_record=report.bad_records)
+            for job in record_page_jobs(record, settings))
     seen: set[str] = set()
-    for record in iter_records(src, on_bad=settings.eval.BAD_RECORDS, on_bad_record=report.bad_records):
-        for page in pages_from_record(record, settings):
-            if page.page_id in seen:
-                continue
-            seen.add(page.page_id)
-            page.page_index = len(seen) - 1
-            yield page
+    for page in _made(jobs, settings, executor):
+        if page.page_id in seen:
+            continue
+        seen.add(page.page_id)
+        page.page_index = len(seen) - 1
+        yield page
+
+
+def _made(jobs: Iterator[PageJob], settings: Settings, executor: Any) -> Iterator[Page]:
+    if executor is None:
+        yield from (make_page(raw, **meta) for raw, meta in jobs)
+        return
+    batches = _batches(list(jobs), settings.scale.RAY_INGEST_BATCH)
+    done: dict[int, list[Page]] = {}
+    for i, pages, _ in executor.map(_make_pages, batches, partial(get_embedder, settings)):
+        done[i] = pages
+    yield from (page for i in range(len(batches)) for page in done[i])
+
+
+def _make_pages(jobs: list[PageJob]) -> list[Page]:
+    return [make_page(raw, **meta) for raw, meta in jobs]
+
+
+def _batches(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _is_pages_file(path: Path) -> bool:
@@ -191,10 +225,9 @@ def _is_pages_file(path: Path) -> bool:
     return False
 
 
-def _pages_from_corpus_file(path: Path, settings: Settings, report: IngestReport) -> Iterator[Page]:
+def _jobs_from_corpus_file(path: Path, settings: Settings, report: IngestReport) -> Iterator[PageJob]:
     for lineno, page in iter_validated(path, SearchResult, settings.eval.BAD_RECORDS, report.bad_records):
-        yield make_page(
-            page.page_result or page.page_snippet,
+        yield page.page_result or page.page_snippet, dict(
             page_name=page.page_name,
             page_url=page.page_url,
             page_last_modified=page.page_last_modified,
@@ -223,7 +256,7 @@ def read_text_file(path: Path, max_chars: int) -> str:
         return data.decode("utf-8-sig" if _UTF8_SEQUENCE.search(data) else "cp1252", errors="replace")
 
 
-def _pages_from_folder(folder: Path, settings: Settings, report: IngestReport) -> Iterator[Page]:
+def _jobs_from_folder(folder: Path, settings: Settings, report: IngestReport) -> Iterator[PageJob]:
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in FOLDER_SUFFIXES)
     if not files:
         raise DataError(f"{folder} holds no {sorted(FOLDER_SUFFIXES)} files")
@@ -239,8 +272,7 @@ def _pages_from_folder(folder: Path, settings: Settings, report: IngestReport) -
         except Exception as exc:  # noqa: BLE001 - a broken file is reported, never silently dropped
             report.skip_file(path, f"unreadable ({exc})")
             continue
-        yield make_page(
-            raw,
+        yield raw, dict(
             page_name=path.stem,
             page_url=path.resolve().as_uri(),
             page_last_modified=time.strftime("%Y-%m-%d", time.gmtime(path.stat().st_mtime)),
@@ -257,17 +289,25 @@ def _read_pdf(path: Path) -> str:
     return "\n\n".join(page.extract_text() or "" for page in PdfReader(str(path)).pages)
 
 
-def build_corpus_index(source: str | Path, out_dir: str | Path, settings: Settings, progress: bool = True) -> dict:
+def build_corpus_index(
+    source: str | Path, out_dir: str | Path, settings: Settings, progress: bool = True, executor: Any = None,
+) -> dict:
     """Ingest a whole source into a persistent index; returns throughput figures and what was skipped.
 
     The index appears at ``out_dir`` only once complete (see ``HybridIndex.save``): a killed ingest
-    leaves the previous index, or none, never a folder that loads half an index."""
-    out = Path(out_dir)
+    leaves the previous index, or none, never a folder that loads half an index. With a Ray
+    ``executor`` the pages are extracted and the chunks embedded on its workers, in batches; this
+    process chunks, builds the FAISS and BM25 indexes and writes the folder."""
+    with executor or nullcontext():
+        return _build_corpus_index(source, Path(out_dir), settings, progress, executor)
+
+
+def _build_corpus_index(source: str | Path, out: Path, settings: Settings, progress: bool, executor: Any) -> dict:
     if out.exists() and not (out / "manifest.json").is_file() and (not out.is_dir() or any(out.iterdir())):
         raise DataError(f"{out} exists and is not an index folder; choose another --out (nothing was overwritten)")
     t0 = time.perf_counter()
     report = IngestReport(settings)
-    pages = list(tqdm(pages_from_source(source, settings, report), desc="extract pages", unit="page",
+    pages = list(tqdm(pages_from_source(source, settings, report, executor), desc="extract pages", unit="page",
                       disable=not progress))
     report.bad_records.finish()
     t_extract = time.perf_counter() - t0
@@ -276,7 +316,7 @@ def build_corpus_index(source: str | Path, out_dir: str | Path, settings: Settin
         raise DataError(f"no pages found in {source}{skipped}")
     if not any(p.text.strip() for p in pages):
         raise DataError(f"nothing to index: the {len(pages)} pages of {source} hold no text{skipped}")
-    embedder = get_embedder(settings)
+    embedder = get_embedder(settings) if executor is None else _WorkerEmbedder(settings, executor)
     t1 = time.perf_counter()
     index = HybridIndex.build(
         pages, embedder, settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS, settings.retrieval.MIN_CHUNK_CHARS,
@@ -299,5 +339,40 @@ def build_corpus_index(source: str | Path, out_dir: str | Path, settings: Settin
         "total_s": round(total, 3),
         "pages_per_s": round(len(pages) / total, 2),
         "chunks_per_s": round(len(index) / total, 2),
-        "out": str(out_dir),
+        "out": str(out),
+        "executor": executor.name if executor is not None else "local",
     }
+
+
+class _WorkerEmbedder(Embedder):
+    """The configured embedder with its forward passes on an executor's workers, a batch of chunks per
+    task; the vectors come back in the chunks' order."""
+
+    def __init__(self, settings: Settings, executor: Any) -> None:  # no model in this process
+        self.model_name = settings.retrieval.EMBEDDING_MODEL
+        self.batch_size = settings.retrieval.EMBEDDING_BATCH_SIZE
+        self._settings, self._executor, self._dim = settings, executor, None
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self.embed(["dimension"])
+        return self._dim
+
+    def embed(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
+        batches = _batches(list(texts), self._settings.scale.RAY_INGEST_BATCH)
+        if not batches:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        done: dict[int, np.ndarray] = {}
+        with tqdm(total=len(texts), desc="embed chunks", unit="chunk", disable=not show_progress) as bar:
+            for i, vectors, _ in self._executor.map(partial(_embed_batch, self._settings), batches,
+                                                     partial(get_embedder, self._settings)):
+                done[i] = vectors
+                bar.update(len(vectors))
+        vectors = np.concatenate([done[i] for i in range(len(batches))])
+        self._dim = vectors.shape[1]
+        return vectors
+
+
+def _embed_batch(settings: Settings, texts: list[str]) -> np.ndarray:
+    return get_embedder(settings).embed(texts)
