@@ -40,7 +40,8 @@ def plot_risk_coverage(runs: list[dict[str, Any]], path: Path) -> Path:
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=run["name"])
     ax.set_xlim(0, 1)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # a run that answered nothing has no curve to name
+        ax.legend(fontsize=8)
     return _finish(plt, fig, ax, path, "Risk-coverage", "coverage (fraction of questions answered)",
                    "accuracy of answered questions")
 
