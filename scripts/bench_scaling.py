@@ -31,6 +31,7 @@ from agentic_rag.datasets.crag import iter_records
 from agentic_rag.eval.executors import LocalExecutor, RayExecutor
 from agentic_rag.eval.runner import run_eval, select
 from agentic_rag.ingest.ingest import index_for_record
+import graphs  # noqa: F401,E402  (registers the agent's graph with the runner, as the CLI does)
 
 HIGH_LOAD = 1.0  # load average per core above which a row is flagged as measured on a busy machine
 
