@@ -100,6 +100,28 @@ def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out:
     }
 
 
+CRAG_DEV_QUESTIONS = 2706  # CRAG's dev split, each question with its own 5 HTML pages
+CLUSTER_MACHINES = (1, 2, 4, 8, 16)
+
+
+def estimate(report: dict, questions: int = CRAG_DEV_QUESTIONS) -> dict:
+    """Machine time per question (cold indexing plus answering with one Ray worker per core) and the
+    wall time of ``questions`` on clusters of machines like this one; questions are independent."""
+    cores = report["machine"]["cores"]
+    per_core = [r for r in report["runs"] if r["executor"] == "ray" and r["workers"] == cores]
+    if not per_core:
+        return {}
+    indexing_s = report["indexing"]["total_s"] / report["indexing"]["questions"]
+    answering_s = 60.0 / per_core[0]["answering_questions_per_min"]
+    per_question_s = indexing_s + answering_s
+    return {
+        "questions": questions, "indexing_s": round(indexing_s, 2), "answering_s": round(answering_s, 2),
+        "per_question_s": round(per_question_s, 2), "indexing_share": round(indexing_s / per_question_s, 2),
+        "warm_cache_machine_h": round(questions * answering_s / 3600, 1),
+        "hours_by_machines": {m: round(questions * per_question_s / 3600 / m, 2) for m in CLUSTER_MACHINES},
+    }
+
+
 def to_markdown(report: dict) -> str:
     m = report["machine"]
     lines = [
@@ -128,6 +150,14 @@ def to_markdown(report: dict) -> str:
               "q/min (answering): questions over the time from that start to the last answer. Worker memory: the "
               "largest resident set of a Ray worker halfway through the run. Load average: "
               f"1-minute; rows marked busy had more than {HIGH_LOAD:g} per core.", ""]
+    if est := estimate(report):
+        lines += [f"## A full CRAG dev run ({est['questions']:,} questions)", "",
+                  f"Machine time per question: {est['indexing_s']} s of cold indexing (mean) plus {est['answering_s']} s "
+                  f"of answering with one Ray worker per core = {est['per_question_s']} s; indexing is "
+                  f"{est['indexing_share']:.0%} of it, so a re-run with warm caches needs {est['warm_cache_machine_h']} "
+                  "machine-hours.", "",
+                  f"| {m['cores']}-core machines | wall time (h) |", "|---|---|",
+                  *[f"| {n} | {h} |" for n, h in est["hours_by_machines"].items()], ""]
     return "\n".join(lines)
 
 
