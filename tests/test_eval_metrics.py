@@ -217,13 +217,13 @@ def test_frontier_replays_only_the_final_check_from_stored_readings():
 
 
 def _refusal_rows():
-    def r(gold, status, reason, judge_rule=None):
+    def r(gold, status, reason, judge_rule=None, draft=None):
         return {**row(gold, status, "missing" if status != "ok" else "accurate"), "reason": reason,
-                **({"judge_rule": judge_rule} if judge_rule else {})}
+                **({"judge_rule": judge_rule} if judge_rule else {}), **({"draft": draft} if draft else {})}
 
     return [
-        r("paris", "refuse", "ABSTAIN_NOT_VERIFIED"),
-        r("paris", "refuse", "ABSTAIN_NOT_VERIFIED"),
+        r("paris", "refuse", "ABSTAIN_NOT_VERIFIED", draft="The capital is Paris."),  # a right answer withheld
+        r("paris", "refuse", "ABSTAIN_NOT_VERIFIED", draft="It is Marseille."),  # a wrong one caught
         r("i don't know", "refuse", "ABSTAIN_NOT_VERIFIED"),
         r("i don't know", "refuse", "ABSTAIN_LOW_RETRIEVAL_SCORE"),
         r("i don't know", "refuse", "ABSTAIN_LOW_RETRIEVAL_SCORE"),
@@ -241,7 +241,9 @@ def test_refusals_are_counted_per_reason_code_against_the_gold():
     assert list(by) == ["ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NOT_VERIFIED", ANSWERED_IDK]  # most refusals first
     assert by["ABSTAIN_NOT_VERIFIED"] == {"refused": 3, "refused_answerable": 2, "refused_unanswerable": 1,
                                           "refused_false_premise": 0, "answerable_per_unanswerable": 2.0,
-                                          "share_of_answerable": 0.5}  # 2 of the 4 answerable questions
+                                          "share_of_answerable": 0.5,  # 2 of the 4 answerable questions
+                                          "withheld_right": 1, "withheld_wrong": 1}  # their drafts, judged
+    assert by["ABSTAIN_LOW_RETRIEVAL_SCORE"]["withheld_right"] == 0  # no draft: refused before generation
     low = by["ABSTAIN_LOW_RETRIEVAL_SCORE"]
     assert (low["refused_answerable"], low["refused_unanswerable"], low["refused_false_premise"]) == (0, 2, 1)
     assert low["answerable_per_unanswerable"] == 0.0
@@ -253,7 +255,8 @@ def test_refusals_are_counted_per_reason_code_against_the_gold():
     assert sum(c["refused_unanswerable"] for c in by.values()) == round(s["refusal_rate_unanswerable"] * s["unanswerable"])
     table = refusal_table(by)
     assert table[2].startswith("| ABSTAIN_LOW_RETRIEVAL_SCORE | 3 | 0 | 2 | 1 | 0.0 | 0.0 |")
-    assert table[-1] == f"| {ANSWERED_IDK} | 1 | 1 | 0 | 0 | - | 0.25 |"
+    assert table[3] == "| ABSTAIN_NOT_VERIFIED | 3 | 2 | 1 | 0 | 2.0 | 0.5 | 1 / 1 |"
+    assert table[-1] == f"| {ANSWERED_IDK} | 1 | 1 | 0 | 0 | - | 0.25 | 0 / 0 |"
 
 
 def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):
@@ -279,3 +282,22 @@ def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):
     assert "| ABSTAIN_NOT_VERIFIED | 3 | 2 | 1 | 0 | 2.0 | 0.5 |" in md and "### domain = nq" in md
     missing = subprocess.run([sys.executable, str(script), str(tmp_path / "nothing")], capture_output=True, text=True, timeout=120)
     assert missing.returncode != 0 and "no results.jsonl rows" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_risk_coverage_ranks_by_the_given_score_and_mean_risk_compares_over_common_coverage():
+    from agentic_rag.eval.plots import mean_risk, risk_coverage, top_cosine
+
+    def answered(judgement, cosine, kind="retrieve"):
+        passages = [{"vector_score": cosine - 0.2}, {"vector_score": cosine}]
+        event = {"node": "retrieve", "passages": passages} if kind == "retrieve" else \
+            {"node": "worker", "paths": [{"kept": passages[:1]}, {"kept": passages[1:]}]}
+        return {"status": "ok", "judgement": judgement, "events": [event], "signals": {}}
+
+    rows = [answered("incorrect", 0.9), answered("accurate", 0.8, kind="worker"), answered("accurate", 0.7),
+            {"status": "refuse", "judgement": "missing", "events": []}]
+    assert [top_cosine(r) for r in rows] == [0.9, 0.8, 0.7, 0.0]  # a baseline's retrieval or an agent's kept paths
+    pts = risk_coverage(rows, top_cosine)
+    assert pts == [(0.25, 0.0), (0.5, 0.5), (0.75, 2 / 3)]  # the wrong answer was the most similar one
+    assert mean_risk(pts) == round((1.0 + 0.5 + 1 / 3) / 3, 4)
+    assert mean_risk(pts, upto=0.5) == 0.75  # only the thresholds a system answering half reaches
+    assert mean_risk([], upto=0.5) is None

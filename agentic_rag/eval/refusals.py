@@ -2,14 +2,17 @@
 
 A run's false refusal rate says how often answerable questions were refused, not which check did
 it. Counted per reason code, a check that refuses mostly answerable questions shows up as one to
-loosen or fix; one that refuses mostly unanswerable questions earns its keep. Read it on dev splits
-only: choosing which check to change from a test split's table would tune on the test.
+loosen or fix; one that refuses mostly unanswerable questions earns its keep. An answerable question
+refused after a wrong draft is no loss either (the draft would have been a hallucination), so the
+withheld drafts are judged too. Read it on dev splits only: choosing which check to change from a
+test split's table would tune on the test.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from agentic_rag.eval.judge import judge
 from agentic_rag.eval.rows import gold_groups, is_refusal
 
 # a refusal written into an answer ("I don't know" with status ok): no check refused it, the model did
@@ -23,6 +26,16 @@ def refusal_reason(row: dict[str, Any]) -> str:
     return row.get("reason") or "UNKNOWN"
 
 
+def withheld_right_answer(row: dict[str, Any]) -> bool | None:
+    """Whether a refused row's withheld draft would have been judged accurate: what the refusal cost
+    (a wrong draft refused is a hallucination avoided). None when no draft was written (refused
+    before generation)."""
+    draft = str(row.get("draft") or "").strip()
+    if not draft:
+        return None
+    return judge(draft, draft, str(row.get("gold", "")), list(row.get("alternatives") or []), refused=False).label == "accurate"
+
+
 def refusals_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per reason code: refused answerable, refused unanswerable (and false-premise, in neither group),
     the answerable:unanswerable ratio (None with no unanswerable refused), and the share of all
@@ -34,11 +47,13 @@ def refusals_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if not is_refusal(r):
             continue
         c = out.setdefault(refusal_reason(r), {"refused": 0, "refused_answerable": 0, "refused_unanswerable": 0,
-                                               "refused_false_premise": 0})
+                                               "refused_false_premise": 0, "withheld_right": 0, "withheld_wrong": 0})
         c["refused"] += 1
         key = ("refused_answerable" if id(r) in ans_ids else
                "refused_unanswerable" if id(r) in unans_ids else "refused_false_premise")
         c[key] += 1
+        if id(r) in ans_ids and (right := withheld_right_answer(r)) is not None:
+            c["withheld_right" if right else "withheld_wrong"] += 1
     for c in out.values():
         a, u = c["refused_answerable"], c["refused_unanswerable"]
         c["answerable_per_unanswerable"] = round(a / u, 3) if u else None
@@ -49,10 +64,11 @@ def refusals_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def refusal_table(by_reason: dict[str, dict[str, Any]]) -> list[str]:
     """Markdown rows of ``refusals_by_reason`` (header included)."""
     lines = ["| reason | refused | answerable | unanswerable | false premise | answerable per unanswerable | "
-             "share of answerable refused |", "|---|---|---|---|---|---|---|"]
+             "share of answerable refused | answerable: draft right / wrong |", "|---|---|---|---|---|---|---|---|"]
     for reason, c in by_reason.items():
         ratio = "-" if c["answerable_per_unanswerable"] is None else c["answerable_per_unanswerable"]
         share = "-" if c["share_of_answerable"] is None else c["share_of_answerable"]
+        drafts = f"{c.get('withheld_right', 0)} / {c.get('withheld_wrong', 0)}"
         lines.append(f"| {reason} | {c['refused']} | {c['refused_answerable']} | {c['refused_unanswerable']} | "
-                     f"{c['refused_false_premise']} | {ratio} | {share} |")
+                     f"{c['refused_false_premise']} | {ratio} | {share} | {drafts} |")
     return lines
