@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 def _plt():
@@ -21,10 +21,26 @@ def confidence_of(row: dict[str, Any]) -> float:
     return float(s.get("overlap_est", 0.0)) * float(s.get("faith_est", 0.0)) * max(0.0, float(s.get("answer_relevance", 1.0)))
 
 
-def risk_coverage(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """(coverage, accuracy of answered) as answers are admitted from most to least confident."""
+def top_cosine(row: dict[str, Any]) -> float:
+    """The best cosine between the question and a passage the system retrieved: what a one-line
+    cosine gate ("answer only when the top passage is similar enough") thresholds."""
+    best = 0.0
+    for event in row.get("events") or []:
+        passages = list(event.get("passages") or [])
+        for path in event.get("paths") or []:
+            passages += path.get("kept") or []
+        for p in passages:
+            if p.get("vector_score") is not None:
+                best = max(best, float(p["vector_score"]))
+    return best
+
+
+def risk_coverage(rows: list[dict[str, Any]], score: Callable[[dict[str, Any]], float] = confidence_of
+                  ) -> list[tuple[float, float]]:
+    """(coverage, accuracy of answered) as answers are admitted from the highest ``score`` down: each
+    point is one threshold on that score."""
     n = len(rows)
-    answered = sorted((r for r in rows if r["status"] == "ok" and r["judgement"] != "missing"), key=confidence_of, reverse=True)
+    answered = sorted((r for r in rows if r["status"] == "ok" and r["judgement"] != "missing"), key=score, reverse=True)
     points, right = [], 0
     for k, r in enumerate(answered, start=1):
         right += r["judgement"] == "accurate"
@@ -32,18 +48,36 @@ def risk_coverage(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
     return points
 
 
-def plot_risk_coverage(runs: list[dict[str, Any]], path: Path) -> Path:
+def mean_risk(points: list[tuple[float, float]], upto: float | None = None) -> float | None:
+    """Area under the risk (1 - accuracy of answered) against coverage curve from 0 to ``upto`` (by
+    default the curve's own end), divided by that width: the mean share of wrong answers over every
+    threshold that answers at most that share of the questions. Lower is better. Systems that refuse
+    different amounts are compared over the coverage all of them reach (``upto`` = the smallest end),
+    so the figure is not bought by refusing more or lost by answering more."""
+    kept = [acc for cov, acc in points if upto is None or cov <= upto + 1e-9]
+    return round(sum(1.0 - acc for acc in kept) / len(kept), 4) if kept else None
+
+
+def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Risk-coverage") -> Path:
+    """One curve per run; a run may carry its own ``score`` (how its answers are ranked) and the
+    legend gives each curve's area."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for run in runs:
-        pts = risk_coverage(run["rows"])
+    curves = [(run, risk_coverage(run["rows"], run.get("score", confidence_of))) for run in runs]
+    ends = [pts[-1][0] for _, pts in curves if pts]
+    common = min(ends) if ends else None
+    for run, pts in curves:
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=run["name"])
+            risk = mean_risk(pts, common) if len(ends) > 1 else mean_risk(pts)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", markersize=3,
+                    label=f"{run['name']} (mean risk {risk:.3f})")
+    if common is not None and len(ends) > 1:
+        ax.axvline(common, color="grey", lw=0.8, ls=":")
     ax.set_xlim(0, 1)
     if ax.get_legend_handles_labels()[0]:  # a run that answered nothing has no curve to name
         ax.legend(fontsize=8)
-    return _finish(plt, fig, ax, path, "Risk-coverage", "coverage (fraction of questions answered)",
-                   "accuracy of answered questions")
+    return _finish(plt, fig, ax, path, title, "coverage (fraction of questions answered)",
+                   "accuracy of answered questions (1 - risk)")
 
 
 def plot_pareto(runs: list[dict[str, Any]], path: Path) -> Path:
