@@ -168,3 +168,16 @@ def test_a_refusal_record_checks_its_missing_pieces_against_its_own_question_and
     rec = build_record(state, "agent", S, {"total": 0}, 1)
     assert rec.status == "refuse" and rec.missing == ["2019", "per game"]
     assert '"out"' not in rec.explanation and '"2019" and "per game"' in rec.explanation
+
+
+def test_an_eval_row_keeps_what_the_refusal_says_is_missing():
+    from agentic_rag.datasets.crag import CragRecord
+    from agentic_rag.eval.judge import judge
+    from agentic_rag.eval.rows import result_row
+
+    rec = CragRecord(interaction_id="q1", query="who won in 2019?", answer="i don't know", search_results=[])
+    refused = build_record({"question": rec.query, "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_MISSING_ANCHORS"},
+                            "signals": {"missing_anchors": ["2019"], "sentences": []}, "validation": {"missing": []},
+                            "draft": "", "bundle": {"passages": []}}, "agent", S, {"total": 0}, 1)
+    row = result_row(rec, refused, judge(refused.answer, "", rec.answer, [], refused=True))
+    assert row["missing"] == ["2019"] == refused.missing  # `trace` and a reader of results.jsonl see it

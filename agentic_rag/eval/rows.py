@@ -30,6 +30,7 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
         "abstention_layer": result.abstention_layer,
         "tokens_saved": result.tokens_saved,
         "explanation": result.explanation,
+        "missing": list(result.missing),  # what a refusal says would be needed (entities, periods, units)
         "citations": [c.model_dump() for c in result.citations],
         "judgement": judgement.label,
         "judge_rule": judgement.rule,
