@@ -22,6 +22,14 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "refusals"
 
 
+def only_stop_words(piece: str) -> bool:
+    """A `missing` piece made of stop words alone (a multi-word name may hold one: "Bank of America")."""
+    from agentic_rag.anchors.ner import STOP_WORDS
+
+    words = [w.strip(".,;:!?\"'()").lower() for w in piece.split()]
+    return all(not w or w in STOP_WORDS for w in words)
+
+
 def run_entry(run: Path, by: str | None) -> dict:
     """The table of one run folder, with its totals and the configuration that produced it."""
     rows = read_results(run / "results.jsonl")
@@ -35,10 +43,14 @@ def run_entry(run: Path, by: str | None) -> dict:
                 "refused_answerable": sum(is_refusal(r) for r in answerable),
                 "refused_unanswerable": sum(is_refusal(r) for r in unanswerable)}
 
+    refused = [r for r in rows if is_refusal(r)]
     entry = {
         "run": run.name, "system": config.get("system"), "dataset": config.get("dataset"),
         "dataset_sha256": config.get("dataset_sha256"), "model": (config.get("model") or {}).get("model"),
         **totals(rows), "by_reason": refusals_by_reason(rows),
+        # a refusal's `missing` must name entities, periods and units, never filler ("other", "between")
+        "refusals_with_missing": sum(bool(r.get("missing")) for r in refused) if any("missing" in r for r in rows) else None,
+        "filler_in_missing": [{"id": r["id"], "piece": p} for r in refused for p in r.get("missing") or [] if only_stop_words(p)],
     }
     if by:
         groups: dict[str, list[dict]] = {}
@@ -57,6 +69,11 @@ def markdown(entry: dict, by: str | None) -> list[str]:
              f"System `{entry['system']}`, model `{entry['model']}`, dataset `{entry['dataset']}` "
              f"(sha256 {str(entry['dataset_sha256'])[:12]}). " + head(entry), ""]
     lines += refusal_table(entry["by_reason"])
+    if entry.get("refusals_with_missing") is not None:
+        lines += ["", f"`missing` of the refusals: {entry['refusals_with_missing']} refusals name missing pieces; "
+                  f"pieces made only of stop words: {len(entry['filler_in_missing'])}"
+                  + (" (" + ", ".join(f"{f['piece']!r} in {f['id']}" for f in entry["filler_in_missing"][:10]) + ")"
+                     if entry["filler_in_missing"] else "") + "."]
     for g, sub in (entry.get(f"by_{by}") or {}).items():
         lines += ["", f"### {by} = {g}", "", head(sub), ""] + refusal_table(sub["by_reason"])
     return lines + [""]

@@ -268,6 +268,7 @@ def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):
     run = tmp_path / "dev-run"
     run.mkdir()
     rows = [{**r, "id": str(i), "domain": "squad2" if i % 2 else "nq"} for i, r in enumerate(_refusal_rows())]
+    rows[0]["missing"], rows[1]["missing"] = ["the 2019 season", "Bank of America"], ["between", "2019"]
     (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (run / "config.json").write_text(json.dumps({"system": "agent", "dataset": "data/dev.jsonl", "model": {"model": "m"}}))
     script = Path(__file__).resolve().parents[1] / "scripts" / "bench_refusals.py"
@@ -277,6 +278,8 @@ def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):
     entry = json.loads((tmp_path / "out" / "dev-run.json").read_text())[0]
     assert (entry["answerable"], entry["refused_answerable"], entry["unanswerable"], entry["refused_unanswerable"]) == (4, 3, 4, 3)
     assert entry["by_reason"]["ABSTAIN_NOT_VERIFIED"]["refused_answerable"] == 2
+    # a filler word as a missing piece is reported; a name that holds a stop word is not
+    assert entry["refusals_with_missing"] == 2 and entry["filler_in_missing"] == [{"id": "1", "piece": "between"}]
     assert set(entry["by_domain"]) == {"nq", "squad2"}
     md = (tmp_path / "out" / "dev-run.md").read_text()
     assert "| ABSTAIN_NOT_VERIFIED | 3 | 2 | 1 | 0 | 2.0 | 0.5 |" in md and "### domain = nq" in md
