@@ -9,7 +9,7 @@ from agentic_rag.text import split_sentences
 from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
 
-S = Settings.load()
+S = Settings.load(preset="default")  # the defaults whatever AGENTIC_RAG_PRESET says
 BUNDLE = {
     "passages": [
         {"n": 1, "chunk_id": "a:0", "page_name": "Nemo", "page_url": "u1",
@@ -229,3 +229,19 @@ def test_a_bare_date_or_number_supports_nothing(embedder):
     bundle["passages"][0]["text"] = "Marvel's Spider-Man was released for the PlayStation 4 on 12 August 2022."
     row = collect_signals(question, "It was released on 12 August 2022 [1].", bundle, [], {}, S, embedder)["sentences"][0]
     assert row["supported"] and row["mode"] == "attributed"
+
+
+def test_a_low_support_refusal_names_the_checks_the_draft_failed():
+    from agentic_rag.configuration import Settings
+    from agentic_rag.generator.finalize import explain_refusal
+
+    s = Settings.load(preset="default")  # ANSWER_RELEVANCE_MIN 0.3
+    # quoted word for word, but about something else: only relevance failed, and only it is named
+    text, _ = explain_refusal("ABSTAIN_LOW_SUPPORT", {"overlap_est": 1.0, "faith_est": 1.0, "answer_relevance": 0.19},
+                              {}, s, question="What group killed thousands of Huguenots?", draft="The crown refused.")
+    assert "similarity to the question is 0.19 (needed 0.30)" in text and "matched a cited source" not in text
+    text, _ = explain_refusal("ABSTAIN_LOW_SUPPORT", {"overlap_est": 0.0, "faith_est": 0.5, "answer_relevance": 0.9,
+                                                     "unsupported_claims": ["1579"]},
+                              {}, s, question="When were the wars?", draft="Between 1579 and 1603.")
+    assert "0% of its sentences matched" in text and "50% of its names and numbers" in text
+    assert "similarity" not in text and 'Not found in the sources: "1579"' in text

@@ -233,14 +233,27 @@ def explain_refusal(
         text = "; ".join(parts) + "."
         return text[0].upper() + text[1:] + _untrusted_note(signals), missing_anchors
     unsupported = missing_pieces(signals.get("unsupported_claims") or [], context)
-    text = (
-        f"The draft answer was not supported by the sources: {signals.get('overlap_est', 0.0):.0%} of its sentences "
-        f"matched a cited source (needed {settings.baug.OVERLAP_MIN:.0%}) and {signals.get('faith_est', 0.0):.0%} of its "
-        f"names and numbers occur in them (needed {settings.baug.FAITH_MIN:.0%})."
-    )
+    text = low_support_text(signals, settings)
     if unsupported:
         text += f" Not found in the sources: {_list(unsupported[:5])}."
     return text + _untrusted_note(signals), missing_anchors or unsupported[:5]
+
+
+def low_support_text(signals: dict[str, Any], settings) -> str:
+    """The support checks the draft failed, each with its figure and threshold (the ones it passed
+    would only mislead: a draft quoted word for word that answers another question fails on relevance)."""
+    baug = settings.baug
+    checks = [
+        ("overlap_est", baug.OVERLAP_MIN, "{:.0%} of its sentences matched a cited source (needed {:.0%})"),
+        ("faith_est", baug.FAITH_MIN, "{:.0%} of its names and numbers occur in them (needed {:.0%})"),
+        ("answer_relevance", baug.ANSWER_RELEVANCE_MIN,
+         "its similarity to the question is {:.2f} (needed {:.2f}), so it does not answer the question as asked"),
+        ("nli_entailment", baug.NLI_MIN, "the entailment model gives {:.0%} that the sources entail it (needed {:.0%})"),
+    ]
+    failed = [text.format(signals[key], floor) for key, floor, text in checks
+              if signals.get(key) is not None and signals[key] < floor]
+    shown = failed or [text.format(signals.get(key, 0.0), floor) for key, floor, text in checks[:2]]
+    return f"The draft answer was not supported by the sources: {'; '.join(shown)}."
 
 
 def _untrusted_note(signals: dict[str, Any]) -> str:
