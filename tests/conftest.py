@@ -15,10 +15,20 @@ from pathlib import Path
 import pytest
 
 import graphs  # noqa: F401  (the app layer: registers the agent and baseline graphs with agentic_rag.runner)
-from agentic_rag.configuration import ENV_PREFIX, Settings
+from agentic_rag.configuration import ENV_PREFIX, PRESET_ENV, Settings
 from agentic_rag.ingest import ingest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_preset():
+    """The suite runs the 0.5B generator (preset `fast`) so it fits CI's time; the default 1.5B has its
+    own real-model test, which names the default preset. Set through the environment so CLI runs,
+    subprocesses and servers the tests start get it too."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(PRESET_ENV, "fast")
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -5,7 +5,7 @@ import pytest
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import ACTIONS, REASONS, Flags, decide
 
-S = Settings.load()
+S = Settings.load(preset="fast")  # COVERAGE_MIN 0.5: the default 0 would leave the coverage routes unreachable
 GOOD = {"overlap_est": 1.0, "faith_est": 1.0, "anchor_coverage": 1.0, "tokens_left": 2000, "stagnation": False}
 WEAK = {**GOOD, "overlap_est": 0.4, "faith_est": 0.2}
 UNCOVERED = {**GOOD, "anchor_coverage": 0.0}

@@ -303,3 +303,21 @@ def test_docs_configuration_tables_match_the_model(monkeypatch):
     begin, end = "<!-- settings tables: agentic-rag settings --markdown -->\n", "<!-- end of settings tables -->"
     assert doc[doc.index(begin) + len(begin): doc.index(end)].strip() == res.stdout.strip(), \
         "docs/configuration.md is stale: paste `agentic-rag settings --markdown` between its markers"
+
+
+def test_agentic_rag_preset_names_the_preset_when_the_caller_names_none(monkeypatch):
+    from agentic_rag.configuration import PRESET_ENV, SettingsError, setting_sources
+
+    monkeypatch.setenv(PRESET_ENV, "fast")  # (the suite runs under it already; set here to be explicit)
+    fast = Settings.load()
+    assert (fast.llm.LLM_MODEL, fast.baug.VERIFIER_ENABLED, fast.baug.COVERAGE_MIN) == ("packaged", False, 0.5)
+    assert setting_sources()["LLM_MODEL"] == f"preset fast ({PRESET_ENV})"
+    default = Settings.load(preset="default")  # a named preset wins over the variable
+    assert (default.llm.LLM_MODEL, default.baug.VERIFIER_ENABLED, default.baug.VERIFIER_COMBINE) == (
+        "packaged-1.5b", True, "mean_with_probes")
+    assert Settings.load(preset="qwen-1.5b").public_dump() == default.public_dump()  # kept as an alias
+    monkeypatch.setenv(PRESET_ENV, "fastest")
+    with pytest.raises(SettingsError, match=f"unknown preset 'fastest'.*'fast'.*set by {PRESET_ENV}"):
+        Settings.load()
+    monkeypatch.delenv(PRESET_ENV)
+    assert Settings.load().llm.LLM_MODEL == "packaged-1.5b"

