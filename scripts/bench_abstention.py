@@ -101,7 +101,7 @@ def leaked_negatives(run_dir: Path) -> dict | None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--squad", type=Path, default=ROOT / "artifacts" / "runs" / "agent_vs_baseline" / "squad200")
-    ap.add_argument("--rgb", type=Path, default=ROOT / "artifacts" / "runs" / "rgb_negative100")
+    ap.add_argument("--rgb", type=Path, default=ROOT / "artifacts" / "runs" / "agent_vs_baseline" / "rgb_negative100")
     ap.add_argument("--tag", default="", help="generator tag of the runs (empty: the default generator)")
     args = ap.parse_args()
     runs_dest = ROOT / "benchmarks" / "abstention" / args.tag if args.tag else ROOT / "benchmarks" / "abstention"

@@ -5,7 +5,8 @@ and ``config.json``, and ``comparison.md`` (summary side by side, paired bootstr
 difference, and per question the two answers, reason codes, judgements, tokens and latency). The full
 ``results.jsonl`` and telemetry stay in the run folders under ``artifacts/runs/``.
 
-Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40] [--out benchmarks/agent_vs_baseline]
+Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40 squad200 rgb_negative100]
+       [--preset NAME] [--out benchmarks/agent_vs_baseline]
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rag.configuration import Settings
+from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.datasets.prepare import prepare_rgb, prepare_squad2
 from agentic_rag.eval.compare import compare, copy_run_files, to_markdown, write_plots
 from agentic_rag.eval.report import rejudge_run
@@ -38,7 +39,11 @@ def dataset_path(name: str, work: Path) -> str:
         out = work / "rgb40.jsonl"
         prepare_rgb(SHARED / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("answerable", "negative"), n=20, seed=0)
         return str(out)
-    raise SystemExit(f"unknown dataset {name!r}")
+    if name == "rgb_negative100":  # 100 negative-rejection questions (noise snippets only): bench_abstention reads them
+        out = work / "rgb_negative100.jsonl"
+        prepare_rgb(SHARED / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("negative",), n=100, seed=0)
+        return str(out)
+    raise SystemExit(f"unknown dataset {name!r} (crag_example, squad200, rgb40 or rgb_negative100)")
 
 
 def seed_criteria(b: dict, a: dict) -> dict:
@@ -64,11 +69,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["crag_example", "rgb40"])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "agent_vs_baseline")
+    ap.add_argument("--preset", default=None, help="settings preset of both systems (default: the defaults; "
+                    "`--preset fast --out benchmarks/agent_vs_baseline/fast` for the 0.5B figures)")
     ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
     ap.add_argument("--rejudge-only", action="store_true", help="re-score the existing runs with the current judge")
     args = ap.parse_args()
-    settings = Settings.load(overrides=args.override)
-    runs_root = Path(settings.paths.ARTIFACTS_DIR) / "runs" / "agent_vs_baseline"
+    try:
+        settings = Settings.load(preset=args.preset, overrides=args.override)
+    except SettingsError as exc:
+        raise SystemExit(f"settings error: {exc}") from None
+    runs_root = Path(settings.paths.ARTIFACTS_DIR) / "runs" / ("agent_vs_baseline" + (f"_{args.preset}" if args.preset else ""))
     # datasets not re-run this time keep their last figures
     overview_path = args.out / "overview.json"
     overview = json.loads(overview_path.read_text()) if overview_path.is_file() else {}

@@ -32,6 +32,7 @@ import json
 import math
 import os
 import platform
+import resource
 import statistics
 import sys
 import tempfile
@@ -226,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         "indexing": indexing,
         "systems": summary,
         "agent_over_baseline": {"per_question": stats(ratios), "total": round(agent_total / base_total, 4) if base_total else None},
+        "model": settings.llm.LLM_MODEL,
+        # the process's high-water mark: generator, embedder, spaCy and the indexes, as a user's run holds them
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "targets": TARGETS,
         "rows": rows,
     }
@@ -257,7 +261,9 @@ def markdown(d: dict) -> list[str]:
     met = lambda ok: "met" if ok else "not met"  # noqa: E731
     over = ", ".join(f"{k}={v}" for k, v in d["settings"]["overrides"].items()) or "none"
     lines = [
-        f"{d['questions']} questions of `{d['dataset']}`, preset `{d['settings']['preset']}` (overrides: {over}), "
+        f"{d['questions']} questions of `{d['dataset']}`, preset `{d['settings']['preset']}`"
+        + (f" (generator `{d['model']}`)" if d.get("model") else
+           " (the packaged 0.5B, the default when this was measured; now preset `fast`)") + f" (overrides: {over}), "
         f"{d['warm_up_passes']} warm-up and {d['measured_passes']} measured pass(es) in one process on "
         f"{d['machine']['cpus']} CPUs; load average {d['machine']['load_average_before'][0]} before, "
         f"{d['machine']['load_average_after'][0]} after (a shared machine inflates absolute times; compare ratios).",
@@ -292,7 +298,8 @@ def markdown(d: dict) -> list[str]:
     lines += [
         "",
         f"Cold start (one-time costs of a fresh process): {steps}; the first agent question took "
-        f"{cold['first_agent_question_s']} s.",
+        f"{cold['first_agent_question_s']} s."
+        + (f" Peak memory of the process (RSS): {d['peak_rss_mb']:,} MB." if d.get("peak_rss_mb") else ""),
         "",
         "Page indexing per question (median / p95 in s): "
         f"built from nothing {_fmt(ix['cold_build_s'], digits=2)} ({ix['chunks_embedded_cold']} chunks embedded; "

@@ -64,7 +64,7 @@ def to_markdown(report: dict) -> str:
         "# The openai backend against concurrent requests",
         "",
         f"`scripts/bench_openai_concurrency.py` on {m['cores']} cores ({m['cpu']}): `transformers serve` "
-        f"({mode}) serving the packaged 0.5B on 127.0.0.1, and `eval --workers C` of the agent on "
+        f"({mode}) serving the packaged 0.5B (agent settings: preset `{report.get('preset', 'default')}`{'' if 'preset' in report else ', as it was then: now `fast`'}) on 127.0.0.1, and `eval --workers C` of the agent on "
         f"{report['questions']} questions of `{report['dataset']}` with MAX_OUTPUT_TOKENS={report['max_tokens']}; "
         "server and eval share the machine.",
         "",
@@ -91,9 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--continuous-batching", action="store_true", help="start the server with --continuous-batching")
     ap.add_argument("--out", default="benchmarks/openai_concurrency", help="writes OUT.json and OUT.md")
+    # the server is started on the packaged 0.5B's folder, so the agent runs that model's thresholds
+    ap.add_argument("--preset", default="fast", help="settings preset of the agent (default: fast, the 0.5B's)")
     args = ap.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="bench-openai-"))
-    local = Settings.load(overrides={"ARTIFACTS_DIR": str(scratch / "artifacts"), "INDEX_CACHE_DIR": str(scratch / "cache")})
+    local = Settings.load(preset=args.preset,
+                          overrides={"ARTIFACTS_DIR": str(scratch / "artifacts"), "INDEX_CACHE_DIR": str(scratch / "cache")})
     model_dir = ensure_converted(local.paths.MODEL_CACHE_DIR)
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                              MAX_OUTPUT_TOKENS=args.max_tokens)
     report = {
         "machine": {"cores": os.cpu_count(), "cpu": _cpu_model()},
-        "dataset": args.dataset, "questions": args.n, "max_tokens": args.max_tokens,
+        "dataset": args.dataset, "questions": args.n, "max_tokens": args.max_tokens, "preset": args.preset,
         "continuous_batching": args.continuous_batching, "load_at_start": _load(),
     }
     print(f"indexing {args.n} questions ...", file=sys.stderr)

@@ -122,14 +122,23 @@ def estimate(report: dict, questions: int = CRAG_DEV_QUESTIONS) -> dict:
     }
 
 
+def generator(report: dict) -> str:
+    """The generator a report was measured with (reports from before it was recorded: the 0.5B, then the default)."""
+    if "model" not in report:
+        return "the packaged 0.5B generator (the default when this was measured; now preset `fast`)"
+    name = {"packaged": "the packaged 0.5B generator", "packaged-1.5b": "the packaged 1.5B generator"}.get(
+        report["model"], f"`{report['model']}`")
+    return f"{name} (preset `{report.get('preset') or 'default'}`)"
+
+
 def to_markdown(report: dict) -> str:
     m = report["machine"]
     lines = [
         "# Scaling: questions per minute against Ray workers",
         "",
         f"`scripts/bench_scaling.py` on {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB; "
-        f"{report['questions']} questions of `{report['dataset']}` answered by the agent with the packaged 0.5B "
-        f"generator; each Ray worker reserves {report['cpus_per_worker']:g} CPU and runs torch on "
+        f"{report['questions']} questions of `{report['dataset']}` answered by the agent with {generator(report)}; "
+        f"each Ray worker reserves {report['cpus_per_worker']:g} CPU and runs torch on "
         f"{report['torch_threads_per_worker']} thread(s), the local executor on all {m['cores']} cores. "
         f"More workers than cores oversubscribe the machine. Pages indexed beforehand (cold indexing: median "
         f"{report['indexing']['median_s']} s per question, measured apart).",
@@ -168,10 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--no-local", action="store_true", help="skip the local executor's reference run")
     ap.add_argument("--out", default="benchmarks/scaling", help="writes OUT.json and OUT.md")
+    ap.add_argument("--preset", default=None, help="settings preset (default: the defaults)")
     args = ap.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="bench-scaling-"))
-    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(scratch / "artifacts"), "INDEX_CACHE_DIR": str(scratch / "cache")})
+    settings = Settings.load(preset=args.preset,
+                             overrides={"ARTIFACTS_DIR": str(scratch / "artifacts"), "INDEX_CACHE_DIR": str(scratch / "cache")})
     report = {
+        "model": settings.llm.LLM_MODEL,
+        "preset": args.preset or "default",
         "machine": {"cores": os.cpu_count(), "cpu": _cpu_model(),
                     "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
         "dataset": args.dataset,
