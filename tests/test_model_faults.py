@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.configuration import Settings
+from agentic_rag.configuration import PRESET_ENV, Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import answer
 from tests.fakes import NO_TIME, UNAVAILABLE
@@ -171,7 +171,7 @@ def test_an_eval_against_a_dead_server_writes_every_row_and_the_summary(server, 
 
 
 def cli(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_") and k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    base = {k: v for k, v in os.environ.items() if not (k.startswith("AGENTIC_RAG_") and k != PRESET_ENV) and k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     return subprocess.run([sys.executable, "-m", "agentic_rag.cli", *args], capture_output=True, text=True,
                           env={**base, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=600, **kw)
 

@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
-from agentic_rag.configuration import Settings
+from agentic_rag.configuration import PRESET_ENV, Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.telemetry import read_rows
 from tests.fault_server import FaultServer
@@ -50,7 +50,7 @@ def as_options(values: dict[str, object]) -> list[str]:
 
 
 def start_eval(data: Path, out: Path, values: dict[str, object], *extra: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_")) or k == PRESET_ENV}
     return subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", str(data), "--out", str(out),
                              *as_options(values), *extra], env={**env, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -156,7 +156,7 @@ def test_ctrl_c_saves_prints_the_resume_command_and_exits_130_at_once(server, tm
     argv = shlex.split(command)
     assert argv[:3] == ["python", "-m", "agentic_rag.cli"] and argv[-1] == "--resume" and str(out) in argv
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_")) or k == PRESET_ENV}
     resumed = subprocess.run([sys.executable, *argv[1:]], env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
@@ -233,7 +233,7 @@ def test_two_processes_appending_long_lines_never_interleave(tmp_path):
 def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     """The one end-to-end check with the packaged 0.5B: Ctrl-C while it decodes in a worker thread."""
     out = tmp_path / "run"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_") or k == PRESET_ENV}
     proc = subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", "example", "--n", "3",
                              "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"],
                             env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
