@@ -70,6 +70,19 @@ def probe_auc(run_dir: Path) -> dict:
             "median_unanswerable": round(float(np.median(s[y == 0])), 3) if (y == 0).any() else None}
 
 
+def missing_check(run_dir: Path) -> dict:
+    """What the agent's refusals name as missing: how many pieces, and any made of stop words alone
+    (the target: none)."""
+    from agentic_rag.eval.results import read_results
+    from agentic_rag.eval.rows import is_refusal
+    from bench_refusals import only_stop_words  # this folder is on sys.path when the script runs
+
+    refused = [r for r in read_results(run_dir / "results.jsonl") if is_refusal(r)]
+    pieces = [(r["id"], p) for r in refused for p in r.get("missing") or []]
+    return {"refusals": len(refused), "refusals_naming_pieces": sum(bool(r.get("missing")) for r in refused),
+            "pieces": len(pieces), "stop_words_only": [{"id": i, "piece": p} for i, p in pieces if only_stop_words(p)]}
+
+
 def leaked_negatives(run_dir: Path) -> dict | None:
     """RGB chose its negative snippets by *not containing the answer string*; some still state the
     answer in other words ("Tampa Bay, Florida" for "Tampa, Florida"), and answering those is not
@@ -113,6 +126,7 @@ def main() -> int:
                 "tokens_per_q")
         report[name] = {"agent": {k: agent.get(k) for k in keys}, "baseline": {k: base.get(k) for k in keys},
                         "targets": targets(agent, base), "probe": probe_auc(runs / "agent")}
+        report[name]["missing"] = missing_check(runs / "agent")
         leaks = leaked_negatives(runs / "agent")
         if leaks:
             report[name]["leaked_negatives"] = leaks

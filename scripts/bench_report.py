@@ -147,6 +147,11 @@ def abstention_section(reports: list[tuple[str, dict]]) -> list[str]:
                 auc = f"AUC {p['auc']}" if p.get("auc") is not None else "AUC undefined (one class only)"
                 out.append(f"- {name}: {p['scored']} scored, {auc}, median P(answerable) on unanswerable {p['median_unanswerable']}.")
         for name, v in a.items():
+            if m := v.get("missing"):
+                out += ["", f"{name}: the agent's {m['refusals']} refusals name {m['pieces']} missing pieces "
+                        f"({m['refusals_naming_pieces']} refusals name at least one); made of stop words alone: "
+                        f"{len(m['stop_words_only'])}."]
+        for name, v in a.items():
             if leak := v.get("leaked_negatives"):
                 out += ["", f"{name}: {leak['leaked']} of the negatives hold every word of the real answer in their snippets "
                         "(RGB filtered them by the exact answer string only; answering those is not hallucinating). "
