@@ -26,7 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load(run_dir: Path) -> dict:
-    return json.loads((run_dir / "summary.json").read_text())
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        raise SystemExit(f"{run_dir}: no summary.json (run scripts/bench_agent_vs_baseline.py "
+                         "--datasets squad200 rgb_negative100 first, or give --squad/--rgb run folders)")
+    return json.loads(path.read_text())
 
 
 def targets(agent: dict, base: dict) -> dict:
