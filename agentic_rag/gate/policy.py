@@ -157,6 +157,23 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     return Decision(ABSTAIN, f"ABSTAIN_{request['code']}")
 
 
+# The support checks a draft must pass to STOP: (signal, the BAUG setting it must reach). A signal that
+# was not measured (relevance without an embedder, entailment without NLI_MODEL) does not count against it.
+SUPPORT_CHECKS = (("overlap_est", "OVERLAP_MIN"), ("faith_est", "FAITH_MIN"),
+                  ("answer_relevance", "ANSWER_RELEVANCE_MIN"), ("nli_entailment", "NLI_MIN"))
+
+
+def failed_support(signals: dict[str, Any], settings) -> list[tuple[str, float, float]]:
+    """(signal, value, threshold) of each support check the draft fails, in SUPPORT_CHECKS order: what
+    the policy abstains on, and what a LOW_SUPPORT refusal explains."""
+    failed = []
+    for key, name in SUPPORT_CHECKS:
+        value, floor = signals.get(key), getattr(settings.baug, name)
+        if value is not None and value < floor:
+            failed.append((key, value, floor))
+    return failed
+
+
 def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     if flags.too_long:
         return _decide("ABSTAIN_QUESTION_TOO_LONG")
@@ -176,17 +193,11 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide("ABSTAIN_EMPTY_ANSWER" if flags.empty_draft else "ABSTAIN_LOW_BUDGET")
     if flags.hedging and settings.baug.HEDGING_ENABLED:
         return _decide("ABSTAIN_HEDGING")
-    nli = signals.get("nli_entailment")
     answerability = signals.get("answerability")
     verdict = signals.get("verified_score")  # only present when every other check let the draft through
     verified = verdict is None or not settings.baug.GROUNDING_ENABLED or verdict >= settings.baug.VERIFIER_MIN
     answerable = answerability is None or not settings.baug.GROUNDING_ENABLED or answerability >= settings.baug.ANSWERABILITY_MIN
-    supported = answerable and verified and (not settings.baug.GROUNDING_ENABLED or (
-        signals["overlap_est"] >= settings.baug.OVERLAP_MIN
-        and signals["faith_est"] >= settings.baug.FAITH_MIN
-        and signals.get("answer_relevance", 1.0) >= settings.baug.ANSWER_RELEVANCE_MIN
-        and (nli is None or nli >= settings.baug.NLI_MIN)
-    ))
+    supported = answerable and verified and (not settings.baug.GROUNDING_ENABLED or not failed_support(signals, settings))
     sufficient = signals["anchor_coverage"] >= settings.baug.COVERAGE_MIN and flags.validators_ok
     factoid = flags.kind in FACTOID_KINDS
     if supported and sufficient:

@@ -20,7 +20,7 @@ from agentic_rag.budget import llm_calls, tokens_summary
 from agentic_rag.configuration import Settings
 from agentic_rag.events import quoted_chunks
 from agentic_rag.gate.judge import combined_readings
-from agentic_rag.gate.policy import LAYER_CODES, requested
+from agentic_rag.gate.policy import LAYER_CODES, SUPPORT_CHECKS, failed_support, requested
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import citations_from_support, extract_citations
 from agentic_rag.nodes import Node
@@ -239,20 +239,22 @@ def explain_refusal(
     return text + _untrusted_note(signals), missing_anchors or unsupported[:5]
 
 
+# How a LOW_SUPPORT refusal words each failed support check (gate.policy.SUPPORT_CHECKS): value, threshold.
+_SUPPORT_TEXT = {
+    "overlap_est": "{:.0%} of its sentences matched a cited source (needed {:.0%})",
+    "faith_est": "{:.0%} of its names and numbers occur in them (needed {:.0%})",
+    "answer_relevance": "its similarity to the question is {:.2f} (needed {:.2f}), so it does not answer the question as asked",
+    "nli_entailment": "the entailment model gives {:.0%} that the sources entail it (needed {:.0%})",
+}
+
+
 def low_support_text(signals: dict[str, Any], settings) -> str:
     """The support checks the draft failed, each with its figure and threshold (the ones it passed
     would only mislead: a draft quoted word for word that answers another question fails on relevance)."""
-    baug = settings.baug
-    checks = [
-        ("overlap_est", baug.OVERLAP_MIN, "{:.0%} of its sentences matched a cited source (needed {:.0%})"),
-        ("faith_est", baug.FAITH_MIN, "{:.0%} of its names and numbers occur in them (needed {:.0%})"),
-        ("answer_relevance", baug.ANSWER_RELEVANCE_MIN,
-         "its similarity to the question is {:.2f} (needed {:.2f}), so it does not answer the question as asked"),
-        ("nli_entailment", baug.NLI_MIN, "the entailment model gives {:.0%} that the sources entail it (needed {:.0%})"),
-    ]
-    failed = [text.format(signals[key], floor) for key, floor, text in checks
-              if signals.get(key) is not None and signals[key] < floor]
-    shown = failed or [text.format(signals.get(key, 0.0), floor) for key, floor, text in checks[:2]]
+    shown = [_SUPPORT_TEXT[key].format(value, floor) for key, value, floor in failed_support(signals, settings)]
+    if not shown:  # refused for support without a failed check (grounding off): the two main figures
+        shown = [_SUPPORT_TEXT[key].format(signals.get(key, 0.0), getattr(settings.baug, name))
+                 for key, name in SUPPORT_CHECKS[:2]]
     return f"The draft answer was not supported by the sources: {'; '.join(shown)}."
 
 
