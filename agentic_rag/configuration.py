@@ -839,16 +839,17 @@ def _layers(preset: str | Path | None, overrides: Mapping[str, Any] | Iterable[s
     settings, lowest priority first: preset, environment, overrides. Without a preset argument,
     ``AGENTIC_RAG_PRESET`` names one, so entry points that take no options (the CRAG kit's adapter, a
     served graph) can run the fast preset too."""
-    if not preset and os.environ.get(PRESET_ENV):
+    from_env = not preset and bool(os.environ.get(PRESET_ENV))
+    if from_env:
         preset = os.environ[PRESET_ENV]
-        label = f"preset {preset} ({PRESET_ENV})"
-    else:
-        label = f"preset {preset}"
     if preset:
+        label = f"preset {preset}" + (f" ({PRESET_ENV})" if from_env else "")
         try:
             data = read_preset(preset)
         except SettingsError as exc:
-            raise SettingsError(f"{exc} (set by {PRESET_ENV})" if label.endswith(")") else str(exc)) from None
+            if not from_env:
+                raise
+            raise SettingsError(f"{exc} (set by {PRESET_ENV})") from None
         layer = _canonical(data, source=label)
         yield label, layer, {name: label for fields in layer.values() for name in fields}
     env, origins = _EnvSource(Settings).read()
