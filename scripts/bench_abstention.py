@@ -21,6 +21,8 @@ from pathlib import Path
 
 from agentic_rag.eval.compare import copy_run_files
 from agentic_rag.eval.metrics import wilson_interval
+from agentic_rag.eval.refusals import missing_report
+from agentic_rag.eval.results import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,7 +65,6 @@ def probe_auc(run_dir: Path) -> dict:
     """How well the answerability probe separated answerable from unanswerable questions in a run
     (questions that reached the generator; AUC is undefined when only one kind is present)."""
     from agentic_rag.datasets.crag import IDK
-    from agentic_rag.eval.results import read_results
     from agentic_rag.gate.probe_training import auc
 
     rows = [r for r in read_results(run_dir / "results.jsonl") if (r.get("signals") or {}).get("answerability") is not None]
@@ -74,19 +75,6 @@ def probe_auc(run_dir: Path) -> dict:
             "median_unanswerable": round(float(np.median(s[y == 0])), 3) if (y == 0).any() else None}
 
 
-def missing_check(run_dir: Path) -> dict:
-    """What the agent's refusals name as missing: how many pieces, and any made of stop words alone
-    (the target: none)."""
-    from agentic_rag.eval.results import read_results
-    from agentic_rag.eval.rows import is_refusal
-    from bench_refusals import only_stop_words  # this folder is on sys.path when the script runs
-
-    refused = [r for r in read_results(run_dir / "results.jsonl") if is_refusal(r)]
-    pieces = [(r["id"], p) for r in refused for p in r.get("missing") or []]
-    return {"refusals": len(refused), "refusals_naming_pieces": sum(bool(r.get("missing")) for r in refused),
-            "pieces": len(pieces), "stop_words_only": [{"id": i, "piece": p} for i, p in pieces if only_stop_words(p)]}
-
-
 def leaked_negatives(run_dir: Path) -> dict | None:
     """RGB chose its negative snippets by *not containing the answer string*; some still state the
     answer in other words ("Tampa Bay, Florida" for "Tampa, Florida"), and answering those is not
@@ -94,7 +82,6 @@ def leaked_negatives(run_dir: Path) -> dict | None:
     content word of the real answer (or of one of its alternatives) occurs in its snippets. The
     target is still measured on all of them; this says how much of the miss such questions explain."""
     from agentic_rag.datasets.crag import iter_records
-    from agentic_rag.eval.results import read_results
     from agentic_rag.eval.rows import is_refusal
     from agentic_rag.retrieval.hybrid import tokenize
 
@@ -130,7 +117,7 @@ def main() -> int:
                 "tokens_per_q")
         report[name] = {"agent": {k: agent.get(k) for k in keys}, "baseline": {k: base.get(k) for k in keys},
                         "targets": targets(agent, base), "probe": probe_auc(runs / "agent")}
-        report[name]["missing"] = missing_check(runs / "agent")
+        report[name]["missing"] = missing_report(read_results(runs / "agent" / "results.jsonl"))
         leaks = leaked_negatives(runs / "agent")
         if leaks:
             report[name]["leaked_negatives"] = leaks

@@ -14,20 +14,12 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rag.eval.refusals import ANSWERED_IDK, refusal_table, refusals_by_reason
+from agentic_rag.eval.refusals import ANSWERED_IDK, missing_report, refusal_table, refusals_by_reason
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_groups, is_refusal
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "refusals"
-
-
-def only_stop_words(piece: str) -> bool:
-    """A `missing` piece made of stop words alone (a multi-word name may hold one: "Bank of America")."""
-    from agentic_rag.anchors.ner import STOP_WORDS
-
-    words = [w.strip(".,;:!?\"'()").lower() for w in piece.split()]
-    return all(not w or w in STOP_WORDS for w in words)
 
 
 def run_entry(run: Path, by: str | None) -> dict:
@@ -43,14 +35,15 @@ def run_entry(run: Path, by: str | None) -> dict:
                 "refused_answerable": sum(is_refusal(r) for r in answerable),
                 "refused_unanswerable": sum(is_refusal(r) for r in unanswerable)}
 
-    refused = [r for r in rows if is_refusal(r)]
+    missing = missing_report(rows)
     entry = {
         "run": run.name, "system": config.get("system"), "dataset": config.get("dataset"),
         "dataset_sha256": config.get("dataset_sha256"), "model": (config.get("model") or {}).get("model"),
         **totals(rows), "by_reason": refusals_by_reason(rows),
         # a refusal's `missing` must name entities, periods and units, never filler ("other", "between")
-        "refusals_with_missing": sum(bool(r.get("missing")) for r in refused) if any("missing" in r for r in rows) else None,
-        "filler_in_missing": [{"id": r["id"], "piece": p} for r in refused for p in r.get("missing") or [] if only_stop_words(p)],
+        # (None: rows written before results kept `missing`)
+        "refusals_with_missing": missing["refusals_naming_pieces"] if any("missing" in r for r in rows) else None,
+        "filler_in_missing": missing["stop_words_only"],
     }
     if by:
         groups: dict[str, list[dict]] = {}

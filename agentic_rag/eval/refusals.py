@@ -36,6 +36,23 @@ def withheld_right_answer(row: dict[str, Any]) -> bool | None:
     return judge(draft, draft, str(row.get("gold", "")), list(row.get("alternatives") or []), refused=False).label == "accurate"
 
 
+def only_stop_words(piece: str) -> bool:
+    """A `missing` piece made of stop words alone (a multi-word name may hold one: "Bank of America")."""
+    from agentic_rag.anchors.ner import STOP_WORDS
+
+    words = [w.strip(".,;:!?\"'()").lower() for w in piece.split()]
+    return all(not w or w in STOP_WORDS for w in words)
+
+
+def missing_report(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a run's refusals name as missing: how many refusals name pieces, how many pieces, and any made
+    of stop words alone (the target: none; filler such as "other" or "between" is no missing piece)."""
+    refused = [r for r in rows if is_refusal(r)]
+    pieces = [(r["id"], p) for r in refused for p in r.get("missing") or []]
+    return {"refusals": len(refused), "refusals_naming_pieces": sum(bool(r.get("missing")) for r in refused),
+            "pieces": len(pieces), "stop_words_only": [{"id": i, "piece": p} for i, p in pieces if only_stop_words(p)]}
+
+
 def refusals_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per reason code: refused answerable, refused unanswerable (and false-premise, in neither group),
     the answerable:unanswerable ratio (None with no unanswerable refused), and the share of all
