@@ -23,7 +23,9 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rag.eval.plots import confidence_of, mean_risk, plot_risk_coverage, risk_coverage, top_cosine
+from agentic_rag.eval.plots import (
+    common_coverage, confidence_of, mean_risk, plot_risk_coverage, risk_coverage, top_cosine,
+)
 from agentic_rag.eval.results import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +46,7 @@ def systems(run_root: Path) -> list[dict]:
 
 def figures(runs: list[dict]) -> dict:
     curves = {run["name"]: risk_coverage(run["rows"], run["score"]) for run in runs}
-    common = min((pts[-1][0] for pts in curves.values() if pts), default=0.0)
+    common = common_coverage(list(curves.values())) or 0.0
     out = {"questions": len(runs[0]["rows"]), "common_coverage": round(common, 4), "systems": {}}
     for name, pts in curves.items():
         out["systems"][name] = {

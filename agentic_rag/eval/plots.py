@@ -58,20 +58,25 @@ def mean_risk(points: list[tuple[float, float]], upto: float | None = None) -> f
     return round(sum(1.0 - acc for acc in kept) / len(kept), 4) if kept else None
 
 
+def common_coverage(curves: list[list[tuple[float, float]]]) -> float | None:
+    """The coverage every curve reaches (the smallest end among those with a point), where
+    ``mean_risk`` compares systems that refuse different amounts; None when no curve has a point."""
+    ends = [pts[-1][0] for pts in curves if pts]
+    return min(ends) if ends else None
+
+
 def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Risk-coverage") -> Path:
     """One curve per run; a run may carry its own ``score`` (how its answers are ranked) and the
     legend gives each curve's area."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    curves = [(run, risk_coverage(run["rows"], run.get("score", confidence_of))) for run in runs]
-    ends = [pts[-1][0] for _, pts in curves if pts]
-    common = min(ends) if ends else None
-    for run, pts in curves:
+    curves = [risk_coverage(run["rows"], run.get("score", confidence_of)) for run in runs]
+    common = common_coverage(curves)
+    for run, pts in zip(runs, curves):
         if pts:
-            risk = mean_risk(pts, common) if len(ends) > 1 else mean_risk(pts)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", markersize=3,
-                    label=f"{run['name']} (mean risk {risk:.3f})")
-    if common is not None and len(ends) > 1:
+                    label=f"{run['name']} (mean risk {mean_risk(pts, common):.3f})")
+    if sum(bool(pts) for pts in curves) > 1:  # where the comparison stops
         ax.axvline(common, color="grey", lw=0.8, ls=":")
     ax.set_xlim(0, 1)
     if ax.get_legend_handles_labels()[0]:  # a run that answered nothing has no curve to name
