@@ -60,11 +60,13 @@ def _run(concurrency: int, dataset: str, n: int, settings: Settings, out: Path) 
 def to_markdown(report: dict) -> str:
     m = report["machine"]
     mode = "with --continuous-batching" if report["continuous_batching"] else "its default, without continuous batching"
+    # reports from before the preset was recorded ran the defaults of the time, the 0.5B's: now preset fast
+    preset = f"`{report['preset']}`" if "preset" in report else "`default` as it was then, now `fast`"
     lines = [
         "# The openai backend against concurrent requests",
         "",
         f"`scripts/bench_openai_concurrency.py` on {m['cores']} cores ({m['cpu']}): `transformers serve` "
-        f"({mode}) serving the packaged 0.5B (agent settings: preset `{report.get('preset', 'default')}`{'' if 'preset' in report else ', as it was then: now `fast`'}) on 127.0.0.1, and `eval --workers C` of the agent on "
+        f"({mode}) serving the packaged 0.5B (agent settings: preset {preset}) on 127.0.0.1, and `eval --workers C` of the agent on "
         f"{report['questions']} questions of `{report['dataset']}` with MAX_OUTPUT_TOKENS={report['max_tokens']}; "
         "server and eval share the machine.",
         "",

@@ -376,7 +376,7 @@ def main() -> int:
         if (m := _load(name)) is not None:
             lines += llm_section(m)
     for tag in ("", "fast"):
-        if (o := _load(f"agent_vs_baseline/{tag}/overview.json".replace("//", "/"))) is not None:
+        if (o := _load(str(Path("agent_vs_baseline", tag, "overview.json")))) is not None:
             lines += agent_section(o, tag)
     if (rc := _load("risk_coverage/risk_coverage.json")) is not None:
         lines += risk_coverage_section(rc)
