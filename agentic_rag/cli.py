@@ -449,17 +449,21 @@ def show_settings(
 
 def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
     """The settings as markdown, one table per section, with the section's own description; paths
-    under the home folder are written from ``~`` so the tables read the same on every machine."""
-    from agentic_rag.configuration import SECTIONS
+    under the user cache are written from ``<user cache>`` and others under the home folder from
+    ``~``, so the tables read the same on every machine and for every user's environment."""
+    from agentic_rag.configuration import SECTIONS, USER_CACHE
 
-    home = str(Path.home())
+    home, cache = str(Path.home()), str(USER_CACHE)
     out: list[str] = []
     for section in dict.fromkeys(r[0] for r in rows):
         doc = SECTIONS[section].__doc__ if section in SECTIONS else "The configured extensions' own settings."
         out += [f"### {section}", "", " ".join((doc or "").split()), "",
                 "| setting | value | unit | meaning |", "|---|---|---|---|"]
         for _, name, value, unit, _, meaning in (r for r in rows if r[0] == section):
-            value = value.replace(home, "~") if value.startswith(home) else value
+            if value.startswith(cache):
+                value = "<user cache>" + value[len(cache):]
+            elif value.startswith(home):
+                value = "~" + value[len(home):]
             cells = [f"`{name}`", f"`{value}`", unit, meaning]
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         out.append("")
