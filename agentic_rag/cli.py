@@ -15,14 +15,30 @@ from rich.table import Table
 
 from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
+from agentic_rag.errors import UserError
 from agentic_rag.events import clip
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
-prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
-app.add_typer(prepare_app, name="prepare")
 console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
+
+
+class _UserErrorsAsOneLine(typer.core.TyperGroup):
+    """Any command's ``UserError`` ends the process as one labelled line with the error's exit code,
+    so commands catch only the errors they add something to (a resume hint), not each kind in turn."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            err.print(f"[red]{exc.label}:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+
+
+app = typer.Typer(cls=_UserErrorsAsOneLine, add_completion=False, no_args_is_help=True,
+                  help="Honest, budget-aware agentic RAG.")
+prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
+app.add_typer(prepare_app, name="prepare")
 
 OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE or section.KEY=VALUE setting (repeatable).")]
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
@@ -36,23 +52,13 @@ DEFAULT_SHARED = Path("../shared/data")
 
 
 def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
-    try:
-        settings = Settings.load(preset=preset, overrides=overrides or [])
-    except SettingsError as exc:
-        err.print(f"[red]settings error:[/] {exc}", soft_wrap=True, highlight=False)
-        raise typer.Exit(2) from None
+    settings = Settings.load(preset=preset, overrides=overrides or [])
     for warning in env_warnings(settings):
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)
     if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
-        from agentic_rag.extensions import ExtensionError
-
-        try:
-            get_graph("agent", settings)
-        except ExtensionError as exc:
-            err.print(f"[red]extension error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
-            raise typer.Exit(2) from None
+        get_graph("agent", settings)
     return settings
 
 
@@ -177,16 +183,12 @@ def ingest(
     override: OverrideOpt = None,
 ) -> None:
     """Build a persistent FAISS + BM25 corpus index."""
-    from agentic_rag.eval.executors import ExecutorError
     from agentic_rag.ingest.ingest import build_corpus_index
 
     settings = _settings(preset, override)
     pool = _executor(executor, workers, settings, address)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
-    try:
-        stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
-    except (DataError, ExecutorError) as exc:
-        _fail(str(exc))
+    stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
     console.print_json(data=stats)
 
 
@@ -207,8 +209,8 @@ def eval_cmd(
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
     from agentic_rag.eval.executors import ExecutorError
-    from agentic_rag.eval.resume import ResumeMismatchError, exit_interrupted, resume_command
-    from agentic_rag.eval.runner import RunFolderError, run_eval
+    from agentic_rag.eval.resume import exit_interrupted, resume_command
+    from agentic_rag.eval.runner import run_eval
 
     settings = _settings(preset, override, needs_llm=True)
     if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
@@ -221,12 +223,10 @@ def eval_cmd(
         res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool)
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, _prog(), sys.argv[1:])
-    except (DataError, ResumeMismatchError) as exc:
-        _fail(str(exc))
     except ExecutorError as exc:
         _fail(f"{exc}; resume with: {resume_command(_prog(), sys.argv[1:], out)}")
-    except RunFolderError as exc:
-        _fail(str(exc))
+    except UserError:
+        raise  # one line, by the command group (a RunFolderError is an OSError too)
     except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
         what = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
         _fail(f"{what}; the rows written so far are kept: {resume_command(_prog(), sys.argv[1:], out)}")
@@ -261,12 +261,9 @@ def eval_cmd(
 
 def _executor(name: str, workers: int, settings: Settings, address: str | None):
     """Where `eval` and `ingest` run their work (a mistake in the options is one line, before any work)."""
-    from agentic_rag.eval.executors import ExecutorError, make_executor
+    from agentic_rag.eval.executors import make_executor
 
-    try:
-        return make_executor(name, workers, settings, address)
-    except ExecutorError as exc:
-        _fail(str(exc))
+    return make_executor(name, workers, settings, address)
 
 
 def _prog() -> str:

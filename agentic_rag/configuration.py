@@ -31,6 +31,8 @@ from pydantic_settings import (
 )
 from pydantic_settings import SettingsError as EnvParseError
 
+from agentic_rag.errors import UserError
+
 PRESETS_DIR = Path(__file__).parent / "presets"
 ENV_PREFIX = "AGENTIC_RAG_"
 PRESET_ENV = ENV_PREFIX + "PRESET"  # the preset used when a caller names none
@@ -41,8 +43,10 @@ ENV_FALLBACKS = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
 USER_CACHE = Path(user_cache_dir("agentic-rag"))  # ~/.cache/agentic-rag on Linux; written `<user cache>` in docs
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """A setting key, value or preset the user gave cannot be used."""
+
+    label = "settings error"
 
 
 def setting(default: Any, unit: str, text: str, **constraints: Any) -> Any:

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from agentic_rag.budget import tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset
+from agentic_rag.errors import UserError
 from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
@@ -34,7 +35,7 @@ from agentic_rag.runner import answer, warm_up
 from agentic_rag.telemetry import append_line, keep_questions, write_lines
 
 
-class RunFolderError(OSError):
+class RunFolderError(UserError, OSError):
     """The run folder cannot be created or written."""
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from agentic_rag.errors import UserError
+
 
 @dataclass(frozen=True)
 class PackagedModel:
@@ -80,7 +82,7 @@ def packaged_model_for_key(source_key: str | None) -> PackagedModel | None:
     return next((m for m in PACKAGED_MODELS.values() if m.sha256 == source_key), None)
 
 
-class ModelIntegrityError(RuntimeError):
+class ModelIntegrityError(UserError, RuntimeError):
     """The model file on disk is not the one we pinned; using it would give silently wrong answers."""
 
 

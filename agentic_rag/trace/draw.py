@@ -12,12 +12,14 @@ import io
 import shutil
 import subprocess
 
+from agentic_rag.errors import UserError
+
 FORMATS = ("mermaid", "ascii", "dot", "png")
 BINARY_FORMATS = {"png"}
 DOT_TIMEOUT_S = 60
 
 
-class DrawError(RuntimeError):
+class DrawError(UserError, RuntimeError):
     """A drawing that cannot be made here (a missing Graphviz, an unknown format)."""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_results
 from agentic_rag.nodes import Node
 from agentic_rag.telemetry import read_rows
@@ -33,7 +34,7 @@ PATH_THRESHOLDS = {"path_score": "PATH_MIN_SCORE", "new_hits_ratio": "NEW_HITS_E
 OUTCOMES = {"accurate": "right", "incorrect": "wrong", "missing": "missing"}
 
 
-class TraceError(ValueError):
+class TraceError(UserError, ValueError):
     """A run folder, question id or step that cannot be shown."""
 
 
