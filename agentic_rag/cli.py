@@ -48,7 +48,6 @@ IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index 
 ExecutorOpt = Annotated[str, typer.Option("--executor", help="local (threads here) or ray (Ray workers; extra 'ray').")]
 AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --executor ray: HOST:PORT of a running "
                                                    "Ray cluster (default: start a local instance).")]
-DEFAULT_SHARED = Path("../shared/data")
 
 
 def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
@@ -468,13 +467,9 @@ def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
 
 
 # -- prepare -------------------------------------------------------------------------------------
-def _default_input(rel: str) -> Path:
-    return DEFAULT_SHARED / rel
-
-
 @prepare_app.command("crag")
 def prepare_crag_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("crag/crag_example_10.jsonl.bz2"),
+    input: Annotated[Path, typer.Option("--input", help="A CRAG .jsonl[.bz2] file, e.g. the release's crag_task_1_dev_v4.jsonl.bz2.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data"),
     split: Annotated[Optional[str], typer.Option("--split")] = None,
     static_only: Annotated[bool, typer.Option("--static-only")] = False,
@@ -489,7 +484,7 @@ def prepare_crag_cmd(
 
 @prepare_app.command("squad2")
 def prepare_squad2_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("squad2/squad2_dev_half.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="SQuAD 2.0 questions with their paragraphs, a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/squad2.jsonl"),
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -502,7 +497,7 @@ def prepare_squad2_cmd(
 
 @prepare_app.command("rgb")
 def prepare_rgb_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("rgb/rgb_en_fact_100.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="RGB's English questions (en_fact.json), a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/rgb.jsonl"),
     variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,negative,counterfactual.")] = "answerable,negative,counterfactual",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
@@ -517,7 +512,7 @@ def prepare_rgb_cmd(
 
 @prepare_app.command("nq")
 def prepare_nq_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("nq/nq_open_oracle.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="NQ-open questions with their oracle passage, a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/nq.jsonl"),
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
