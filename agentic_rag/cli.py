@@ -16,6 +16,7 @@ from rich.table import Table
 from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.events import clip
+from agentic_rag.state import citation_status
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
@@ -159,8 +160,8 @@ def ask(
     console.print(f"status: {result.status}  reason: {result.reason}")
     console.print(f"answer: {result.answer}")
     for c in result.citations:
-        mark = "verified" if c.verified else "unverified"
-        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({mark}) {clip(c.quote, 160)}")
+        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({citation_status(c.model_dump())}) {clip(c.quote, 160)}",
+                      markup=False)
     for o in result.options:
         console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {clip(o['anchor_passage']['text'], 120)}")
     console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")

@@ -1,0 +1,106 @@
+"""What the user sees is true (issue #27): answers keep their own quoted words, a heading does not turn
+a supported answer into a refusal, a citation says apart whether its quote exists and whether it
+states the answer, unusable gold answers are left out of the metrics, the judge reads a gold named
+in other words, every metric has a plain name, and shown answers hold no word left dangling."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.datasets.crag import CragRecord
+from agentic_rag.runner import answer
+from agentic_rag.text import strip_markup
+from tests.fakes import ScriptedChat
+
+MAYOR = "In 2019 the mayor of Springfield was Christine Lundberg, who served as mayor from 2011 to 2020."
+BRONTE = "Anne Bronte wrote The Tenant of Wildfell Hall in 1848, after her first novel Agnes Grey."
+RIVER = "The Mississippi takes its name from an Ojibwe word meaning Great Water."
+
+
+@pytest.mark.parametrize("draft, shown", [
+    # titles, nicknames and quoted phrases the sentence needs are the answer's own words
+    ('She wrote "The Tenant of Wildfell Hall" and "Agnes Grey".',
+     'She wrote "The Tenant of Wildfell Hall" and "Agnes Grey".'),
+    ('She wrote "The Tenant of Wildfell Hall" and "Agnes Grey" [1].',
+     'She wrote "The Tenant of Wildfell Hall" and "Agnes Grey".'),
+    ("The river's name means \"Great Water\".", "The river's name means \"Great Water\"."),
+    ('Bruce Springsteen is nicknamed "The Boss" [2].', 'Bruce Springsteen is nicknamed "The Boss".'),
+    ('He called the plan "a bridge too far for the army" in 1944.',
+     'He called the plan "a bridge too far for the army" in 1944.'),
+    ('The motto is "in God we trust".', 'The motto is "in God we trust".'),
+    # evidence: a quote after the answer sentence or a marker, or a source sentence beside its marker
+    (f'Christine Lundberg was the mayor in 2019. [1] "{MAYOR[:-1]}"', "Christine Lundberg was the mayor in 2019."),
+    (f'Christine Lundberg was the mayor in 2019 [1] "{MAYOR[:-1]}".', "Christine Lundberg was the mayor in 2019."),
+    (f'Christine Lundberg was the mayor in 2019 [1]: "{MAYOR}"', "Christine Lundberg was the mayor in 2019"),
+    (f'Source 1 says: "{MAYOR}" So the mayor was Christine Lundberg.', "So the mayor was Christine Lundberg."),
+    (f'She wrote The Tenant of Wildfell Hall, "{BRONTE[:60]}" [1].', "She wrote The Tenant of Wildfell Hall."),
+    (f'The name means Great Water ("{RIVER[:-1]}") [3].', "The name means Great Water."),
+    # an answer that is only a quote keeps its words
+    (f'According to Source 1, "{MAYOR}"', f'"{MAYOR}"'),
+])
+def test_strip_markup_keeps_the_answers_own_quoted_words(draft, shown):
+    assert strip_markup(draft, [MAYOR, BRONTE, RIVER]) == shown
+
+
+def _springfield(page: str) -> CragRecord:
+    return CragRecord(interaction_id="heading", query="who was the mayor of springfield in 2019?", answer="christine lundberg",
+                      search_results=[{"page_name": "Springfield", "page_url": "toy://springfield", "page_result": page}])
+
+
+@pytest.mark.parametrize("heading", ["", "<h1>Springfield</h1>"])
+def test_a_heading_does_not_turn_a_supported_answer_into_a_refusal(agent_settings, heading):
+    page = f"<html><body><article>{heading}<p>The city lies in Oregon.</p><p>{MAYOR}</p></article></body></html>"
+    reply = f'Christine Lundberg was the mayor in 2019. {{cite:Lundberg}} "{MAYOR[:-1]}"'
+    result = answer("agent", agent_settings, record=_springfield(page), extra_config={"llm": ScriptedChat(replies=[reply])})
+    assert result.status == "ok", result.explanation
+    assert result.answer == "Christine Lundberg was the mayor in 2019."
+    assert [c.quote for c in result.citations if c.verified] == [MAYOR[:-1]]
+
+
+def test_support_window_matches_whole_sentences_not_a_heading_inside_the_quote():
+    from agentic_rag.gate.signals import claim_in, support_window
+
+    window = support_window(MAYOR[:-1], f"Springfield\nThe city lies in Oregon.\n{MAYOR}")
+    assert "2019" in window and window.startswith("The city lies")
+    assert claim_in("Ivan", "Ivan reached Category 5") and not claim_in("Ivan", "Ivanka Trump visited")
+
+
+GREEK_PAGE = ("<html><body><article><p>The story of heaven and hell draws on writings from the Greek and Roman era.</p>"
+              "<p>Its first version was written in ancient Greek by a scribe in Alexandria.</p></article></body></html>")
+GREEK_Q = "what language did the story of heaven and hell first come out in?"
+
+
+def test_a_citation_says_apart_whether_its_quote_exists_and_whether_it_states_the_answer(tmp_path):
+    """The quote is real source text but names "Greek" only as an era: in the source, not stating the
+    answer, so not verified; the text trace and the HTML page say both."""
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+    from agentic_rag.configuration import Settings
+    from agentic_rag.datasets.crag import write_records
+    from agentic_rag.eval.runner import run_eval
+    from agentic_rag.trace.html import render_html
+    from agentic_rag.trace.run import load_run
+
+    era = "The story of heaven and hell draws on writings from the Greek and Roman era"
+    first = "Its first version was written in ancient Greek by a scribe in Alexandria"
+    replies = [f'It first came out in ancient Greek. {{cite:Roman era}} "{era}"',
+               f'It first came out in ancient Greek. {{cite:Alexandria}} "{first}"']
+    recs = []
+    for i in range(2):
+        rec = CragRecord(interaction_id=f"greek-{i}", query=GREEK_Q, answer="ancient greek",
+                         search_results=[{"page_name": "Heaven and hell", "page_url": "toy://greek", "page_result": GREEK_PAGE}])
+        recs.append(rec)
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "artifacts")})
+    write_records(recs, tmp_path / "greek.jsonl")
+    out = tmp_path / "run"
+    run_eval(tmp_path / "greek.jsonl", "baseline", settings, out, progress=False,
+             extra_config={"llm": ScriptedChat(replies=replies, repeat_last=False)})
+    run = load_run(out)
+    era_cite, first_cite = (run.row(f"greek-{i}")["citations"] for i in range(2))
+    assert [(c["quote"], c["in_source"], c["states_answer"], c["verified"]) for c in era_cite] == [(era, True, False, False)]
+    assert [(c["in_source"], c["states_answer"]) for c in first_cite if c["quote"] == first] == [(True, True)]
+    res = CliRunner().invoke(app, ["trace", str(out), "--id", "greek-0", "--brief"])
+    assert res.exit_code == 0 and "quote in the source, does not state the answer" in " ".join(res.stdout.split())
+    page = render_html(run)
+    assert "quote in the source, does not state the answer" in page and "c.status" in page
