@@ -241,13 +241,20 @@ def eval_cmd(
             f"[{colour}]{r['judgement']}[/]", str(r["tokens"].get("total", 0)), f"{r['latency_ms']:.0f}",
         )
     console.print(table)
+    from agentic_rag.eval.metrics import metric_label
+
     summary = Table(title="summary")
     summary.add_column("metric")
     summary.add_column("value")
+    summary.add_column("meaning")
     for key, value in res["summary"].items():
         if not isinstance(value, dict):
-            summary.add_row(key, str(value))
+            summary.add_row(escape(key), escape(str(value)), escape(metric_label(key)))
     console.print(summary)
+    if res["summary"].get("unusable_gold"):
+        err.print(f"[yellow]warning:[/] {res['summary']['unusable_gold']} questions have a gold answer that cannot score "
+                  f"an answer (empty or 'nan') and are left out of the metrics: {', '.join(res['summary']['unusable_gold_ids'])}",
+                  soft_wrap=True, highlight=False, markup=True)
     console.print(f"results in {res['out']}")
     if unavailable := res["summary"].get("llm_unavailable"):
         err.print(f"[yellow]warning:[/] {unavailable} of {res['summary']['n']} questions ended as ABSTAIN_LLM_UNAVAILABLE "
@@ -296,12 +303,15 @@ def compare_cmd(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_markdown(result, title, write_plots(result, out.parent)))
         console.print(f"written {out}")
+    from agentic_rag.eval.metrics import metric_label
+
     table = Table(title=title)
     table.add_column("metric")
     for r in result["runs"]:
         table.add_column(r["name"])
+    table.add_column("meaning")
     for key in SUMMARY_KEYS:
-        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]])
+        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]], escape(metric_label(key)))
     console.print(table)
     for p in result["paired"]:
         console.print(paired_sentence(p), highlight=False)

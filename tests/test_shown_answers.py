@@ -104,3 +104,39 @@ def test_a_citation_says_apart_whether_its_quote_exists_and_whether_it_states_th
     assert res.exit_code == 0 and "quote in the source, does not state the answer" in " ".join(res.stdout.split())
     page = render_html(run)
     assert "quote in the source, does not state the answer" in page and "c.status" in page
+
+
+def _row(qid, gold, status, judgement):
+    return {"id": qid, "gold": gold, "status": status, "judgement": judgement,
+            "judge_rule": "abstained" if status != "ok" else "exact", "em": 0.0, "f1": 0.0, "tokens": {"total": 100},
+            "llm_calls": 1, "latency_ms": 10.0, "citations": [], "signals": {}, "reason": ""}
+
+
+@pytest.mark.parametrize("gold", ["nan", "", "  ", "NaN", "null", None])
+def test_a_gold_the_data_cannot_support_is_reported_and_left_out_of_the_metrics(gold):
+    from agentic_rag.eval.metrics import summarize
+
+    rows = [_row("a", "paris", "ok", "accurate"), _row("b", gold, "refuse", "missing"), _row("c", "i don't know", "refuse", "missing")]
+    s = summarize(rows)
+    assert s["unusable_gold"] == 1 and s["unusable_gold_ids"] == ["b"]
+    assert s["n"] == 2 and (s["answerable"], s["unanswerable"]) == (1, 1)
+    assert s["false_refusal_rate"] == 0.0 and s["accuracy"] == 0.5 and s["missing"] == 0.5
+    assert "unusable_gold" not in summarize([rows[0], rows[2]])
+
+
+def test_every_metric_has_a_plain_name_where_it_is_printed(tmp_path):
+    from pathlib import Path
+
+    from agentic_rag.eval.compare import SUMMARY_KEYS, to_markdown
+    from agentic_rag.eval.metrics import METRICS, metric_label, metrics_markdown, run_summary
+
+    rows = [_row("a", "paris", "ok", "accurate"), _row("b", "nan", "refuse", "missing")]
+    summary = run_summary("agent", rows, 0)
+    assert set(summary) <= set(METRICS), set(summary) - set(METRICS)
+    assert summary["legend"]["a_fu"] == METRICS["a_fu"][0] and set(summary["legend"]) == set(summary) - {"legend"}
+    for key in ("a_acc", "a_fu", "u_ref"):
+        assert metric_label(key) != key and "Abstain-R1" in metric_label(key)
+    md = to_markdown({"runs": [{"name": "agent", "summary": summary, "rows": []}], "paired": [], "common_ids": []})
+    assert all(metric_label(k) in md for k in SUMMARY_KEYS)
+    docs = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
+    assert docs.read_text() == metrics_markdown(), "docs/metrics.md is stale: run scripts/write_metrics_doc.py"
