@@ -140,3 +140,42 @@ def test_every_metric_has_a_plain_name_where_it_is_printed(tmp_path):
     assert all(metric_label(k) in md for k in SUMMARY_KEYS)
     docs = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
     assert docs.read_text() == metrics_markdown(), "docs/metrics.md is stale: run scripts/write_metrics_doc.py"
+
+
+@pytest.mark.parametrize("prediction, gold", [
+    ("Ivan formed in early September and reached Category 5 strength", "Hurricane Ivan"),
+    ("It was Ivan.", "hurricane ivan"),
+    ("The Mississippi is the longest river in the country.", "Mississippi River"),
+    ("Landry's, a restaurant chain, bought it.", "Landry's, Inc."),
+])
+def test_the_judge_reads_a_gold_named_without_its_type_word(prediction, gold):
+    from agentic_rag.eval.judge import judge
+
+    j = judge(prediction, prediction, gold, [], False)
+    assert (j.label, j.rule) == ("accurate", "type_name")
+
+
+@pytest.mark.parametrize("prediction, gold", [
+    ("Ivanka Trump visited the coast.", "Hurricane Ivan"),
+    ("It lies on the plain Vistula terraces.", "Vistula River"),  # an adjective before a noun
+    ("He was born in Massillon, Ohio.", "Ohio Company"),  # a place's state
+    ("Charles, Prince of Wales, opened it.", "Charles River"),  # an apposition
+    ("Prince Charles opened it.", "Charles River"),  # inside a longer name
+    ("Brooklyn, New York", "New York University"),  # not a type word whose bare name is the thing
+])
+def test_the_type_name_rule_refuses_other_things_with_the_same_name(prediction, gold):
+    from agentic_rag.eval.judge import judge
+
+    assert judge(prediction, prediction, gold, [], False).label == "incorrect"
+
+
+def test_rule_rates_count_each_rules_false_positives_and_negatives():
+    from agentic_rag.eval.judge import rule_rates
+
+    rows = [{"prediction": "Ivan formed early.", "short_answer": "Ivan formed early", "gold": "Hurricane Ivan", "hand_label": "accurate"},
+            {"prediction": "Paris is the capital.", "short_answer": "Paris", "gold": "Paris", "hand_label": "accurate"},
+            {"prediction": "Ivanka formed early.", "short_answer": "Ivanka", "gold": "Hurricane Ivan", "hand_label": "incorrect"}]
+    rates = {r["rule"]: r for r in rule_rates(rows)}
+    assert (rates["type_name"]["true_positives"], rates["type_name"]["false_positives"]) == (1, 0)
+    assert rates["contains"]["false_negatives"] == 1 and rates["contains"]["false_negative_rate"] == 0.5
+    assert rates["all rules"]["false_negatives"] == 0
