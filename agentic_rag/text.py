@@ -150,3 +150,20 @@ def strip_markup(text: str, sources: Iterable[str] = ()) -> str:
     out = re.sub(r"[,;:]+([.!?])", r"\1", re.sub(r"\s+([.,;:!?])", r"\1", out))
     out = re.sub(r"\s{2,}", " ", out).strip(" -:,\n")
     return out[:1].upper() + out[1:]
+
+
+# what stripping leaves when it takes the answer's own words: a sentence ending on a conjunction, an
+# article or a verb that needs its object ("She wrote and.", "means."), a conjunction right after such a
+# verb ("wrote and"), empty quotes or brackets. Lower case only: "Vitamin A." and "Plan B." are whole, and
+# so is "the so-called, speed-up theorem" (a SQuAD question's own words).
+_DANGLING = re.compile(
+    r"\b(?:and|or|but|nor|the|a|an|of)\s*[.!?;:](?=\s|$)"  # "and, while ..." is whole: no comma here
+    r"|(?<![\w-])(?:means|meaning|wrote|titled|entitled|named|called|nicknamed|says|states|reads)\s*[.!?;:,](?=\s|$)"
+    r"|\b(?:and|or|wrote|means|titled|entitled|named|called|nicknamed)\s+(?:and|or|but)\b"
+    r"|\"\s*\"|\(\s*\)"
+)
+
+
+def dangling_words(text: str) -> list[str]:
+    """The places in a shown answer where stripped text left a word hanging (empty when there is none)."""
+    return [m.group(0) for m in _DANGLING.finditer(text)]

@@ -179,3 +179,43 @@ def test_rule_rates_count_each_rules_false_positives_and_negatives():
     assert (rates["type_name"]["true_positives"], rates["type_name"]["false_positives"]) == (1, 0)
     assert rates["contains"]["false_negatives"] == 1 and rates["contains"]["false_negative_rate"] == 0.5
     assert rates["all rules"]["false_negatives"] == 0
+
+
+@pytest.mark.parametrize("answer, hanging", [
+    ("She wrote and.", True),
+    ("The river's name means.", True),
+    ("She wrote and Agnes Grey.", True),
+    ("When imperialism does not impact social norms of a state, it is called.", True),
+    ('He said "" and left.', True),
+    ("It is made of ().", True),
+    ('She wrote "The Tenant of Wildfell Hall" and "Agnes Grey".', False),
+    ("Vitamin A.", False),
+    ("Yes, it is.", False),
+    ("Britain exploited the weakness of the state, and, while military power grew, it ruled.", False),
+    ("Manuel Blum developed the so-called, speed-up theorem in 1974.", False),
+])
+def test_dangling_words_detector(answer, hanging):
+    from agentic_rag.text import dangling_words
+
+    assert bool(dangling_words(answer)) is hanging
+    if not hanging:  # what strip_markup shows of a whole answer is whole too
+        assert not dangling_words(strip_markup(answer))
+
+
+def test_the_check_reads_committed_answers_from_tables_and_json(tmp_path):
+    import json
+
+    from agentic_rag.eval.shown import dangling_report
+
+    run = tmp_path / "agent_vs_baseline" / "toy"
+    run.mkdir(parents=True)
+    (run / "comparison.md").write_text(
+        "| metric | agent |\n|---|---|\n| n | 2 |\n\n"
+        "| question | gold | baseline: answer | baseline: reason | agent: answer | agent: reason |\n|---|---|---|---|---|---|\n"
+        "| who? | x | She wrote and. | STOP | A \\| B were named in the long answer that goes on and … | STOP |\n")
+    (tmp_path / "kit.json").write_text(json.dumps({"runs": {"a": {"questions": [
+        {"interaction_id": "1", "prediction": "The river's name means."}, {"interaction_id": "2", "prediction": "Paris."}]}}}))
+    (tmp_path / "pairs.json").write_text(json.dumps({"pairs": [{"gold": "x", "prediction": "wrote and."}]}))
+    report = dangling_report(tmp_path)
+    assert report["answers"] == 4
+    assert sorted(d["answer"] for d in report["dangling"]) == ["She wrote and.", "The river's name means."]
