@@ -101,7 +101,7 @@ _CITED_LEAD = re.compile(
     r"|sources?\s+\d+\s+(?:says|states|reads)\s*[:,]?)\s*",
     re.IGNORECASE,
 )
-# source sentences longer than this many times a quote: the quote is a phrase taken from them, not their sentence
+# below this share of its source sentence a quote is a phrase taken from it (a title, a name), not the sentence
 SOURCE_SENTENCE_COVER = 0.5  # fraction of the source sentence's characters the quote must span
 
 
@@ -139,17 +139,27 @@ def source_sentences_of(sources: Iterable[str]) -> list[str]:
     return [fold(s).strip(" .,;:") for text in sources for s in split_sentences(text, loose=True)]
 
 
-def strip_markup(text: str, sources: Iterable[str] = ()) -> str:
-    """The answer as a reader sees it: citation markers and the evidence quotes it gives removed (see
-    ``evidence_quote``; ``sources`` are the texts it may quote). Quoted words that are the answer stay."""
-    sents = source_sentences_of(sources) if _QUOTE.search(text) else []
-    out = _QUOTE.sub(lambda m: "" if evidence_quote(text, m, sents) else m.group(0), text)
-    if not re.search(r"\w", _QUOTING.sub("", _CITE.sub("", out).strip(" .,;:-\n"))):
-        out = text  # the answer is only a quote ("According to Source 1, "..."."): its words are the answer
-    out = re.sub(r"\(\s*[,;:]?\s*\)", "", _CITE.sub("", _CITED_LEAD.sub("", out)))
+def _without_markers(text: str) -> str:
+    """``text`` without citation markers and the punctuation and spaces they leave behind."""
+    lead = _CITED_LEAD.match(text.lstrip())
+    out = re.sub(r"\(\s*[,;:]?\s*\)", "", _CITE.sub("", _CITED_LEAD.sub("", text)))
     out = re.sub(r"[,;:]+([.!?])", r"\1", re.sub(r"\s+([.,;:!?])", r"\1", out))
     out = re.sub(r"\s{2,}", " ", out).strip(" -:,\n")
-    return out[:1].upper() + out[1:]
+    return out[:1].upper() + out[1:] if lead else out  # "According to Source 1, the ..." -> "The ..."
+
+
+def strip_markup(text: str, sources: Iterable[str] = ()) -> str:
+    """The answer as a reader sees it: citation markers and the evidence quotes it gives removed (see
+    ``evidence_quote``; ``sources`` are the texts it may quote). Quoted words that are the answer stay,
+    and so does every quote when removing them would leave nothing, or a word hanging ("He said.")."""
+    kept = _without_markers(text)
+    if not _QUOTE.search(text):
+        return kept
+    sents = source_sentences_of(sources)
+    out = _without_markers(_QUOTE.sub(lambda m: "" if evidence_quote(text, m, sents) else m.group(0), text))
+    if not re.search(r"\w", out) or (dangling_words(out) and not dangling_words(kept)):
+        return kept
+    return out
 
 
 # what stripping leaves when it takes the answer's own words: a sentence ending on a conjunction, an
@@ -158,7 +168,7 @@ def strip_markup(text: str, sources: Iterable[str] = ()) -> str:
 # so is "the so-called, speed-up theorem" (a SQuAD question's own words).
 _DANGLING = re.compile(
     r"\b(?:and|or|but|nor|the|a|an|of)\s*[.!?;:](?=\s|$)"  # "and, while ..." is whole: no comma here
-    r"|(?<![\w-])(?:means|meaning|wrote|titled|entitled|named|called|nicknamed|says|states|reads)\s*[.!?;:,](?=\s|$)"
+    r"|(?<![\w-])(?:means|meaning|said|wrote|titled|entitled|named|called|nicknamed|says|states|reads)\s*[.!?;:,](?=\s|$)"
     r"|\b(?:and|or|wrote|means|titled|entitled|named|called|nicknamed)\s+(?:and|or|but)\b"
     r"|\"\s*\"|\(\s*\)"
 )

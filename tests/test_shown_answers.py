@@ -35,11 +35,13 @@ RIVER = "The Mississippi takes its name from an Ojibwe word meaning Great Water.
     (f'Source 1 says: "{MAYOR}" So the mayor was Christine Lundberg.', "So the mayor was Christine Lundberg."),
     (f'She wrote The Tenant of Wildfell Hall, "{BRONTE[:60]}" [1].', "She wrote The Tenant of Wildfell Hall."),
     (f'The name means Great Water ("{RIVER[:-1]}") [3].', "The name means Great Water."),
+    # a source sentence beside its marker that the sentence's grammar needs stays (removed, "said" would hang)
+    ('He said "we will fight on the beaches" [1].', 'He said "we will fight on the beaches".'),
     # an answer that is only a quote keeps its words
     (f'According to Source 1, "{MAYOR}"', f'"{MAYOR}"'),
 ])
 def test_strip_markup_keeps_the_answers_own_quoted_words(draft, shown):
-    assert strip_markup(draft, [MAYOR, BRONTE, RIVER]) == shown
+    assert strip_markup(draft, [MAYOR, BRONTE, RIVER, "We will fight on the beaches."]) == shown
 
 
 def _springfield(page: str) -> CragRecord:
