@@ -17,6 +17,7 @@ from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.errors import UserError
 from agentic_rag.events import clip
+from agentic_rag.state import citation_status
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -164,8 +165,8 @@ def ask(
     console.print(f"status: {result.status}  reason: {result.reason}")
     console.print(f"answer: {result.answer}")
     for c in result.citations:
-        mark = "verified" if c.verified else "unverified"
-        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({mark}) {clip(c.quote, 160)}")
+        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({citation_status(c.model_dump())}) {clip(c.quote, 160)}",
+                      markup=False)
     for o in result.options:
         console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {clip(o['anchor_passage']['text'], 120)}")
     console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")
@@ -239,13 +240,20 @@ def eval_cmd(
             f"[{colour}]{r['judgement']}[/]", str(r["tokens"].get("total", 0)), f"{r['latency_ms']:.0f}",
         )
     console.print(table)
+    from agentic_rag.eval.metrics import metric_label
+
     summary = Table(title="summary")
     summary.add_column("metric")
     summary.add_column("value")
+    summary.add_column("meaning")
     for key, value in res["summary"].items():
         if not isinstance(value, dict):
-            summary.add_row(key, str(value))
+            summary.add_row(escape(key), escape(str(value)), escape(metric_label(key)))
     console.print(summary)
+    if res["summary"].get("unusable_gold"):
+        err.print(f"[yellow]warning:[/] {res['summary']['unusable_gold']} questions have a gold answer that cannot score "
+                  f"an answer (empty or 'nan') and are left out of the metrics: {', '.join(res['summary']['unusable_gold_ids'])}",
+                  soft_wrap=True, highlight=False, markup=True)
     console.print(f"results in {res['out']}")
     if unavailable := res["summary"].get("llm_unavailable"):
         err.print(f"[yellow]warning:[/] {unavailable} of {res['summary']['n']} questions ended as ABSTAIN_LLM_UNAVAILABLE "
@@ -291,12 +299,15 @@ def compare_cmd(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_markdown(result, title, write_plots(result, out.parent)))
         console.print(f"written {out}")
+    from agentic_rag.eval.metrics import metric_label
+
     table = Table(title=title)
     table.add_column("metric")
     for r in result["runs"]:
         table.add_column(r["name"])
+    table.add_column("meaning")
     for key in SUMMARY_KEYS:
-        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]])
+        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]], escape(metric_label(key)))
     console.print(table)
     for p in result["paired"]:
         console.print(paired_sentence(p), highlight=False)
