@@ -455,11 +455,26 @@ class PathSettings(_Section):
         "SQLite file checkpointing every graph step (thread id = question id) for `trace --steps` and replay; None = "
         "off (`eval --checkpoints` puts one in the run folder).",
     )
+    OTLP_ENDPOINT: str | None = setting(
+        None, "URL",
+        "OTLP/HTTP collector (Phoenix, Langfuse) each answered question's spans are sent to (docs/tracing.md); "
+        "None = off. Needs the `otel` extra.",
+    )
     CRAG_ARTIFACTS_DIR: Path = setting(
         _CACHE / "crag-kit", "path",
         "ARTIFACTS_DIR of runs inside the CRAG kit (per-question indexes, telemetry), kept out of the kit's working "
         "directory.",
     )
+
+    @field_validator("OTLP_ENDPOINT")
+    @classmethod
+    def _otlp_packages(cls, value: str | None) -> str | None:
+        from agentic_rag.trace.otel import missing_packages
+
+        why = missing_packages() if value else None
+        if why:
+            raise ValueError(why)
+        return value or None
 
 
 class ScaleSettings(_Section):

@@ -119,6 +119,10 @@ def answer(
         from agentic_rag.telemetry import telemetry_path
 
         result.trace = str(telemetry_path(settings, system))
+    if settings.paths.OTLP_ENDPOINT:
+        from agentic_rag.trace.otel import send_live
+
+        send_live(result, settings)
     return result
 
 
