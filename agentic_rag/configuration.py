@@ -427,6 +427,26 @@ class CragSettings(_Section):
     )
 
 
+# The optional extra that sends spans (agentic_rag/trace/otel.py): module -> distribution.
+OTEL_PACKAGES = {"opentelemetry.sdk": "opentelemetry-sdk",
+                 "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
+                 "openinference.semconv": "openinference-semantic-conventions"}
+
+
+def missing_otel_packages() -> str | None:
+    """Why spans cannot be sent from this environment, in one line naming the install, or None."""
+    import importlib.util
+
+    def found(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            return False
+
+    absent = [dist for module, dist in OTEL_PACKAGES.items() if not found(module)]
+    return f"OTLP export needs {', '.join(absent)}: pip install 'agentic-rag[otel]'" if absent else None
+
+
 class PathSettings(_Section):
     """Where files go: caches, artifacts, telemetry and checkpoints. None changes an answer."""
 
@@ -469,9 +489,7 @@ class PathSettings(_Section):
     @field_validator("OTLP_ENDPOINT")
     @classmethod
     def _otlp_packages(cls, value: str | None) -> str | None:
-        from agentic_rag.trace.otel import missing_packages
-
-        why = missing_packages() if value else None
+        why = missing_otel_packages() if value else None
         if why:
             raise ValueError(why)
         return value or None

@@ -16,19 +16,15 @@ an LLM span per model call under its node. What OpenInference has no name for go
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from agentic_rag.configuration import missing_otel_packages
 from agentic_rag.nodes import Node
 
-INSTALL = "pip install 'agentic-rag[otel]'"
-PACKAGES = {"opentelemetry.sdk": "opentelemetry-sdk",
-            "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
-            "openinference.semconv": "openinference-semantic-conventions"}
 PROJECT = "agentic-rag"  # the Phoenix project (resource attribute openinference.project.name)
 NS = "agentic_rag"
 
@@ -41,20 +37,8 @@ class OtelUnavailable(RuntimeError):
     """The OpenTelemetry packages are not installed."""
 
 
-def missing_packages() -> str | None:
-    """Why spans cannot be sent from this environment, in one line, or None."""
-    def found(module: str) -> bool:
-        try:
-            return importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            return False
-
-    absent = [dist for module, dist in PACKAGES.items() if not found(module)]
-    return f"OTLP export needs {', '.join(absent)}: {INSTALL}" if absent else None
-
-
 def _require() -> None:
-    why = missing_packages()
+    why = missing_otel_packages()
     if why:
         raise OtelUnavailable(why)
 
@@ -358,10 +342,12 @@ _LIVE_LOCK = threading.Lock()
 
 
 def send_live(result, settings) -> None:
-    """Send one just-answered question to ``OTLP_ENDPOINT``: one provider per endpoint and process,
-    batching in the background and flushed at exit, so a slow or absent collector never holds up a run
-    (the SDK logs what it could not send)."""
+    """Send one just-answered question to ``OTLP_ENDPOINT`` when it is set (a ``runner`` observer that
+    graphs/ registers): one provider per endpoint and process, batching in the background and flushed
+    at exit, so a slow or absent collector never holds up a run (the SDK logs what it could not send)."""
     endpoint = settings.paths.OTLP_ENDPOINT
+    if not endpoint:
+        return
     with _LIVE_LOCK:
         provider = _LIVE.get(endpoint)
         if provider is None:
@@ -378,7 +364,7 @@ def send_cli(run, endpoint: str, qid: str | None = None) -> str:
     """``trace RUN --otlp URL``: what was sent, as one line (TraceError when nothing could be)."""
     from agentic_rag.trace.run import TraceError
 
-    why = missing_packages()
+    why = missing_otel_packages()
     if why:
         raise TraceError(why)
     out = send_run(run, endpoint, qid)
