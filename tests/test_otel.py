@@ -5,7 +5,6 @@ thresholds), checked with the OpenTelemetry SDK's in-memory exporter; Phoenix it
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from tests.test_agent_graph import record
 from tests.test_trace import REPLIES, make_run, rows_of
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install 'agentic-rag[otel]'")
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 KIND = "openinference.span.kind"
 

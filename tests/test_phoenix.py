@@ -11,19 +11,19 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
+from agentic_rag.configuration import missing_otel_packages
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.trace import otel
 from tests.fakes import ScriptedChat
 from tests.servers import free_port, running
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("phoenix") is None or otel.missing_packages() is not None,
+    importlib.util.find_spec("phoenix") is None or missing_otel_packages() is not None,
     reason="arize-phoenix is not installed: pip install 'agentic-rag[phoenix]'")
 
 

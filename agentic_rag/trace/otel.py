@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from agentic_rag.configuration import missing_otel_packages
 from agentic_rag.nodes import Node
@@ -105,7 +106,8 @@ def _documents(event: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _retriever(event: dict[str, Any]) -> dict[str, Any]:
-    from openinference.semconv.trace import DocumentAttributes as D, SpanAttributes as S
+    from openinference.semconv.trace import DocumentAttributes as D
+    from openinference.semconv.trace import SpanAttributes as S
 
     out: dict[str, Any] = {}
     paths = event.get("paths") or []
@@ -170,7 +172,8 @@ def _guardrail(event: dict[str, Any], signals: dict[str, Any] | None, settings: 
 
 def _node_attributes(event: dict[str, Any], signals: dict[str, Any] | None, settings: dict[str, Any],
                      system: str) -> dict[str, Any]:
-    from openinference.semconv.trace import OpenInferenceMimeTypeValues as Mime, OpenInferenceSpanKindValues as Kind
+    from openinference.semconv.trace import OpenInferenceMimeTypeValues as Mime
+    from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind
     from openinference.semconv.trace import SpanAttributes as S
 
     node = event["node"]
@@ -192,7 +195,8 @@ def _node_attributes(event: dict[str, Any], signals: dict[str, Any] | None, sett
 
 
 def _llm_attributes(call: dict[str, Any]) -> dict[str, Any]:
-    from openinference.semconv.trace import MessageAttributes as M, OpenInferenceSpanKindValues as Kind
+    from openinference.semconv.trace import MessageAttributes as M
+    from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind
     from openinference.semconv.trace import SpanAttributes as S
 
     out: dict[str, Any] = {S.OPENINFERENCE_SPAN_KIND: Kind.LLM.value, S.LLM_MODEL_NAME: call.get("model", ""),
@@ -215,7 +219,8 @@ def _llm_attributes(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def _root_attributes(q: Question) -> dict[str, Any]:
-    from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind, SpanAttributes as S
+    from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind
+    from openinference.semconv.trace import SpanAttributes as S
 
     out: dict[str, Any] = {S.OPENINFERENCE_SPAN_KIND: Kind.CHAIN.value, S.INPUT_VALUE: q.question,
                            S.OUTPUT_VALUE: q.answer, S.GRAPH_NODE_ID: q.system, S.GRAPH_NODE_NAME: q.system,
