@@ -157,3 +157,19 @@ def test_trace_otlp_says_when_no_collector_took_the_spans(run_dir, monkeypatch):
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     res = CliRunner().invoke(app, ["trace", str(run_dir), "--otlp", url, "--id", "toy-ok"])
     assert res.exit_code == 2 and "is the collector running" in res.output, res.output
+
+
+@pytest.mark.model
+def test_a_real_model_call_is_recorded_with_its_model_name_and_token_counts(settings):
+    from langchain_core.messages import HumanMessage
+
+    from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.llm.usage import invoke_llm
+    from agentic_rag.timing import node_clock
+
+    llm = get_chat_model(settings.replace(LLM_BACKEND="local"))
+    with node_clock() as clock:
+        reply = invoke_llm(llm, [HumanMessage(content="Name one primary colour.")], "generation", None, max_tokens=6)
+    [call] = clock.calls
+    assert call["model"] == llm.model_name and call["output"] == reply.content
+    assert call["input_tokens"] > 0 and 0 < call["output_tokens"] <= 6 and call["ms"] > 0

@@ -64,17 +64,20 @@ class Question:
     facts: dict[str, Any]  # the question's own attributes: status, reason, tokens, judgement...
 
 
+FACTS = ("status", "reason", "abstention_layer", "llm_calls", "latency_ms")  # of an answer, as attributes
+
+
+def _facts(values: dict[str, Any], tokens: dict[str, Any] | None) -> dict[str, Any]:
+    return {**{k: v for k, v in values.items() if v not in (None, "")}, "tokens": (tokens or {}).get("total", 0)}
+
+
 def question_from_row(row: dict[str, Any], system: str) -> Question:
-    keys = ("status", "reason", "abstention_layer", "judgement", "gold", "llm_calls", "latency_ms")
-    facts = {k: row[k] for k in keys if row.get(k) not in (None, "")}
-    facts["tokens"] = (row.get("tokens") or {}).get("total", 0)
+    facts = _facts({k: row.get(k) for k in (*FACTS, "judgement", "gold")}, row.get("tokens"))
     return Question(row["id"], system, row.get("query", ""), row.get("prediction", ""), row.get("events") or [], facts)
 
 
 def question_from_record(result) -> Question:
-    keys = ("status", "reason", "abstention_layer", "llm_calls", "latency_ms")
-    facts = {k: getattr(result, k) for k in keys if getattr(result, k) not in (None, "")}
-    facts["tokens"] = (result.tokens or {}).get("total", 0)
+    facts = _facts({k: getattr(result, k) for k in FACTS}, result.tokens)
     return Question(result.question_id, result.system, result.question, result.answer, list(result.events), facts)
 
 
@@ -91,7 +94,7 @@ def _json(value: Any) -> str:
 
 
 def _scalar(value: Any) -> bool:
-    return isinstance(value, (int, float, str, bool)) and value is not None
+    return isinstance(value, (int, float, str, bool))
 
 
 def _documents(event: dict[str, Any]) -> list[dict[str, Any]]:
