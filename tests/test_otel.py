@@ -5,6 +5,7 @@ thresholds), checked with the OpenTelemetry SDK's in-memory exporter; Phoenix it
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,11 @@ def test_a_real_model_call_is_recorded_with_its_model_name_and_token_counts(sett
     [call] = clock.calls
     assert call["model"] == llm.model_name and call["output"] == reply.content
     assert call["input_tokens"] > 0 and 0 < call["output_tokens"] <= 6 and call["ms"] > 0
+
+
+def test_a_run_resumes_whether_or_not_its_spans_are_sent(tmp_path):
+    from agentic_rag.eval.resume import check_resumable
+
+    before = {"system": "agent", "settings": Settings.load().public_dump()}
+    (tmp_path / "config.json").write_text(json.dumps(before))
+    check_resumable(tmp_path, {**before, "settings": {**before["settings"], "OTLP_ENDPOINT": "http://127.0.0.1:6006"}})
