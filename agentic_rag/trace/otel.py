@@ -382,4 +382,5 @@ def send_cli(run, endpoint: str, qid: str | None = None) -> str:
         raise TraceError(f"{traces_url(endpoint)} took {out.sent} of {out.spans} spans: is the collector running "
                          f"there (OTLP/HTTP), and are its headers set (OTEL_EXPORTER_OTLP_HEADERS)?")
     skipped = f"; {len(out.skipped)} without per-node events skipped" if out.skipped else ""
-    return f"sent {out.sent} spans of {out.questions} questions to {traces_url(endpoint)}{skipped}"
+    questions = f"{out.questions} question{'s' if out.questions != 1 else ''}"
+    return f"sent {out.sent} spans of {questions} to {traces_url(endpoint)}{skipped}"
