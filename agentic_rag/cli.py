@@ -376,12 +376,18 @@ def trace_cmd(
     brief: Annotated[bool, typer.Option("--brief", help="With --id: one line per node, no passages or checks.")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="With --id: list the checkpointed steps.")] = False,
     step: Annotated[Optional[int], typer.Option("--step", help="With --id: the graph state at this checkpointed step.")] = None,
+    otlp: Annotated[Optional[str], typer.Option("--otlp", help="Send the run's spans (or --id's) to this OTLP/HTTP collector (docs/tracing.md).")] = None,
 ) -> None:
     """Inspect a run: a table of its questions, one question node by node, its checkpoints, or an HTML page."""
     from agentic_rag.trace.run import TraceError, load_run
 
     try:
         run = load_run(run_dir)
+        if otlp is not None:
+            from agentic_rag.trace.otel import send_cli
+
+            console.print(send_cli(run, otlp, qid))
+            return
         if html_out is not None:
             from agentic_rag.trace.html import write_html
 

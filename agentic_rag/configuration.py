@@ -431,6 +431,26 @@ class CragSettings(_Section):
     )
 
 
+# The optional extra that sends spans (agentic_rag/trace/otel.py): module -> distribution.
+OTEL_PACKAGES = {"opentelemetry.sdk": "opentelemetry-sdk",
+                 "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
+                 "openinference.semconv": "openinference-semantic-conventions"}
+
+
+def missing_otel_packages() -> str | None:
+    """Why spans cannot be sent from this environment, in one line naming the install, or None."""
+    import importlib.util
+
+    def found(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            return False
+
+    absent = [dist for module, dist in OTEL_PACKAGES.items() if not found(module)]
+    return f"OTLP export needs {', '.join(absent)}: pip install 'agentic-rag[otel]'" if absent else None
+
+
 class PathSettings(_Section):
     """Where files go: caches, artifacts, telemetry and checkpoints. None changes an answer."""
 
@@ -459,11 +479,24 @@ class PathSettings(_Section):
         "SQLite file checkpointing every graph step (thread id = question id) for `trace --steps` and replay; None = "
         "off (`eval --checkpoints` puts one in the run folder).",
     )
+    OTLP_ENDPOINT: str | None = setting(
+        None, "URL",
+        "OTLP/HTTP collector (Phoenix, Langfuse) each answered question's spans are sent to (docs/tracing.md); "
+        "None = off. Needs the `otel` extra.",
+    )
     CRAG_ARTIFACTS_DIR: Path = setting(
         USER_CACHE / "crag-kit", "path",
         "ARTIFACTS_DIR of runs inside the CRAG kit (per-question indexes, telemetry), kept out of the kit's working "
         "directory.",
     )
+
+    @field_validator("OTLP_ENDPOINT")
+    @classmethod
+    def _otlp_packages(cls, value: str | None) -> str | None:
+        why = missing_otel_packages() if value else None
+        if why:
+            raise ValueError(why)
+        return value or None
 
 
 class ScaleSettings(_Section):

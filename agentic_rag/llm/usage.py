@@ -143,10 +143,31 @@ def invoke_llm(
     """
     bound = {**({"max_tokens": max_tokens} if max_tokens else {}), **call_kwargs}
     runnable = llm.bind(**bound) if bound else llm
-    t0 = time.perf_counter()
-    message = runnable.invoke(list(messages))
+    started, t0 = time.time(), time.perf_counter()
+    try:
+        message = runnable.invoke(list(messages))
+    except Exception as exc:
+        ms = (time.perf_counter() - t0) * 1000.0
+        book_llm(ms, call_record(llm, messages, stage, started, ms, error=exc))
+        raise
     ms = (time.perf_counter() - t0) * 1000.0
-    book_llm(ms)
+    book_llm(ms, call_record(llm, messages, stage, started, ms, message))
     if ledger is not None:
         ledger.record(stage, message, ms)
     return message
+
+
+def call_record(llm: BaseChatModel, messages: Sequence[BaseMessage], stage: str, started: float, ms: float,
+                message: AIMessage | None = None, error: Exception | None = None) -> dict[str, Any]:
+    """One LLM call as a run folder keeps it (in its node's trace event, under ``llm``): the whole prompt
+    and raw completion, so a trace shows what the model was asked and said, and an exporter
+    (trace/otel.py) re-sends it with its own times."""
+    meta = (getattr(message, "response_metadata", None) or {}) if message is not None else {}
+    model = meta.get("model_name") or getattr(llm, "model_name", None) or getattr(llm, "_llm_type", "")
+    out: dict[str, Any] = {"stage": stage, "model": str(model), "start": round(started, 4), "ms": round(ms, 3),
+                           "messages": [{"role": m.type, "content": str(m.content)} for m in messages]}
+    if message is not None:
+        out.update(output=str(message.content), **usage_of(message))
+    if error is not None:
+        out["error"] = str(error)
+    return out
