@@ -197,6 +197,7 @@ def eval_cmd(
     n: Annotated[Optional[int], typer.Option("--n", help="First N questions.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run folder.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the results a run folder already holds.")] = False,
     workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel (threads, or Ray workers).")] = 1,
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
@@ -207,9 +208,12 @@ def eval_cmd(
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
     from agentic_rag.eval.executors import ExecutorError
-    from agentic_rag.eval.resume import ResumeMismatchError, exit_interrupted, resume_command
+    from agentic_rag.eval.resume import ResumeMismatchError, exit_interrupted, interrupt_on_sigterm, resume_command
     from agentic_rag.eval.runner import RunFolderError, run_eval
 
+    if resume and overwrite:
+        _fail("give --resume or --overwrite, not both")
+    interrupt_on_sigterm()
     settings = _settings(preset, override, needs_llm=True)
     if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
         _fail("checkpoints are written where the graph runs: use --executor local to keep them")
@@ -218,7 +222,8 @@ def eval_cmd(
     if checkpoints and settings.paths.CHECKPOINT_PATH is None:
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
-        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool)
+        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool,
+                       overwrite=overwrite)
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, _prog(), sys.argv[1:])
     except (DataError, ResumeMismatchError) as exc:
