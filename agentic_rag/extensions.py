@@ -43,7 +43,7 @@ class ExtensionSettings(BaseModel):
     """Base of an extension's own settings: unknown keys are errors, values are fixed for a run.
     Give every field a description with its unit, as for the core settings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
