@@ -16,6 +16,7 @@ from rich.table import Table
 from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.events import clip
+from agentic_rag.redact import redact_text
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
@@ -39,7 +40,7 @@ def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool =
     try:
         settings = Settings.load(preset=preset, overrides=overrides or [])
     except SettingsError as exc:
-        err.print(f"[red]settings error:[/] {exc}", soft_wrap=True, highlight=False)
+        err.print(f"[red]settings error:[/] {escape(redact_text(str(exc)))}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None
     for warning in env_warnings(settings):
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
@@ -57,8 +58,9 @@ def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool =
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    # one line whatever the terminal width (greppable), and the message's own brackets are not read as markup
-    err.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True, highlight=False)
+    # one line whatever the terminal width (greppable), the message's own brackets not read as markup,
+    # and no key that a URL in it carries
+    err.print(f"[red]error:[/] {escape(redact_text(msg))}", soft_wrap=True, highlight=False)
     raise typer.Exit(code)
 
 

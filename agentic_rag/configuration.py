@@ -32,6 +32,8 @@ from pydantic_settings import (
 )
 from pydantic_settings import SettingsError as EnvParseError
 
+from agentic_rag.redact import redact_text, redact_url
+
 PRESETS_DIR = Path(__file__).parent / "presets"
 ENV_PREFIX = "AGENTIC_RAG_"
 PRESET_ENV = ENV_PREFIX + "PRESET"  # the preset used when a caller names none
@@ -711,6 +713,9 @@ class Settings(BaseSettings):
         for secret in SECRET_SETTINGS:
             if data.get(secret):
                 data[secret] = "***"
+        for name, field in self.flat_fields().items():  # a key inside a URL (user:key@host, ?api-key=) is masked too
+            if unit_of(field) == "URL" and data.get(name):
+                data[name] = redact_url(data[name])
         return data
 
     def backend_error(self) -> str | None:
@@ -913,7 +918,7 @@ def _explain(exc: ValidationError) -> str:
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
         if loc and not (len(loc) == 1 and loc[0] in SECTIONS and err["type"] == "value_error"):
-            shown = "a hidden value" if loc[-1] in SECRET_SETTINGS else repr(err.get("input"))
+            shown = "a hidden value" if loc[-1] in SECRET_SETTINGS else redact_text(repr(err.get("input")))
             hint = "; for no practical limit give a large number" if err["type"] == "finite_number" else ""
             lines.append(f"setting {'.'.join(loc)}: {err['msg']} (got {shown}){hint}")
         else:  # a rule across fields of a section, or a key the model does not know

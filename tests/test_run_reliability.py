@@ -6,6 +6,7 @@ runs are real `agentic-rag eval` processes, killed and resumed for real; one che
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -329,3 +330,38 @@ def test_sigterm_saves_prints_the_resume_command_and_exits_143(server, tmp_path)
     argv = shlex.split(re.search(r"resume with:\n\s+(.+)", stderr).group(1))
     assert argv[-1] == "--resume" and str(out) in argv
     assert not (out / "run.lock").exists()  # released on the way out
+
+
+def test_a_key_inside_the_server_url_is_in_no_file_and_no_output(tmp_path):
+    """OPENAI_BASE_URL carrying credentials (user:key@host, ?api-key=): every place a URL is shown or
+    stored (config.json, results, telemetry, the table, refusals, errors, `settings`) masks them."""
+    from tests.test_model_faults import KEY, refused_url
+
+    data, out, runner = dataset(tmp_path), tmp_path / "run", CliRunner()
+    with FaultServer(reply=WEAK, plan=["500"] * 3) as srv:
+        host = srv.url.removeprefix("http://")
+        url = f"http://bob:{KEY}@{host}?api-key={KEY}&api-version=2024-06-01"
+        values = {**overrides(url, tmp_path), "LLM_TIMEOUT_S": 5, "LLM_RETRIES": 2}
+        ev = runner.invoke(app, ["eval", "--dataset", str(data), "--n", "2", "--out", str(out), *as_options(values)])
+    assert ev.exit_code == 0, ev.output[-2000:]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows[0]["reason"] == "ABSTAIN_LLM_UNAVAILABLE"
+    assert f"http://***@{host.split('/')[0]}/v1?api-key=***&api-version=2024-06-01" in rows[0]["explanation"]
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["OPENAI_BASE_URL"] == config["model"]["base_url"] == \
+        f"http://***@{host}?api-key=***&api-version=2024-06-01"
+
+    gone = refused_url().removeprefix("http://")
+    asked = runner.invoke(app, ["ask", "--dataset", str(data), "--id", "toy-0", *as_options(
+        {**values, "OPENAI_BASE_URL": f"http://{KEY}@{gone}?key={KEY}#{KEY}", "LLM_RETRIES": 0})])
+    shown = runner.invoke(app, ["settings", *as_options(
+        {**values, "OPENAI_BASE_URL": f"https://u:{KEY}@example.org/v1?token={KEY}"})])
+    bad = runner.invoke(app, ["settings", "-o", f"OPENAI_BASE_URL=https://u:{KEY}@example.org/v1", "-o", "LLM_RETRIES=x"])
+    assert asked.exit_code == 0 and shown.exit_code == 0 and bad.exit_code == 2, asked.output[-2000:]
+    assert "***@" in asked.stdout and "https://***@example.org/v1?token=***" in shown.stdout
+    basic = base64.b64encode(f"bob:{KEY}".encode()).decode()  # the server's error quotes the Basic header
+    for res in (ev, asked, shown, bad):
+        assert KEY not in res.stdout + res.stderr and basic not in res.stdout + res.stderr
+    leaking = [str(p) for p in tmp_path.rglob("*") if p.is_file() and
+               (KEY.encode() in p.read_bytes() or basic.encode() in p.read_bytes())]
+    assert leaking == []
