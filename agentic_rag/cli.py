@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -17,13 +16,15 @@ from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.events import clip
 from agentic_rag.redact import redact_text
+from agentic_rag.terminal import SafeConsole
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
 app.add_typer(prepare_app, name="prepare")
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True)
+# every view of dataset text goes through these: a control character in a query or page is shown, not obeyed
+console = SafeConsole(width=None if sys.stdout.isatty() else 200)
+err = SafeConsole(stderr=True)
 
 OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE or section.KEY=VALUE setting (repeatable).")]
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
