@@ -365,3 +365,26 @@ def test_a_key_inside_the_server_url_is_in_no_file_and_no_output(tmp_path):
     leaking = [str(p) for p in tmp_path.rglob("*") if p.is_file() and
                (KEY.encode() in p.read_bytes() or basic.encode() in p.read_bytes())]
     assert leaking == []
+
+
+# -- under load: idle OpenMP threads sleep, and threads answering at once share the cores ------------------
+PROBE = "import os, sys, agentic_rag; print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules)"
+
+
+def test_openmp_threads_wait_passively_unless_the_user_chose_and_before_torch_loads():
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    for given, expected in ((None, "PASSIVE False"), ("active", "active False")):
+        run_env = {**env, "PYTHONPATH": str(ROOT), **({"OMP_WAIT_POLICY": given} if given else {})}
+        said = subprocess.run([sys.executable, "-c", PROBE], env=run_env, capture_output=True, text=True, timeout=120)
+        assert said.stdout.strip() == expected, said.stderr[-2000:]
+
+
+def test_questions_answered_at_once_share_the_cores_among_their_torch_threads(settings):
+    from agentic_rag import usable_cpus
+    from agentic_rag.eval.executors import LocalExecutor
+
+    assert LocalExecutor(1).worker_settings(settings).llm.TORCH_THREADS == 0  # alone: every core
+    for workers in (2, 3, 64):
+        assert LocalExecutor(workers).worker_settings(settings).llm.TORCH_THREADS == max(1, usable_cpus() // workers)
+    chosen = settings.replace(TORCH_THREADS=3)
+    assert LocalExecutor(2).worker_settings(chosen).llm.TORCH_THREADS == 3  # the user's choice stands
