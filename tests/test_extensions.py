@@ -320,7 +320,8 @@ def test_an_extension_that_raises_fails_its_question_and_the_eval_goes_on(agent_
 
 
 def test_only_an_extension_or_a_marked_factory_is_loaded():
-    assert load_extension("tests.test_extensions:made_crashing") is crashing
+    made = load_extension("tests.test_extensions:made_crashing")  # called once, by its mark
+    assert isinstance(made, Extension) and made.name == "crashing" and made.node.__name__ == "_crash_on_second"
     with pytest.raises(ExtensionError, match="is a function, not an agentic_rag.extensions.Extension "
                                              r"\(a function that builds one must be marked"):
         load_extension("tests.test_extensions:unmarked_crashing")
