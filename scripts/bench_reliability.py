@@ -1043,17 +1043,25 @@ for _spec in ("os:system", "sys:exit", "builtins:input", "os:abort", "raises_at_
                 "ok_expected": all(m in text for m in must) and len(text.splitlines()) == 1}
 
 
+def settings_error(proc: subprocess.CompletedProcess, setting: str, must: str) -> dict[str, Any]:
+    """Exit 2 and one line, `settings error: setting ...` naming ``setting`` and saying ``must``."""
+    text = proc.stderr.strip()
+    return {**process_outcome(proc, proc.stderr, 2), "outcome": text[:160] if text else "(nothing printed)",
+            "ok_expected": len(text.splitlines()) == 1 and text.startswith("settings error: setting ")
+                           and setting in text and must in text}
+
+
 @case("settings_load", "an invalid OOD_DENY_PATTERNS", "ask with -o OOD_DENY_PATTERNS=[\"(unclosed\"]")
 def _bad_pattern(ctx: Context) -> dict[str, Any]:
-    return one_line_error(cli(ask_cmd(ctx, *ctx.opts(), "-o", 'OOD_DENY_PATTERNS=["(unclosed"]')),
-                          ["setting OOD_DENY_PATTERNS", "not a valid regular expression"])
+    return settings_error(cli(ask_cmd(ctx, *ctx.opts(), "-o", 'OOD_DENY_PATTERNS=["(unclosed"]')),
+                          "OOD_DENY_PATTERNS", "not a valid regular expression")
 
 
 @case("settings_load", "WALL_TIME_S=inf", "eval -o WALL_TIME_S=inf")
 def _inf(ctx: Context) -> dict[str, Any]:
     out = ctx.folder("inf")
-    res = one_line_error(cli(eval_cmd(ctx.toy, out, ["--n", "1", *ctx.opts(), "-o", "WALL_TIME_S=inf"])),
-                         ["WALL_TIME_S", "finite number"])
+    res = settings_error(cli(eval_cmd(ctx.toy, out, ["--n", "1", *ctx.opts(), "-o", "WALL_TIME_S=inf"])),
+                         "WALL_TIME_S", "finite number")
     res["ok_expected"] &= not (out / "config.json").exists()
     return res
 
@@ -1102,7 +1110,9 @@ def _escapes(ctx: Context) -> dict[str, Any]:
              cli([*base, "search", "nemo", "--dataset", str(data), "--id", "esc", *ctx.opts()]),
              cli(eval_cmd(data, out, ctx.opts())),
              cli([*base, "trace", str(out)]), cli([*base, "trace", str(out), "--id", "0"])]
-    reached = sorted({repr(c) for p in procs for c in "\x1b\x00\x07\x9b\u202e" if c in p.stdout + p.stderr})
+    # the dataset's own sequences (a progress bar's cursor-up, ESC[A, is the tools' and stays)
+    planted = ("\x1b[2J", "\x1b]0;pwned", "\x07", "\x00", "\x9b", "\u202e")
+    reached = sorted({repr(c) for p in procs for c in planted if c in p.stdout + p.stderr})
     return {**process_outcome(procs[0], "".join(p.stderr for p in procs), 0),
             "outcome": f"control characters reaching the terminal: {', '.join(reached) or 'none'}",
             "crash": any(p.returncode for p in procs), "ok_expected": not reached,

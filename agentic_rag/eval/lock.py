@@ -55,7 +55,7 @@ class RunLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            except BlockingIOError:
                 os.close(fd)
                 raise RunFolderBusy(
                     f"the run folder {self.path.parent} is in use by {describe(_holder(self.path))} "
