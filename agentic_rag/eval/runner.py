@@ -24,10 +24,10 @@ from agentic_rag.datasets.crag import BadRecordWarner, CragRecord, DataError, Re
 from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
+from agentic_rag.eval.lock import RunFolderBusy, RunLock, describe
 from agentic_rag.eval.metrics import summarize
 from agentic_rag.eval.provenance import file_sha256, model_identity, package_versions, probe_identity
 from agentic_rag.eval.report import write_report
-from agentic_rag.eval.lock import RunFolderBusy, RunLock, describe
 from agentic_rag.eval.results import done_ids, load_rows, read_results, set_aside_bad_lines
 from agentic_rag.eval.resume import EvalInterrupted, check_resumable
 from agentic_rag.eval.rows import result_row
