@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Literal, Mapping, get_origin
 
@@ -32,6 +33,7 @@ from pydantic_settings import (
 from pydantic_settings import SettingsError as EnvParseError
 
 from agentic_rag.errors import UserError
+from agentic_rag.redact import redact_text, redact_url
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 ENV_PREFIX = "AGENTIC_RAG_"
@@ -67,9 +69,27 @@ def meaning_of(field: FieldInfo) -> str:
     return text.removesuffix(f" Unit: {unit}.") if unit else text
 
 
+PATTERN_UNITS = ("regex", "regexes")  # a setting in these units is compiled when settings load
+
+
 class _Section(BaseModel):
-    # titled by their names, which are what presets, -o and the environment spell
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, field_title_generator=lambda name, _: name)
+    # titled by their names, which are what presets, -o and the environment spell; no inf or nan, which
+    # no setting means and JSON (config.json, telemetry) cannot hold
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, field_title_generator=lambda name, _: name,
+                              allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _patterns_compile(self) -> "_Section":
+        """A pattern that does not compile is a settings error now, not a traceback inside a question."""
+        for name, field in type(self).model_fields.items():
+            if unit_of(field) in PATTERN_UNITS:
+                value = getattr(self, name)
+                for pattern in [value] if isinstance(value, str) else value or ():
+                    try:
+                        re.compile(pattern)
+                    except re.error as exc:
+                        raise ValueError(f"setting {name}: {pattern!r} is not a valid regular expression ({exc})") from None
+        return self
 
 
 class LLMSettings(_Section):
@@ -729,6 +749,9 @@ class Settings(BaseSettings):
         for secret in SECRET_SETTINGS:
             if data.get(secret):
                 data[secret] = "***"
+        for name, field in self.flat_fields().items():  # a key inside a URL (user:key@host, ?api-key=) is masked too
+            if unit_of(field) == "URL" and data.get(name):
+                data[name] = redact_url(data[name])
         return data
 
     def backend_error(self) -> str | None:
@@ -931,8 +954,9 @@ def _explain(exc: ValidationError) -> str:
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
         if loc and not (len(loc) == 1 and loc[0] in SECTIONS and err["type"] == "value_error"):
-            shown = "a hidden value" if loc[-1] in SECRET_SETTINGS else repr(err.get("input"))
-            lines.append(f"setting {'.'.join(loc)}: {err['msg']} (got {shown})")
+            shown = "a hidden value" if loc[-1] in SECRET_SETTINGS else redact_text(repr(err.get("input")))
+            hint = "; for no practical limit give a large number" if err["type"] == "finite_number" else ""
+            lines.append(f"setting {'.'.join(loc)}: {err['msg']} (got {shown}){hint}")
         else:  # a rule across fields of a section, or a key the model does not know
             lines.append(str(err["msg"]).removeprefix("Value error, "))
     return "; ".join(lines)

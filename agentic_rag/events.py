@@ -119,6 +119,7 @@ SUMMARIES: dict[str, Summary] = {
     "validation": _as_is,
     "flags": _as_is,
     "extension_flags": _as_is,
+    "extension_error": _as_is,
     "decision": lambda d, limit: {k: d.get(k) for k in ("action", "reason", "explanation", "final_check") if k in d},
     "extra_terms": _as_is,
     "reflected": _as_is,

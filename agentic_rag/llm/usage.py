@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+from agentic_rag.redact import redact_text, redact_url
 from agentic_rag.timing import book_llm
 
 _FIELDS = ("input_tokens", "output_tokens", "total_tokens")
@@ -28,9 +29,10 @@ class LLMUnavailableError(RuntimeError):
     Graph nodes turn it into the refusal ABSTAIN_LLM_UNAVAILABLE, so one unreachable server costs a
     question, never the run; with no attempt at all (the question's wall time ran out before the call
     could start) the model is not to blame, and the refusal is ABSTAIN_LOW_BUDGET. ``url`` and
-    ``last_error`` are already free of credentials."""
+    ``last_error`` are kept free of credentials (agentic_rag/redact.py)."""
 
     def __init__(self, url: str, last_error: str, attempts: int, elapsed_s: float) -> None:
+        url, last_error = redact_url(url), redact_text(last_error)  # whoever raised it: stored and shown
         self.url, self.last_error, self.attempts, self.elapsed_s = url, last_error, attempts, elapsed_s
         super().__init__(f"the model at {url} did not answer ({attempts} attempt{'s' if attempts != 1 else ''} "
                          f"in {elapsed_s:.1f} s; last error: {last_error})")
