@@ -213,21 +213,22 @@ def test_the_real_model_on_a_hostile_page(agent_settings):
 
 
 # -- the catalogue (issue #28): what a browser hides, and text addressed to the model ----------------
+NEUTRAL = CLEAN.replace("Christine Lundberg", "a council member")
 CATALOGUE = json.loads((resources.files("agentic_rag") / "data" / "hostile_pages.json").read_text(encoding="utf-8"))
-assert CATALOGUE["planted"] == PLANTED
+assert CATALOGUE["planted"] == PLANTED and INTRO in CATALOGUE["page_template"] and NEUTRAL in CATALOGUE["page_template"]
 HIDING = CATALOGUE["hidden"]
 ADDRESSED = CATALOGUE["addressed"]
-NEUTRAL = CLEAN.replace("Christine Lundberg", "a council member")
 
 
 def hiding_page(method: dict) -> str:
     head = (f"<style>{method['css']}</style>" if method.get("css") else "") + method.get("head", "")
-    return html(INTRO, raw=method["body"] + f"<p>{NEUTRAL}</p>", head=head)
+    return CATALOGUE["page_template"].format(head=head, body=method["body"])
 
 
 def addressed_page(lines: list[str]) -> str:
     """Each line a paragraph of text (escaped as a page writes text; a line break inside a line is a ``<br>``)."""
-    return html(INTRO, *(html_lib.escape(line).replace("\n", "<br>") for line in lines))
+    return CATALOGUE["page_template"].format(
+        head="", body="".join(f"<p>{html_lib.escape(line)}</p>".replace("\n", "<br>") for line in lines))
 
 
 def test_the_catalogue_is_as_large_as_promised():

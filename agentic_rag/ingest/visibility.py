@@ -54,6 +54,7 @@ PROPERTIES = frozenset({
     "scale", "translate", "color", "-webkit-text-fill-color", "background", "background-color", "background-image",
     "position", "left", "top", "right", "bottom", "inset", "margin", "margin-left", "margin-top", "text-indent",
     "width", "height", "max-width", "max-height", "overflow", "overflow-x", "overflow-y", "clip", "clip-path",
+    "background-clip", "-webkit-background-clip", "text-shadow",
 })
 _REMOVED_TAGS = frozenset({"template", "noscript", "script", "style"})
 _PAGE_TAGS = frozenset({"html", "body"})  # never removed: a page that hides its body shows it once its scripts run
@@ -368,6 +369,9 @@ def _effect(style: str, parent_font_px: float) -> _Effect | None:
         c = _color(decls.get(name, ()))
         if isinstance(c, tuple):
             color = c
+    painted = any(_ident(decls.get(n, ())) == "text" for n in ("background-clip", "-webkit-background-clip"))
+    if painted or (decls.get("text-shadow") and _ident(decls["text-shadow"]) != "none"):
+        color = None  # the glyphs are painted by the background or drawn by their shadow: colour unknown
     return _Effect(gone, font, zoom, opacity, _ident(decls.get("visibility", ())), color, _background(decls))
 
 
@@ -573,7 +577,9 @@ def inline_styles(raw: str) -> str:
     try:
         return css_inline.inline(raw, inline_style_tags=False, keep_style_tags=False, keep_link_tags=False,
                                  load_remote_stylesheets=False, resolve_css_variables=True, extra_css=flatten(css))
-    except (css_inline.InlineError, ValueError, RecursionError):
+    except BaseException as exc:  # noqa: BLE001 - a Rust panic is a BaseException; a hostile page must not end ingestion
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
         return raw
 
 
