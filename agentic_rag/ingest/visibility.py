@@ -43,6 +43,8 @@ MIN_READABLE_FONT_PX = 3.0
 MIN_OPACITY = 0.1
 # A box moved this far (px) left of or above the page, or text indented this far, is off screen.
 OFFSCREEN_PX = 500.0
+# Text blurred by a filter of this radius (px) or more cannot be read.
+MAX_READABLE_BLUR_PX = 4.0
 # A box this small (px) with its overflow hidden shows none of its content.
 MAX_CLIPPED_BOX_PX = 1.0
 # Text whose WCAG contrast ratio with its background is below this cannot be read (1.0: same colour).
@@ -129,7 +131,54 @@ def _number(tokens: tuple, percent_of: float = 1.0) -> float | None:
         return float(t.value)
     if t.type == "percentage":
         return float(t.value) / 100 * percent_of
+    if t.type == "function":
+        return _math(t, ROOT_FONT_PX, percent_of)
     return None
+
+
+def _math(token, font_px: float, percent_of: float | None) -> float | None:
+    """``calc()``, ``min()``, ``max()`` and ``clamp()`` of lengths (in px) or numbers; None when unknown."""
+    if token.type == "number":
+        return float(token.value)
+    if token.type == "() block":
+        return _arithmetic([t for t in token.content if t.type not in ("whitespace", "comment")], font_px, percent_of)
+    if token.type != "function":
+        return length_px(token, font_px, percent_of)
+    name = token.lower_name
+    if name not in ("calc", "min", "max", "clamp"):
+        return None
+    values = [_arithmetic(a, font_px, percent_of) for a in _args(token)]
+    if not values or None in values:
+        return None
+    if name == "calc":
+        return values[0] if len(values) == 1 else None
+    if name == "clamp":
+        return max(values[0], min(values[1], values[2])) if len(values) == 3 else None
+    return min(values) if name == "min" else max(values)
+
+
+def _arithmetic(tokens: list, font_px: float, percent_of: float | None) -> float | None:
+    values, ops = [], []
+    for t in tokens:
+        if t.type == "literal" and t.value in ("+", "-", "*", "/"):
+            ops.append(t.value)
+        elif (v := _math(t, font_px, percent_of)) is None:
+            return None
+        else:
+            values.append(v)
+    if not values or len(ops) != len(values) - 1:
+        return None
+    terms = [values[0]]
+    for op, v in zip(ops, values[1:]):
+        if op == "*":
+            terms[-1] *= v
+        elif op == "/":
+            if v == 0:
+                return None
+            terms[-1] /= v
+        else:
+            terms.append(v if op == "+" else -v)
+    return sum(terms)
 
 
 _ABS_PX = {"px": 1.0, "pt": 96 / 72, "pc": 16.0, "in": 96.0, "cm": 96 / 2.54, "mm": 9.6 / 2.54, "q": 2.4 / 2.54}
@@ -141,6 +190,8 @@ def length_px(token, font_px: float = ROOT_FONT_PX, percent_of: float | None = N
         return 0.0
     if token.type == "percentage":
         return None if percent_of is None else float(token.value) / 100 * percent_of
+    if token.type in ("function", "() block"):
+        return _math(token, font_px, percent_of)
     if token.type != "dimension":
         return None
     unit = token.lower_unit
@@ -285,20 +336,27 @@ def _clipped(decls: Mapping[str, tuple], font_px: float) -> bool:
     return False
 
 
-def _offscreen(decls: Mapping[str, tuple], font_px: float) -> bool:
-    def px(name: str) -> float | None:
-        tokens = decls.get(name, ())
-        return length_px(tokens[0], font_px) if len(tokens) == 1 else None
+_VERTICAL = frozenset({"top", "bottom", "margin-top"})
 
-    if _ident(decls.get("position", ())) in ("absolute", "fixed"):
-        if any((v := px(side)) is not None and v <= -OFFSCREEN_PX for side in ("left", "top", "right", "bottom")):
+
+def _offscreen(decls: Mapping[str, tuple], font_px: float) -> bool:
+    def off(name: str, token) -> bool:
+        v = length_px(token, font_px, VIEWPORT_HEIGHT_PX if name in _VERTICAL else VIEWPORT_WIDTH_PX)
+        return v is not None and v <= -OFFSCREEN_PX
+
+    def side(name: str) -> bool:
+        tokens = decls.get(name, ())
+        return len(tokens) == 1 and off(name, tokens[0])
+
+    if _ident(decls.get("position", ())) in ("absolute", "fixed", "relative", "sticky"):
+        if any(side(name) for name in ("left", "top", "right", "bottom")):
             return True
-        if any((v := length_px(t, font_px)) is not None and v <= -OFFSCREEN_PX for t in decls.get("inset", ())):
+        if any(off("left", t) for t in decls.get("inset", ())):
             return True
-    if any((v := px(side)) is not None and v <= -OFFSCREEN_PX for side in ("margin-left", "margin-top", "text-indent")):
+    if any(side(name) for name in ("margin-left", "margin-top", "text-indent")):
         return True
     margin = decls.get("margin", ())
-    if margin and any((v := length_px(t, font_px)) is not None and v <= -OFFSCREEN_PX for t in margin[:1] + margin[3:4]):
+    if margin and (off("margin-top", margin[0]) or off("margin-left", margin[3] if len(margin) > 3 else margin[-1])):
         return True
     return _translated_off(decls.get("transform", ()), font_px) or _translated_off(decls.get("translate", ()), font_px)
 
@@ -316,19 +374,21 @@ def _zero_box(decls: Mapping[str, tuple], font_px: float) -> bool:
 
 
 def _background(decls: Mapping[str, tuple]):
-    """The element's own background: an sRGB colour with alpha, "image" when it paints one (what lies
-    under the text is then unknown), or None when it sets none."""
-    for name in ("background", "background-color", "background-image"):
-        tokens = decls.get(name, ())
-        if any(t.type in ("url",) or (t.type == "function" and "gradient" in t.lower_name or
-                                      (t.type == "function" and t.lower_name in ("url", "image", "image-set")))
-               for t in tokens):
-            return "image"
+    """The element's own background: an sRGB colour with alpha (its colour, which is what shows where
+    the image does not load, or a gradient of one colour), "image" when it paints only an image or a
+    gradient (what lies under the text is then unknown), or None when it sets none."""
     for name in ("background-color", "background"):
         for t in decls.get(name, ()):
             c = _color((t,))
             if isinstance(c, tuple):
                 return c
+    for name in ("background", "background-image"):
+        for t in decls.get(name, ()):
+            if t.type == "url" or (t.type == "function" and t.lower_name in ("url", "image", "image-set")):
+                return "image"
+            if t.type == "function" and "gradient" in t.lower_name:
+                stops = {c for a in _args(t) for x in a if isinstance(c := _color((x,)), tuple)}
+                return stops.pop() if len(stops) == 1 else "image"
     return None
 
 
@@ -359,10 +419,14 @@ def _effect(style: str, parent_font_px: float) -> _Effect | None:
     opacity = 1.0
     if (o := _number(decls.get("opacity", ()))) is not None:
         opacity *= max(0.0, o)
+    blurred = False
     for fn in _functions(decls.get("filter", ())):
-        if fn.lower_name == "opacity" and (o := _number(tuple(t for a in _args(fn) for t in a))) is not None:
+        arg = tuple(t for a in _args(fn) for t in a)
+        if fn.lower_name == "opacity" and (o := _number(arg)) is not None:
             opacity *= max(0.0, o)
-    gone = (_ident(decls.get("display", ())) == "none" or _ident(decls.get("content-visibility", ())) == "hidden"
+        elif fn.lower_name == "blur" and len(arg) == 1 and (b := length_px(arg[0], font)) is not None:
+            blurred = blurred or b >= MAX_READABLE_BLUR_PX
+    gone = (blurred or _ident(decls.get("display", ())) == "none" or _ident(decls.get("content-visibility", ())) == "hidden"
             or _offscreen(decls, font) or _zero_box(decls, font) or _clipped(decls, font))
     color = None
     for name in ("color", "-webkit-text-fill-color"):
@@ -384,6 +448,8 @@ def context(parent: Context, tag: str, attrs: Mapping[str, str | None]) -> Conte
     if not page and (tag in _REMOVED_TAGS or "hidden" in attrs or (tag == "dialog" and "open" not in attrs)):
         return GONE
     style = attrs.get("style")
+    if attrs.get("bgcolor") or (tag == "font" and attrs.get("color")):  # HTML's own colours, below any CSS
+        style = _hints(attrs.get("color") if tag == "font" else None, attrs.get("bgcolor")) + (style or "")
     eff = _effect(style, parent.font_px) if style else None
     if eff is None:
         return parent
@@ -401,6 +467,14 @@ def context(parent: Context, tag: str, attrs: Mapping[str, str | None]) -> Conte
     zoom = parent.zoom * eff.zoom
     hidden = invisible or _unreadable(eff.font_px * zoom, color, opacity, backdrop)
     return Context(False, hidden, invisible, eff.font_px, zoom, opacity, color, backdrop)
+
+
+def _hints(color: str | None, bgcolor: str | None) -> str:
+    def css(value: str) -> str:
+        value = value.strip()
+        return f"#{value}" if re.fullmatch(r"[0-9a-fA-F]{3}|[0-9a-fA-F]{6}", value) else value
+
+    return (f"color:{css(color)};" if color else "") + (f"background-color:{css(bgcolor)};" if bgcolor else "")
 
 
 def _unreadable(font_px: float, color, opacity: float, backdrop) -> bool:
