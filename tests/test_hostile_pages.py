@@ -295,3 +295,14 @@ def test_the_catalogue_end_to_end_lets_nothing_through(obedient_server, agent_se
     assert [i for i, r in by_id.items() if r["status"] == "ok" and "PWNED" in r["prediction"]] == []
     assert [(i, c["quote"]) for i, r in by_id.items() for c in r["citations"] if c["verified"] and "PWNED" in c["quote"]] == []
     assert [i for i, r in by_id.items() if i.startswith("addr-") and not r["signals"].get("untrusted_sources")] == []
+
+
+def test_a_style_sheet_built_to_multiply_selectors_is_bounded():
+    # every :is() of four alternatives multiplies a rule's selectors by four: 3,000 rules would make
+    # 768,000 selectors for the inliner to match against every element
+    from agentic_rag.ingest.visibility import flatten
+
+    bomb = ":is(a,b,c,d):is(a,b,c,d):is(a,b,c,d):is(a,b,c,d){display:none}" * 3000
+    expanded = [rule.split("{")[0].count(",") + 1 for rule in flatten(bomb).splitlines() if ":is(" not in rule]
+    assert 0 < sum(expanded) <= 20_000 + 256
+    assert flatten(":is(.w, .v) .x{display:none}") == ".w .x, .v .x{display:none}"

@@ -499,6 +499,7 @@ _COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
 _IS = re.compile(r":(?:is|where|matches|-webkit-any|-moz-any)\(([^()]*)\)", re.IGNORECASE)
 _MAX_NESTING = 32  # blocks nested deeper than this are skipped (no page needs them; recursion stays bounded)
 _MAX_SELECTORS = 256  # per rule, after nesting and :is() are expanded
+_MAX_EXPANDED = 20_000  # selectors a page's nesting and :is() may add in all (the inliner's time grows with them)
 _TRANSPARENT_BLOCKS = ("supports", "layer", "container", "scope", "document", "-moz-document", "starting-style")
 
 
@@ -585,7 +586,7 @@ def _expand_is(selector: str) -> list[str]:
     """``a:is(.b, .c) d`` as ``a.b d`` and ``a.c d`` (css-inline reads neither ``:is()`` nor ``:where()``)."""
     out, todo = [], [selector]
     while todo and len(out) + len(todo) <= _MAX_SELECTORS:
-        s = todo.pop()
+        s = todo.pop(0)
         m = _IS.search(s)
         if m is None:
             out.append(s)
@@ -594,11 +595,15 @@ def _expand_is(selector: str) -> list[str]:
     return out
 
 
-def _selectors(prelude: str, parents: list[str] | None) -> list[str]:
+def _selectors(prelude: str, parents: list[str] | None, budget: list[int]) -> list[str]:
     own = _split_commas(prelude)
     if parents is not None:
         own = [s.replace("&", p) if "&" in s else f"{p} {s}" for p in parents for s in own]
-    return [e for s in own[:_MAX_SELECTORS] for e in _expand_is(s)][:_MAX_SELECTORS]
+    if budget[0] <= 0:
+        return own[:_MAX_SELECTORS]
+    out = [e for s in own[:_MAX_SELECTORS] for e in _expand_is(s)][:_MAX_SELECTORS]
+    budget[0] -= len(out) - min(len(own), _MAX_SELECTORS)
+    return out
 
 
 def flatten(css: str) -> str:
@@ -608,11 +613,11 @@ def flatten(css: str) -> str:
     specificity, the later rule wins."""
     items, _ = _blocks(css, 0, 0)
     out: list[str] = []
-    _emit_ordered(items, None, out)
+    _emit_ordered(items, None, out, [_MAX_EXPANDED])
     return "\n".join(out)
 
 
-def _emit_ordered(items: list, parents: list[str] | None, out: list[str]) -> None:
+def _emit_ordered(items: list, parents: list[str] | None, out: list[str], budget: list[int]) -> None:
     """Like a browser: a rule's own declarations come first, then its nested rules, in source order.
     Only declarations that bear on visibility are kept (the inliner then has far less to write)."""
     declared = [i[1] for i in items if i[0] == "text" and _bears_on_visibility(i[1])] if parents is not None else []
@@ -627,10 +632,11 @@ def _emit_ordered(items: list, parents: list[str] | None, out: list[str]) -> Non
             name = re.split(r"[\s(]", head[1:], maxsplit=1)[0].lower()
             query = head[1 + len(name):]
             if (name == "media" and media_matches(query)) or name in _TRANSPARENT_BLOCKS:
-                _emit_ordered(body, parents, out)
+                _emit_ordered(body, parents, out, budget)
             continue
-        if any(i[0] == "block" or _bears_on_visibility(i[1]) for i in body) and (sels := _selectors(head, parents)):
-            _emit_ordered(body, sels, out)
+        if any(i[0] == "block" or _bears_on_visibility(i[1]) for i in body) and (
+                sels := _selectors(head, parents, budget)):
+            _emit_ordered(body, sels, out, budget)
 
 
 def _bears_on_visibility(declaration: str) -> bool:
