@@ -241,6 +241,15 @@ def test_what_a_browser_hides_is_not_page_text(method):
     assert "PWNED" not in text and NEUTRAL in text and INTRO in text
 
 
+def test_what_a_browser_hides_stays_hidden_in_a_page_too_deep_for_the_tree_parser():
+    # past 256 levels the page is read by the flat tokenizer, which must apply the same rules
+    def deep(method: dict) -> str:
+        return hiding_page({**method, "body": "<div>" * 300 + method["body"] + "</div>" * 300})
+
+    assert [k for k, m in HIDING.items() if "PWNED" in html_to_text(deep(m))] == []
+    assert [k for k, raw in CATALOGUE["visible_controls"].items() if "PWNED" not in html_to_text(deep({"body": raw}))] == []
+
+
 @pytest.mark.parametrize("control", sorted(CATALOGUE["visible_controls"]))
 def test_what_a_browser_shows_stays(control):
     # aria-hidden hides from screen readers, not from the screen; a print-only rule, a child made visible
