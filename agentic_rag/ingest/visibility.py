@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping
 from urllib.parse import unquote_to_bytes
 
 import css_inline
@@ -500,7 +500,7 @@ _IS = re.compile(r":(?:is|where|matches|-webkit-any|-moz-any)\(([^()]*)\)", re.I
 _MAX_NESTING = 32  # blocks nested deeper than this are skipped (no page needs them; recursion stays bounded)
 _MAX_SELECTORS = 256  # per rule, after nesting and :is() are expanded
 _MAX_EXPANDED = 20_000  # selectors a page's nesting and :is() may add in all (the inliner's time grows with them)
-_TRANSPARENT_BLOCKS = ("supports", "layer", "container", "scope", "document", "-moz-document", "starting-style")
+_TRANSPARENT_BLOCKS = ("supports", "layer", "container", "scope", "document", "-moz-document")
 
 
 def _attrs(tag_text: str) -> dict[str, str]:
@@ -657,7 +657,7 @@ def inline_styles(raw: str) -> str:
     try:
         return css_inline.inline(raw, inline_style_tags=False, keep_style_tags=False, keep_link_tags=False,
                                  load_remote_stylesheets=False, resolve_css_variables=True, extra_css=flatten(css))
-    except BaseException as exc:  # noqa: BLE001 - a Rust panic is a BaseException; a hostile page must not end ingestion
+    except BaseException as exc:  # a Rust panic is a BaseException; a hostile page must not end ingestion
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         return raw
