@@ -46,7 +46,7 @@ OFFSCREEN_PX = 500.0
 # Text blurred by a filter of this radius (px) or more cannot be read.
 MAX_READABLE_BLUR_PX = 4.0
 # A box this small (px) with its overflow hidden shows none of its content.
-MAX_CLIPPED_BOX_PX = 1.0
+MAX_CLIPPED_BOX_PX = 4.0
 # Text whose WCAG contrast ratio with its background is below this cannot be read (1.0: same colour).
 MIN_CONTRAST_RATIO = 1.2
 
@@ -322,9 +322,18 @@ def _clipped(decls: Mapping[str, tuple], font_px: float) -> bool:
     for fn in _functions(decls.get("clip-path", ())):
         args = [t for a in _args(fn) for t in a]
         if fn.lower_name == "inset":
-            pct = [float(t.value) for t in args if t.type == "percentage"]
-            if pct and max(pct) >= 50:
-                return True
+            sides = []
+            for t in args:
+                if t.type == "ident" and t.lower_value == "round":
+                    break
+                sides.append(float(t.value) if t.type == "percentage" else 0.0)
+            if 1 <= len(sides) <= 4:  # top [right [bottom [left]]], as margin's shorthand
+                top = sides[0]
+                right = sides[1] if len(sides) > 1 else top
+                bottom = sides[2] if len(sides) > 2 else top
+                left = sides[3] if len(sides) > 3 else right
+                if top + bottom >= 100 or left + right >= 100:
+                    return True
         elif fn.lower_name in ("circle", "ellipse"):
             radii = [t for t in args if not (t.type == "ident" and t.lower_value == "at")][:1 if fn.lower_name == "circle" else 2]
             if radii and all(length_px(t, font_px, 0.0) == 0.0 for t in radii):
@@ -494,7 +503,9 @@ def _unreadable(font_px: float, color, opacity: float, backdrop) -> bool:
 _STYLE_ELEMENT = re.compile(r"<style\b([^>]*)>(.*?)(?:</style\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _LINK = re.compile(r"<link\b[^>]*>", re.IGNORECASE)
 _ATTR = re.compile(r"""([\w:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
-_CSS_TOKEN = re.compile(r"""/\*.*?(?:\*/|\Z)|"(?:[^"\\]|\\.)*(?:"|\Z)|'(?:[^'\\]|\\.)*(?:'|\Z)|\\.|[{};]""", re.DOTALL)
+# what the rule scanner steps over whole: comments, strings, unquoted url(...) (a data: URL holds ";"), escapes
+_CSS_TOKEN = re.compile(r"""/\*.*?(?:\*/|\Z)|"(?:[^"\\]|\\.)*(?:"|\Z)|'(?:[^'\\]|\\.)*(?:'|\Z)|(?i:url)\([^)"']*\)|\\.|[{};]""",
+                        re.DOTALL)
 _COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
 _IS = re.compile(r":(?:is|where|matches|-webkit-any|-moz-any)\(([^()]*)\)", re.IGNORECASE)
 _MAX_NESTING = 32  # blocks nested deeper than this are skipped (no page needs them; recursion stays bounded)
@@ -520,13 +531,22 @@ def style_sheets(raw: str) -> str:
             href = a.get("href", "").strip()
             if "stylesheet" in a.get("rel", "").lower() and href.lower().startswith("data:") and "," in href \
                     and media_matches(a.get("media", "")):
-                head, data = href.split(",", 1)
-                try:
-                    payload = base64.b64decode(data) if head.lower().endswith(";base64") else unquote_to_bytes(data)
-                except ValueError:
-                    continue
-                sheets.append(payload.decode("utf-8", "replace"))
+                sheets.append(_data_url(href))
     return "\n".join(sheets)
+
+
+def _data_url(url: str) -> str:
+    """The text a ``data:`` URL holds ("" when it cannot be decoded)."""
+    head, _, data = url.partition(",")
+    try:
+        payload = base64.b64decode(data) if head.lower().endswith(";base64") else unquote_to_bytes(data)
+    except ValueError:
+        return ""
+    return payload.decode("utf-8", "replace")
+
+
+_IMPORT = re.compile(r"""@import\s+(?:url\(\s*)?["']?(data:[^"')\s]+)["']?\s*\)?\s*([^;]*)""", re.IGNORECASE)
+_MAX_IMPORTS = 16  # data: style sheets a page's style sheets may import (each may import again)
 
 
 def _blocks(css: str, pos: int, depth: int) -> tuple[list, int]:
@@ -613,7 +633,7 @@ def flatten(css: str) -> str:
     specificity, the later rule wins."""
     items, _ = _blocks(css, 0, 0)
     out: list[str] = []
-    _emit_ordered(items, None, out, [_MAX_EXPANDED])
+    _emit_ordered(items, None, out, [_MAX_EXPANDED, _MAX_IMPORTS])
     return "\n".join(out)
 
 
@@ -621,6 +641,11 @@ def _emit_ordered(items: list, parents: list[str] | None, out: list[str], budget
     """Like a browser: a rule's own declarations come first, then its nested rules, in source order.
     Only declarations that bear on visibility are kept (the inliner then has far less to write)."""
     declared = [i[1] for i in items if i[0] == "text" and _bears_on_visibility(i[1])] if parents is not None else []
+    if parents is None:  # @import of a data: style sheet (a remote one is never fetched)
+        for item in items:
+            if item[0] == "text" and (m := _IMPORT.search(item[1])) and budget[1] > 0 and media_matches(m.group(2)):
+                budget[1] -= 1
+                _emit_ordered(_blocks(_data_url(m.group(1)), 0, 0)[0], None, out, budget)
     if declared:
         out.append(f"{', '.join(parents)}{{{';'.join(d.rstrip().rstrip(';') for d in declared)}}}")
     for item in items:
