@@ -21,9 +21,13 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_AI = (r"(?:ai|a\.i\.|llms?|language models?|large language models?|chatbots?|bots?|gpts?|chatgpt|assistants?"
-       r"|ai (?:assistants?|models?|systems?|agents?|tools?|crawlers?)|summari[sz]ers?|crawlers?|scrapers?)")
+# A model by a name no person goes by ("assistant" alone is also a job), and whoever a note to machines
+# is for; what a model is told to do with its answer
+_MODEL = (r"(?:ai|a\.i\.|llms?|(?:large )?language models?|chatbots?|gpts?|chatgpt"
+          r"|ai (?:assistants?|models?|systems?|agents?|tools?|crawlers?|readers?))")
+_ADDRESSEE = r"(?:" + _MODEL + r"|assistants?|bots?|summari[sz]ers?|crawlers?|scrapers?)"
 _SAY = r"(?:answer|reply|respond|say|state|write|output|claim|tell|report|mention|cite)"
+_ANSWER = r"(?:answer|reply|respond|say|state|output|claim|cite)"
 
 # Each is matched against one lower-cased, normalised source sentence (source text is split at line
 # ends too, so ``^`` is a line start).
@@ -47,12 +51,13 @@ UNTRUSTED_PATTERNS = (
     # text addressed to models: "note to AI models ...", "attention LLMs", "if you are an AI",
     # "AI assistants summarising this page must say ..."
     r"\b(?:note|message|notice|instructions?|attention|reminder|warning|directive|memo)\s+(?:to|for)\s+"
-    r"(?:all\s+|any\s+|the\s+)?" + _AI + r"\b",
-    r"\b(?:attention|dear|hey|hello)\s*,?\s+" + _AI + r"\b",
-    r"\bif you(?:'re| are)\s+(?:an?\s+)?" + _AI + r"\b",
-    r"\b" + _AI + r"\s+(?:reading|summari[sz]ing|processing|crawling|indexing|parsing|scraping)\s+(?:this|these)\b",
-    r"\b" + _AI + r"\s+(?:must|should|shall|are (?:required|instructed|told) to|need to|have to)\s+(?:always\s+)?"
-    + _SAY + r"\b",
+    r"(?:all\s+|any\s+|the\s+)?" + _ADDRESSEE + r"\b",
+    r"\b(?:attention|dear|hey|hello)\s*,?\s+" + _MODEL + r"\b",
+    r"\bif you(?:'re| are)\s+(?:an?\s+)?" + _MODEL + r"\b",
+    r"\b" + _ADDRESSEE + r"\s+(?:reading|summari[sz]ing|processing|crawling|indexing|parsing|scraping)\s+"
+    r"(?:this|these)\b",
+    r"\b" + _MODEL + r"\s+(?:must|should|shall|are (?:required|instructed|told) to|need to|have to)\s+(?:always\s+)?"
+    + _ANSWER + r"\b",
     # "begin your answer with", "your answer must be"
     r"\b(?:begin|start|end|prefix)\s+your\s+(?:answer|reply|response|output)\b",
     r"\byour\s+(?:final\s+)?(?:answer|reply|response|output)\s+(?:must|should|shall|has to|needs to)\s+"
@@ -61,7 +66,8 @@ UNTRUSTED_PATTERNS = (
     # "USER: ... ASSISTANT: ..." ("System: Nintendo Switch" in a game's info box is a field, not a turn)
     r"^\W{0,3}(?:assistant|chatbot|chatgpt|gpt|ai assistant)\s*:",
     r"^\W{0,3}(?:system|user|developer|human)\s*(?:prompt|message|note|instructions?)?\s*:\s*(?:you|ignore|always|"
-    r"never|answer|respond|reply|from now|as an?|i am|i'm|(?:the |an? |all |any )?" + _AI + r"\b|models?\b)",
+    r"never|answer|respond|reply|from now|as an?|i am|i'm|(?:the |an? |all |any )?(?:assistant|model|ai|chatbot|bot|llm)s?"
+    r"\s+(?:must|should|shall|will|is to|has to|needs to|may not|cannot)\b)",
     r"\b(?:user|human)\s*:[^\n]{0,300}?\b(?:assistant|ai|gpt|bot)\s*:",
     # special tokens and role headers of chat formats: ChatML, Llama 3, Phi and DeepSeek (<|im_start|>,
     # <|eot_id|>, <|assistant|>), Gemma (<start_of_turn>model), Llama 2 and Mistral ([INST], <<SYS>>,
