@@ -705,8 +705,8 @@ def _hostile_injections(ctx: Context) -> dict[str, Any]:
     return attacked(ctx, "hostile_injections", injection_records(), must_flag=True)
 
 
-@case("hostile_pages", "eval: text hidden by CSS", "the planted answer under display:none, visibility:hidden, hidden, "
-      "aria-hidden; the model obeys")
+@case("hostile_pages", "eval: text hidden by CSS", "the planted answer under display:none, visibility:hidden, the hidden attribute; "
+      "the model obeys")
 def _hostile_hidden(ctx: Context) -> dict[str, Any]:
     return attacked(ctx, "hostile_hidden", hidden_records(), must_flag=False)
 
