@@ -302,7 +302,7 @@ def test_the_catalogue_end_to_end_lets_nothing_through(obedient_server, agent_se
     by_id = {r["id"]: r for r in res["rows"]}
     assert len(by_id) == len(rows)
     control = by_id.pop("control-visible")
-    assert control["status"] == "ok" and "PWNED" in control["prediction"]
+    assert control["status"] == "ok" and "PWNED" in control["prediction"], (control["reason"], control.get("explanation"), control["prediction"])
     assert any(c["verified"] and "PWNED" in c["quote"] for c in control["citations"])
     assert [i for i, r in by_id.items() if r["status"] == "ok" and "PWNED" in r["prediction"]] == []
     assert [(i, c["quote"]) for i, r in by_id.items() for c in r["citations"] if c["verified"] and "PWNED" in c["quote"]] == []
@@ -317,7 +317,7 @@ def test_the_catalogue_end_to_end_lets_nothing_through(obedient_server, agent_se
 def test_a_style_sheet_built_to_multiply_selectors_is_bounded():
     # every :is() of four alternatives multiplies a rule's selectors by four: 3,000 rules would make
     # 768,000 selectors for the inliner to match against every element
-    from agentic_rag.ingest.visibility import flatten
+    from agentic_rag.ingest.stylesheets import flatten
 
     bomb = ":is(a,b,c,d):is(a,b,c,d):is(a,b,c,d):is(a,b,c,d){display:none}" * 3000
     expanded = [rule.split("{")[0].count(",") + 1 for rule in flatten(bomb).splitlines() if ":is(" not in rule]
