@@ -26,7 +26,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from agentic_rag.eval.judge import _fold_word, judge, normalize
+from agentic_rag.eval.judge import fold_word, judge, normalize
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "judge_agreement"
@@ -96,7 +96,7 @@ def main() -> int:
     for key in owners:
         words = key.split()
         if 2 <= len(words) <= 4 and not any(c.isdigit() for c in key):
-            by_first[_fold_word(words[0])].append(key)
+            by_first[fold_word(words[0])].append(key)
     fired = {"same_question": [], "cross_question": []}
     tried = 0
     for pkey, pq in owners.items():
@@ -104,7 +104,7 @@ def main() -> int:
         if len(words) > MAX_PREDICTION_WORDS:
             continue
         pred = shown[pkey]
-        for gkey in {g for w in words for g in by_first.get(_fold_word(w), [])}:
+        for gkey in {g for w in words for g in by_first.get(fold_word(w), [])}:
             if gkey == pkey:
                 continue
             tried += 1

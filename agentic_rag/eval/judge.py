@@ -101,7 +101,7 @@ _NAME_PARTICLES = frozenset("de da das do dos du del della der den van von la le
 _NAME_WORD = re.compile(r"^[^\W\d_][\w'\u2019.-]*$")
 
 
-def _fold_word(word: str) -> str:
+def fold_word(word: str) -> str:
     """Lower case without accents or dots: "Andr\u00e9s" meets "andres", "J." meets "j"."""
     return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c)).strip(".")
 
@@ -114,7 +114,7 @@ def _name_runs(text: str) -> list[list[str]]:
     for raw in re.findall(r"[^\s,;:()\[\]\"/]+|[,;:()\[\]\"/]", str(text)):
         word = raw.rstrip(".") if not re.fullmatch(r"(?:[A-Z]\.)+", raw) else raw
         if _NAME_WORD.match(word) and (word[0].isupper() or (runs[-1] and word in _NAME_PARTICLES)):
-            runs[-1].append(_fold_word(word))
+            runs[-1].append(fold_word(word))
         else:
             runs.append([])
         if raw.endswith(".") and not re.fullmatch(r"(?:[A-Z]\.)+|(?:Jr|Sr|St|Dr|Mr|Mrs|Ms)\.", raw):
@@ -130,7 +130,7 @@ def _name_runs(text: str) -> list[list[str]]:
 
 def _full_name_match(prediction: str, gold: str) -> bool:
     """Does a name in ``prediction`` extend the gold name (every gold word, in order, first word first)?"""
-    g = [_fold_word(w) for w in normalize(gold).split()]
+    g = [fold_word(w) for w in normalize(gold).split()]
     if not 2 <= len(g) <= 4 or any(ch.isdigit() for ch in gold) or g[0] in _NAME_PARTICLES:
         return False
     for run in _name_runs(prediction):
