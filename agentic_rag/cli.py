@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agentic_rag.configuration import Settings, SettingsError, env_warnings
+from agentic_rag.configuration import RemovedSettingWarning, Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.events import clip
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
@@ -37,11 +38,17 @@ DEFAULT_SHARED = Path("../shared/data")
 
 def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
     try:
-        settings = Settings.load(preset=preset, overrides=overrides or [])
+        with warnings.catch_warnings(record=True) as removed:  # a removed setting or preset: one line each
+            warnings.simplefilter("always", RemovedSettingWarning)
+            settings = Settings.load(preset=preset, overrides=overrides or [])
     except SettingsError as exc:
         err.print(f"[red]settings error:[/] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None
-    for warning in env_warnings(settings):
+    for other in [w for w in removed if w.category is not RemovedSettingWarning]:
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    warnings.filterwarnings("ignore", category=RemovedSettingWarning)  # said once, here; not again on a reread
+    for warning in [*dict.fromkeys(str(w.message) for w in removed if w.category is RemovedSettingWarning),
+                    *env_warnings(settings)]:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)

@@ -109,9 +109,7 @@ def run(args) -> dict:
 
     adapter.answer = counted
     settings = Settings.load(overrides=list(args.override))
-    per_query = args.per_query_s or getattr(settings, "CRAG_SECONDS_PER_QUERY", None)
-    if per_query is None:
-        raise SystemExit("error: give --per-query-s (this adapter has no CRAG_SECONDS_PER_QUERY setting)")
+    per_query = args.per_query_s or settings.crag.CRAG_SECONDS_PER_QUERY
     load0 = os.getloadavg()
     t0 = time.monotonic()
     model = adapter.UserModel(system=args.system, settings=settings)

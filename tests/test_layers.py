@@ -40,8 +40,6 @@ APP_PACKAGE = "graphs"
 MAX_LINES = 500
 # Modules allowed over MAX_LINES, each with why it is still one concern.
 LONG_MODULES = {
-    "configuration.py": "the settings model: its sections, one declaration per setting with its unit and meaning, "
-                        "and the few functions that read presets, the environment and overrides into it",
     "cli.py": "the command line: one function per command that parses its options, calls the library and prints "
               "the result; what a command prints at length lives in trace/ and eval/",
 }
