@@ -4,8 +4,6 @@ them into the probe's training report)."""
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from agentic_rag.gate.probe_training import auc, cross_validated_scores
