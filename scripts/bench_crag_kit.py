@@ -176,7 +176,7 @@ def compare_unconstrained(kit: Path, model, questions: list[dict]) -> None:
 
 
 def summary_table(data: dict) -> list[str]:
-    """One row per run (also shown in benchmarks/README.md by bench_report.py)."""
+    """One row per run (bench_report.py copies this table from crag_kit.md into benchmarks/README.md)."""
     out = [
         "| run | adapter | per-query s | init s | batch wall s (limit s) | every batch within | started | answered | accurate / missing / incorrect | same without deadline | files written in the kit | load avg |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",

@@ -32,10 +32,10 @@ Usage:
   python scripts/train_probe.py score --data data/squad200.jsonl --out benchmarks/probe/score_squad200.json
 
 The optional 1.5B generator's probe (benchmarks/probe/qwen2.5-coder-1.5b/) is the same three steps
-with ``--preset qwen-1.5b`` (or ``--model DIR`` for any local folder) and
+with ``--preset default`` (or ``--model DIR`` for any local folder) and
 ``fit --data artifacts/probe/train15.npz --out agentic_rag/data/probes/answerability-qwen2.5-coder-1.5b.json
 --report benchmarks/probe/qwen2.5-coder-1.5b/training.json``. The shipped one holds 1,574 prompts: the
-1,170 of the earlier draws plus ``collect --preset qwen-1.5b --squad 300 --nq 150 --seed 4`` resumed into
+1,170 of the earlier draws plus ``collect --preset default --squad 300 --nq 150 --seed 4`` resumed into
 the same file, fitted with ``--layers 18 --c 0.003`` (the layer the generation calls already return, so
 the cached generations replay unchanged).
 """
