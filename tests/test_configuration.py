@@ -71,6 +71,8 @@ def test_a_removed_setting_is_warned_about_and_ignored_in_every_spelling(tmp_pat
         assert any(m.startswith("setting WORKER_K in ") and "is ignored: it is fixed at 4" in m for m in said), said
         base = Settings.load(preset="default" if "preset" in kwargs else None).public_dump()  # what the rest says
         assert s.public_dump() == {**base, "MAX_WORKERS": 2 if "preset" in kwargs else base["MAX_WORKERS"]}
+    with pytest.warns(RemovedSettingWarning, match="ROUGH_MIN_OVERLAP in override was removed"):  # a LangGraph run's
+        assert Settings.from_runnable_config({"configurable": {"ROUGH_MIN_OVERLAP": 0.5, "thread_id": "t"}})
     monkeypatch.setenv("AGENTIC_RAG_CRAG_ANSWER_TOKENS", "60")
     with pytest.warns(RemovedSettingWarning, match="AGENTIC_RAG_CRAG_ANSWER_TOKENS was removed"):
         Settings.load()

@@ -192,10 +192,11 @@ def _section_name(key: str, source: str) -> str:
 
 
 def _is_setting_key(key: str, value: Any) -> bool:
-    """A ``configurable`` key that names a setting or a section (the rest is LangGraph's or a caller's)."""
+    """A ``configurable`` key that names a setting or a section (the rest is LangGraph's or a caller's);
+    a removed setting counts, so that it is warned about rather than silently dropped."""
     if key.lower() in SECTIONS:
         return isinstance(value, Mapping)
-    return flat_name(key) in FIELD_SECTIONS
+    return flat_name(key) in FIELD_SECTIONS or flat_name(key) in REMOVED_SETTINGS
 
 
 def _canonical(values: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
