@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from agentic_rag.configuration import Settings, SettingsError, env_warnings
+from agentic_rag.configuration import RemovedSettingWarning, Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.errors import UserError
 from agentic_rag.events import clip
@@ -54,8 +55,14 @@ AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --exe
 
 
 def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
-    settings = Settings.load(preset=preset, overrides=overrides or [])
-    for warning in env_warnings(settings):
+    with warnings.catch_warnings(record=True) as removed:  # a removed setting or preset: one line each
+        warnings.simplefilter("always", RemovedSettingWarning)
+        settings = Settings.load(preset=preset, overrides=overrides or [])  # a SettingsError: one line, by the group
+    for other in [w for w in removed if w.category is not RemovedSettingWarning]:
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    warnings.filterwarnings("ignore", category=RemovedSettingWarning)  # said once, here; not again on a reread
+    for warning in [*dict.fromkeys(str(w.message) for w in removed if w.category is RemovedSettingWarning),
+                    *env_warnings(settings)]:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)

@@ -87,7 +87,6 @@ LAYER_CODES = {
 GATE_REASONS = {
     "no_relevant_information": "ABSTAIN_NO_EVIDENCE",
     "scores_too_low": "ABSTAIN_LOW_RETRIEVAL_SCORE",
-    "insufficient_chunks": "ABSTAIN_LOW_RETRIEVAL_SCORE",
     "no_clear_winner": "ABSTAIN_NO_SCORE_GAP",
 }
 

@@ -1,0 +1,54 @@
+"""What the benchmark scripts share: the machine a figure was measured on (CPU, load average), the
+cold indexing of a question set, and the JSON + Markdown pair each benchmark writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+from agentic_rag.configuration import Settings
+
+HIGH_LOAD = 1.0  # load average per core above which a row is flagged as measured on a busy machine
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def load_average() -> list[float]:
+    """The 1-, 5- and 15-minute load averages (the machines benchmarks run on are shared)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def index_all(dataset: str, n: int, settings: Settings) -> dict:
+    """Build every question's index once (cold), timing each: what a full run pays per question."""
+    from agentic_rag.datasets.crag import iter_records
+    from agentic_rag.eval.runner import select
+    from agentic_rag.ingest.ingest import index_for_record
+
+    seconds = []
+    for record in select(iter_records(dataset), n, None):
+        t0 = time.perf_counter()
+        index_for_record(record, settings)
+        seconds.append(time.perf_counter() - t0)
+    return {"questions": len(seconds), "total_s": round(sum(seconds), 2),
+            "median_s": round(statistics.median(seconds), 2), "max_s": round(max(seconds), 2)}
+
+
+def write_outputs(out: str | Path, report: dict, markdown: str) -> None:
+    """OUT.json and OUT.md, and the table on stdout."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".json").write_text(json.dumps(report, indent=2))
+    path.with_suffix(".md").write_text(markdown)
+    print(markdown)
