@@ -39,7 +39,10 @@ APP_PACKAGE = "graphs"
 
 MAX_LINES = 500
 # Modules allowed over MAX_LINES, each with why it is still one concern.
+MAX_LISTED_LINES = 600  # even a module that is one concern is split past this
 LONG_MODULES = {
+    "configuration/sections.py": "the settings' declarations: one per setting, by section, each with its unit and "
+                                 "meaning, and the checks a single section's values must pass",
     "cli.py": "the command line: one function per command that parses its options, calls the library and prints "
               "the result; what a command prints at length lives in trace/ and eval/",
 }
@@ -180,6 +183,8 @@ def test_no_module_is_over_the_line_limit():
     unexplained = {name: n for name, n in long.items() if name not in LONG_MODULES}
     assert not unexplained, f"over {MAX_LINES} lines: {unexplained}; split it by concern (or justify it in LONG_MODULES)"
     assert set(LONG_MODULES) <= set(long), f"no longer long, drop from LONG_MODULES: {set(LONG_MODULES) - set(long)}"
+    too_long = {name: n for name, n in long.items() if n >= MAX_LISTED_LINES}
+    assert not too_long, f"{MAX_LISTED_LINES} lines or more, one concern or not: {too_long}; split it"
 
 
 SCRIPTS, TESTS = ROOT / "scripts", ROOT / "tests"

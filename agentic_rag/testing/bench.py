@@ -52,3 +52,38 @@ def write_outputs(out: str | Path, report: dict, markdown: str) -> None:
     path.with_suffix(".json").write_text(json.dumps(report, indent=2))
     path.with_suffix(".md").write_text(markdown)
     print(markdown)
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files below ``folder`` (0 when it does not exist)."""
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file()) if Path(folder).is_dir() else 0
+
+
+def distribution_closure_bytes(name: str, extras: tuple[str, ...] = ()) -> int:
+    """Bytes on disk of an installed distribution and everything it requires (with ``extras``), each
+    counted once: what installing it into an empty environment takes."""
+    import re
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    seen: dict[str, int] = {}
+    visited: set[tuple[str, tuple[str, ...]]] = set()
+    todo = [(name, extras)]
+    while todo:
+        dist_name, wanted = todo.pop()
+        key = re.sub(r"[-_.]+", "-", dist_name).lower()
+        if (key, wanted) in visited:
+            continue
+        visited.add((key, wanted))
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:
+            continue
+        if key not in seen:
+            seen[key] = sum(f.locate().stat().st_size for f in dist.files or () if f.locate().is_file())
+        for text in dist.requires or ():
+            req = Requirement(text)
+            if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in ("", *wanted)):
+                todo.append((req.name, tuple(sorted(req.extras))))
+    return sum(seen.values())
