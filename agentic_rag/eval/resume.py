@@ -60,7 +60,7 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
     except (FileNotFoundError, json.JSONDecodeError):
         return
     new = json.loads(json.dumps(config, default=str))
-    diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe")}
+    diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe", "decision")}
     a, b = old.get("settings") or {}, new.get("settings") or {}
     diffs |= {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS}
     changed = [f"{k}: {was!r} -> {now!r}" for k, (was, now) in diffs.items() if was != now]

@@ -24,7 +24,9 @@ from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
 from agentic_rag.eval.metrics import summarize
-from agentic_rag.eval.provenance import file_sha256, model_identity, package_versions, probe_identity
+from agentic_rag.eval.provenance import (
+    decision_identity, file_sha256, logprob_report, model_identity, package_versions, probe_identity,
+)
 from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import done_ids, load_rows, repair_last_line
 from agentic_rag.eval.resume import EvalInterrupted, check_resumable
@@ -116,6 +118,7 @@ def run_eval(
         "settings": settings.public_dump(),
         "model": model_identity(settings),
         "probe": probe_identity(system, settings),
+        "decision": decision_identity(system, settings),
         "versions": package_versions(),
         "bad_records": [str(b) for b in report.bad],
     }
@@ -155,6 +158,8 @@ def run_eval(
         raise
     bar.close()
     rows = load_rows(results_path, [r.interaction_id for r in selected])
+    config["logprobs"] = logprob_report(rows)  # known once the drafts are in: did the backend return them?
+    (out / "config.json").write_text(json.dumps(config, indent=2))
     summary = {"system": system, **summarize(rows), "bad_records": len(report.bad)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     write_report(out, summary, rows)

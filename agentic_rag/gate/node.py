@@ -72,6 +72,8 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     probe = state.get("probe") or {}
     if draft and probe.get("status") == "scored":
         signals["answerability"] = probe["answerability"]
+    if draft and state.get("draft_logprobs"):
+        signals.update(state["draft_logprobs"])
     cited_text = signals.pop("_cited_text")
     windows = signals.pop("_support_windows")
     judge_usage: dict[str, Any] = {}
@@ -178,7 +180,7 @@ def _read_final_check(state: RAGState, model, settings: Settings, signals: dict[
 
 def needs_final_check(decision: Decision, signals: dict[str, Any], settings: Settings) -> bool:
     """A draft about to be shown goes through the final check once, when the verifier is on."""
-    return (decision.reason == "STOP_OVERLAP_OK" and settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED
+    return ((decision.reason == "STOP_OVERLAP_OK" or getattr(decision, "verify", False)) and settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED
             and "verified_score" not in signals)
 
 
