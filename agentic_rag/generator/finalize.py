@@ -313,6 +313,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
             decision["reason"], signals, state.get("validation") or {}, settings, confidence, requests,
             state.get("llm_error"), question=state["question"], draft=state.get("draft", ""),
         )
+        explanation = decision.get("explanation") or explanation  # a fitted decision words its own refusal
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(
             **common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
