@@ -52,6 +52,7 @@ FEATURE_REASONS: dict[str, tuple[str, str]] = {
     VERIFIER_FEATURE: ("ABSTAIN_NOT_VERIFIED", "asked whether the quoted sentences state it, the model itself gives {:.0%}"),
 }
 CANDIDATE_FEATURES = tuple(k for k in FEATURE_REASONS if k != VERIFIER_FEATURE)
+FITTED_REASONS = ("STOP_FITTED", "ABSTAIN_LOW_CONFIDENCE")  # codes only the fitted policy gives
 
 
 class DecisionMismatchError(ValueError):
