@@ -194,6 +194,7 @@ def test_a_confident_draft_stops_without_the_verifier(agent_settings, tmp_path):
     result, fake, rows = run(s, [SUPPORTED])
     assert result.status == "ok" and result.reason == "STOP_FITTED"
     assert len(fake.calls) == 1  # P = sigmoid(1 + 4 * 0.5) is far above the cut: no verifier call
+    assert rows[-1]["reason"] == "STOP_FITTED" and rows[-1]["p_right"] == round(1 / (1 + math.exp(-3.0)), 4)
 
 
 def test_an_unlikely_draft_is_refused_with_the_signal_that_pulled_p_down(agent_settings, tmp_path):

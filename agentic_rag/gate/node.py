@@ -228,6 +228,7 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "support_verdict": signals.get("support_verdict"),
         "quote_answerability": signals.get("quote_answerability"),
         "verified_score": signals.get("verified_score"),
+        "p_right": getattr(decision, "p_right", None),  # GATE_POLICY=fitted (gate/fitted.py)
         "untrusted_sources": [u["n"] for u in signals.get("untrusted_sources", [])],
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
