@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", action="append", required=True, help="BACKEND=RUN_DIR (repeatable), e.g. local-0.5b=artifacts/fit/run")
+    ap.add_argument("--run", action="append", required=True,
+                    help="BACKEND=RUN_DIR (repeatable), e.g. local-0.5b=artifacts/calibration/decision/run")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "decision")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

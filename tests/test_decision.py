@@ -305,3 +305,19 @@ def test_calibrate_fit_refuses_a_small_or_one_sided_split_in_one_line(settings, 
 def test_the_old_sweep_still_needs_its_options(tmp_path):
     res = CliRunner().invoke(app, ["calibrate", "--dataset", "x.jsonl"])
     assert res.exit_code == 2 and "--param" in res.output
+
+
+def test_calibrate_fit_runs_the_agent_under_the_thresholds_then_judges_its_drafts(agent_settings, tmp_path):
+    """The run path: one agent run on the split (hand-set thresholds, whatever GATE_POLICY says), then
+    the refusal of a split too small to fit, with the run kept for a later --run."""
+    from agentic_rag.eval.decision_fit import calibrate_fit
+    from tests.fakes import ScriptedChat
+    from tests.test_eval_runner import dataset
+
+    s = fitted(agent_settings, tmp_path, intercept=-9.0)  # a fitted policy would refuse every draft
+    fake = ScriptedChat(replies=[SUPPORTED])
+    with pytest.raises(DevSplitError, match="gave 3 drafts"):
+        calibrate_fit(s, tmp_path / "fit", dataset(tmp_path, n=3), extra_config={"llm": fake})
+    rows = [json.loads(x) for x in (tmp_path / "fit" / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["reason"] for r in rows] == ["STOP_OVERLAP_OK"] * 3
+    assert [r["judgement"] for r in draft_records(rows)] == ["right", "unanswerable", "right"]

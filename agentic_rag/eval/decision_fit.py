@@ -108,9 +108,9 @@ def check_split(records: list[dict[str, Any]]) -> None:
         raise DevSplitError(f"the development split gave {len(records)} drafts; a fitted decision needs at least "
                             f"{MIN_DRAFTS} (use a larger split, e.g. --n)")
     if min(right, wrong) < MIN_PER_CLASS:
-        side = "right" if wrong < MIN_PER_CLASS else "wrong"
+        scarce = "wrong" if wrong < MIN_PER_CLASS else "right"
         raise DevSplitError(f"the development split is one-sided: {right} right and {wrong} wrong drafts (at least "
-                            f"{MIN_PER_CLASS} of each are needed); add questions the model gets {'wrong' if side == 'right' else 'right'}")
+                            f"{MIN_PER_CLASS} of each are needed); add questions the model gets {scarce}")
 
 
 def _matrix(records: list[dict[str, Any]], features: list[str]) -> tuple[np.ndarray, np.ndarray, list[float]]:
@@ -300,7 +300,8 @@ def fit_from_rows(rows: list[dict[str, Any]], settings, out_dir: Path, dev: dict
     y = [int(r["right"]) for r in records]
     name = decision.meta["model_identity"].get("model", "model") if decision.meta.get("model_identity") else "model"
     plots = [str(plot_reliability(oof["base"], y, out_dir / "reliability.png", f"Reliability of the fitted P ({name})")),
-             str(plot_risk_coverage(records, oof["base"], out_dir / "risk_coverage.png", f"Risk-coverage on dev drafts ({name})"))]
+             str(plot_risk_coverage(records, oof["base"], out_dir / "risk_coverage.png",
+                                    f"Risk-coverage on dev drafts ({name})"))]
     return {"decision_file": str(decision_path), "plots": plots, "features": decision.features,
             "chosen": decision.meta["cv"]["chosen"], "why": decision.meta["cv"]["why"], "cv": decision.meta["cv"],
             "cv_verified": decision.meta["cv_verified"], "drafts": len(records), "judgements": decision.meta["judgements"],

@@ -188,7 +188,8 @@ def _load(path: str) -> DecisionFile:
     try:
         return DecisionFile.from_dict(json.loads(Path(path).read_text()))
     except FileNotFoundError:
-        raise FileNotFoundError(f"decision file {path} not found (DECISION_FILE); write one with `agentic-rag calibrate --fit`") from None
+        raise FileNotFoundError(f"decision file {path} not found (DECISION_FILE); "
+                                "write one with `agentic-rag calibrate --fit`") from None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{path} is not a decision file: {exc}") from None
 

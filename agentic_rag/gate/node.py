@@ -180,7 +180,8 @@ def _read_final_check(state: RAGState, model, settings: Settings, signals: dict[
 
 def needs_final_check(decision: Decision, signals: dict[str, Any], settings: Settings) -> bool:
     """A draft about to be shown goes through the final check once, when the verifier is on."""
-    return ((decision.reason == "STOP_OVERLAP_OK" or getattr(decision, "verify", False)) and settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED
+    about_to_stop = decision.reason == "STOP_OVERLAP_OK" or getattr(decision, "verify", False)  # fitted: the grey zone
+    return (about_to_stop and settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED
             and "verified_score" not in signals)
 
 
