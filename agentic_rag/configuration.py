@@ -354,7 +354,10 @@ class BAUGSettings(_Section):
         "How a draft is judged: the hand-set thresholds above, or one fitted P(the answer is right | signals) from "
         "DECISION_FILE compared with the cut WRONG_ANSWER_COST implies.",
     )
-    DECISION_FILE: Path | None = setting(None, "path", "Decision file written by `agentic-rag calibrate --fit` (GATE_POLICY=fitted).")
+    DECISION_FILE: Path | None = setting(
+        None, "path", "Decision file written by `agentic-rag calibrate --fit` (GATE_POLICY=fitted); None = the one "
+        "shipped for the packaged model, where one ships.",
+    )
     WRONG_ANSWER_COST: float = setting(
         1.0, "points",
         "What a wrong answer costs against +1 for a right one and 0 for a refusal (CRAG: 1); the fitted policy answers "

@@ -321,3 +321,14 @@ def test_calibrate_fit_runs_the_agent_under_the_thresholds_then_judges_its_draft
     rows = [json.loads(x) for x in (tmp_path / "fit" / "run" / "results.jsonl").read_text().splitlines()]
     assert [r["reason"] for r in rows] == ["STOP_OVERLAP_OK"] * 3
     assert [r["judgement"] for r in draft_records(rows)] == ["right", "unanswerable", "right"]
+
+
+def test_without_decision_file_the_packaged_models_shipped_decision_is_read(settings, tmp_path, monkeypatch):
+    import agentic_rag.gate.fitted as fitted_module
+
+    monkeypatch.setattr(fitted_module, "DECISIONS_DIR", tmp_path)
+    s = settings.replace(GATE_POLICY="fitted")  # the fast preset: the packaged 0.5B
+    with pytest.raises(ValueError, match="no decision ships for this model"):
+        configured_decision(s)
+    write_decision(tmp_path / "decision-qwen2.5-coder-0.5b.json", s, 0.0)
+    assert configured_decision(s).features == ["overlap_est"]

@@ -67,9 +67,14 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
 
 def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
     """The decision file a ``GATE_POLICY=fitted`` agent run reads (its content decides like a setting)."""
-    if system != "agent" or settings.baug.GATE_POLICY != "fitted" or settings.baug.DECISION_FILE is None:
+    if system != "agent" or settings.baug.GATE_POLICY != "fitted":
         return None
-    path = Path(settings.baug.DECISION_FILE)
+    from agentic_rag.gate.fitted import configured_decision_path
+
+    try:
+        path = configured_decision_path(settings)
+    except ValueError:
+        return None
     return {"path": str(path), "sha256": file_sha256(path) if path.is_file() else None}
 
 

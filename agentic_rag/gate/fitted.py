@@ -195,12 +195,24 @@ def _load(path: str) -> DecisionFile:
 
 
 def configured_decision(settings) -> DecisionFile:
-    """The decision file ``DECISION_FILE`` names, checked against the configured model and backend."""
-    if settings.baug.DECISION_FILE is None:
-        raise ValueError("GATE_POLICY=fitted needs DECISION_FILE (written by `agentic-rag calibrate --fit`)")
-    decision = load_decision(settings.baug.DECISION_FILE)
+    """The decision file a run reads, checked against the configured model and backend."""
+    decision = load_decision(configured_decision_path(settings))
     decision.check(model_key(settings), available_features(settings))
     return decision
+
+
+def configured_decision_path(settings) -> Path:
+    """``DECISION_FILE``, else the decision shipped for the packaged model (agentic_rag/data/decisions)."""
+    from agentic_rag.llm.packaged import PACKAGED_MODELS
+
+    if settings.baug.DECISION_FILE is not None:
+        return Path(settings.baug.DECISION_FILE)
+    spec = PACKAGED_MODELS.get(settings.llm.LLM_MODEL) if settings.llm.LLM_BACKEND == "local" else None
+    shipped = DECISIONS_DIR / spec.probe_file.replace("answerability-", "decision-") if spec else None
+    if shipped is None or not shipped.is_file():
+        raise ValueError("GATE_POLICY=fitted needs DECISION_FILE (no decision ships for this model): "
+                         "write one with `agentic-rag calibrate --fit`")
+    return shipped
 
 
 @dataclass(frozen=True)
