@@ -326,7 +326,7 @@ def calibrate_fit(settings, out_dir: str | Path, dataset: str | Path | None = No
                   extra_config: dict[str, Any] | None = None) -> dict[str, Any]:
     """``calibrate --fit``: run the agent once on ``dataset`` under the hand-set thresholds (or read the
     run folder ``run_dir``) and fit the decision on its drafts."""
-    from agentic_rag.eval.provenance import model_identity
+    from agentic_rag.eval.provenance import logprob_report, model_identity
     from agentic_rag.eval.resume import _identity
     from agentic_rag.eval.results import read_results
     from agentic_rag.eval.runner import run_eval
@@ -352,7 +352,8 @@ def calibrate_fit(settings, out_dir: str | Path, dataset: str | Path | None = No
     if ran != now:
         raise ValueError(f"{run_dir} was run with model {ran}; the configured model is {now}")
     dev = {"dataset": config.get("dataset"), "dataset_sha256": config.get("dataset_sha256"), "questions": len(rows),
-           "run": str(run_dir), "model": config.get("model"), "logprobs": config.get("logprobs")}
+           "run": str(run_dir), "model": config.get("model"),
+           "logprobs": config.get("logprobs") or logprob_report(rows)}  # an unfinished run has not written it
     return fit_from_rows(rows, settings, out, dev, Path(decision_path) if decision_path else None)
 
 
