@@ -76,7 +76,9 @@ def draft_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fill_verdicts(records: list[dict[str, Any]], rows: list[dict[str, Any]], settings) -> int:
-    """The verifier's P(yes) for every draft the run did not verify; how many calls that took."""
+    """The verifier's P(yes) for every draft the run did not verify; how many calls that took. It reads
+    the sentences the draft quoted, as at run time; a result row keeps no cited text, so a draft that
+    quoted nothing is asked about an empty evidence (at run time: the first cited characters)."""
     from agentic_rag.gate.judge import VERIFY_STAGE, verify_messages, yes_probability
 
     by_id = {r["id"]: r for r in rows}
