@@ -66,6 +66,13 @@ def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool =
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)
+    if needs_llm and settings.baug.GATE_POLICY == "fitted":  # a decision for another model fails now, in one line
+        from agentic_rag.gate.fitted import configured_decision
+
+        try:
+            configured_decision(settings)
+        except (ValueError, FileNotFoundError) as exc:
+            _fail(str(exc))
     if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
         get_graph("agent", settings)
     return settings
@@ -330,19 +337,29 @@ def compare_cmd(
 
 @app.command("calibrate")
 def calibrate_cmd(
-    dataset: Annotated[str, typer.Option("--dataset", help="A development split (never the test split).")],
-    param: Annotated[str, typer.Option("--param", help="Setting to sweep, e.g. RETRIEVAL_MIN_SCORE.")],
-    values: Annotated[str, typer.Option("--values", help="Comma-separated values, e.g. 0.2,0.3,0.4.")],
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="A development split (never the test split).")] = None,
+    param: Annotated[Optional[str], typer.Option("--param", help="Setting to sweep, e.g. RETRIEVAL_MIN_SCORE.")] = None,
+    values: Annotated[Optional[str], typer.Option("--values", help="Comma-separated values, e.g. 0.2,0.3,0.4.")] = None,
     system: Annotated[str, typer.Option("--system")] = "agent",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     out: Annotated[Optional[Path], typer.Option("--out")] = None,
     max_false_refusal: Annotated[float, typer.Option("--max-false-refusal")] = 0.15,
+    fit: Annotated[bool, typer.Option("--fit", help="Fit the decision GATE_POLICY=fitted reads, instead of a sweep.")] = False,
+    run: Annotated[Optional[Path], typer.Option("--run", help="With --fit: fit on this agent run folder, not a new run.")] = None,
+    decision_file: Annotated[Optional[Path], typer.Option("--decision-file", help="With --fit: where the decision "
+                                                          "file goes (default OUT/decision.json).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible sample of n.")] = None,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
-    """Sweep a threshold; report accuracy, refusal and false-refusal rates and the CRAG score per value."""
+    """Sweep a threshold (--param/--values): accuracy, refusal and false-refusal rates and the CRAG score
+    per value. Or, with --fit, run the agent once and fit one calibrated P(the answer is right | signals)."""
+    if fit:
+        return _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override)
     from agentic_rag.eval.calibrate import calibrate, parse_values, to_markdown
 
+    if not (dataset and param and values):
+        _fail("a sweep needs --dataset, --param and --values (or give --fit)")
     settings = _settings(preset, override, needs_llm=True)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / param.upper()
     try:
@@ -351,6 +368,19 @@ def calibrate_cmd(
         _fail(str(exc))
     console.print(to_markdown(report))
     console.print(f"sweep written to {out}")
+
+
+def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override) -> None:
+    from agentic_rag.eval.decision_fit import calibrate_fit, to_markdown
+
+    settings = _settings(preset, override, needs_llm=True)
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / "decision"
+    try:
+        report = calibrate_fit(settings, out, dataset, run, n, seed, decision_file)
+    except (ValueError, SettingsError, DataError, FileNotFoundError) as exc:  # DevSplitError is a ValueError
+        _fail(str(exc))
+    (out / "fit.json").write_text(json.dumps(report, indent=2))
+    console.print(to_markdown(report), highlight=False)
 
 
 @app.command("graph")

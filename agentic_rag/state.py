@@ -231,6 +231,10 @@ class Signals(SchemaTypedDict, total=False):
     support_verdict: float
     support_verdict_skipped: str
     verified_score: float | None
+    lp_mean: float | None  # the draft's mean token log-probability (nats; llm/logprobs.py)
+    lp_min: float | None  # its least likely token's log-probability (nats)
+    p_first: float | None  # the probability of its first token
+    logprobs: str  # whether the backend returned them
 
 
 class BAUGDecision(SchemaTypedDict, total=False):
@@ -253,6 +257,7 @@ class RAGState(TypedDict, total=False):
     passages: list[Passage]
     bundle: Bundle
     draft: str
+    draft_logprobs: dict[str, Any]  # the draft's token log-probability signals (llm/logprobs.py)
     llm_error: dict[str, Any]  # the model was unavailable: url, last error, attempts (LLMUnavailableError)
     # accounting (reducers make parallel branches add up)
     usage: Annotated[dict[str, Any], merge_usage]

@@ -3,6 +3,7 @@
 import pytest
 
 from agentic_rag.configuration import Settings
+from agentic_rag.gate.fitted import FITTED_REASONS
 from agentic_rag.gate.policy import ACTIONS, REASONS, Flags, decide
 
 S = Settings.load(preset="fast")  # COVERAGE_MIN 0.5: the default 0 would leave the coverage routes unreachable
@@ -56,7 +57,7 @@ def test_decision_table(reason, signals, f):
 
 def test_every_reason_and_action_is_reachable():
     seen = {decide(sig, f, S).reason for _, sig, f in CASES}
-    assert seen == set(REASONS)
+    assert seen == set(REASONS) - set(FITTED_REASONS)  # those: tests/test_decision.py
     assert {REASONS[r] for r in seen} == set(ACTIONS)
 
 

@@ -328,6 +328,31 @@ class BAUGSettings(_Section):
         "off", "choice", "LLM grounding judge: off, or only for gray-zone signals (counted as stage 'judge')."
     )
     JUDGE_MAX_CALLS_PER_Q: int = setting(1, "calls", "LLM judge calls per question at most.", ge=0)
+    # -- the fitted decision (gate/fitted.py, fitted by `agentic-rag calibrate --fit`) --------------
+    GATE_POLICY: Literal["thresholds", "fitted"] = setting(
+        "thresholds", "choice",
+        "How a draft is judged: the hand-set thresholds above, or one fitted P(the answer is right | signals) from "
+        "DECISION_FILE compared with the cut WRONG_ANSWER_COST implies.",
+    )
+    DECISION_FILE: Path | None = setting(
+        None, "path", "Decision file written by `agentic-rag calibrate --fit` (GATE_POLICY=fitted); None = the one "
+        "shipped for the packaged model, where one ships.",
+    )
+    WRONG_ANSWER_COST: float = setting(
+        1.0, "points",
+        "What a wrong answer costs against +1 for a right one and 0 for a refusal (CRAG: 1); the fitted policy answers "
+        "when P(right) > cost / (1 + cost).", gt=0.0,
+    )
+    GREY_ZONE_WIDTH: float = setting(
+        0.1, "probability",
+        "Within this distance of the cut the fitted policy retrieves more, reflects or asks the verifier (while the "
+        "budget allows) instead of deciding at once.", ge=0.0, le=0.5,
+    )
+    REQUEST_LOGPROBS: bool = setting(
+        True, "on/off",
+        "Ask the model for its tokens' log-probabilities (the draft's confidence signals; the verifier's P(yes) "
+        "from top_logprobs on a server). Turn off for a server that rejects the parameter.",
+    )
 
 
 class BudgetSettings(_Section):

@@ -1,5 +1,6 @@
 """What a run records about where its answers came from: the model's identity (weights hash or
-endpoint), the answerability probe file it read, package versions and file hashes (config.json).
+endpoint), the answerability probe and decision files it read, whether the backend returned token
+log-probabilities, package versions and file hashes (config.json).
 
 A resume compares these with the folder's own (eval/resume.py): two runs of the same settings on other
 weights are not the same run.
@@ -62,6 +63,34 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
 
     path = configured_probe_path(settings, str(resolve_local_model(settings)))
     return {"path": str(path), "sha256": file_sha256(path) if path.is_file() else None}
+
+
+def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
+    """The decision file a ``GATE_POLICY=fitted`` agent run reads (its content decides like a setting)."""
+    if system != "agent" or settings.baug.GATE_POLICY != "fitted":
+        return None
+    from agentic_rag.gate.fitted import configured_decision_path
+
+    try:
+        path = configured_decision_path(settings)
+    except ValueError:
+        return None
+    return {"path": str(path), "sha256": file_sha256(path) if path.is_file() else None}
+
+
+def logprob_report(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Whether the backend returned the drafts' token log-probabilities (a server that ignores the request,
+    as ``transformers serve`` does, leaves the fitted decision without those signals): counts by status."""
+    from collections import Counter
+
+    from agentic_rag.llm.logprobs import NOT_RETURNED, RETURNED
+
+    counts = Counter((r.get("signals") or {}).get("logprobs") for r in rows if r.get("draft"))
+    counts.pop(None, None)
+    status = ("returned" if counts.get(RETURNED) and not counts.get(NOT_RETURNED) else
+              "not returned" if counts.get(NOT_RETURNED) and not counts.get(RETURNED) else
+              "partly returned" if counts.get(RETURNED) else "not requested" if counts else "no drafts")
+    return {"status": status, "drafts": dict(counts)}
 
 
 def file_sha256(path: Path) -> str:

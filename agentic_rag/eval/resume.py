@@ -62,7 +62,7 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
     except (FileNotFoundError, json.JSONDecodeError):
         return
     new = json.loads(json.dumps(config, default=str))
-    diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe")}
+    diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe", "decision")}
     a, b = old.get("settings") or {}, new.get("settings") or {}
     diffs |= {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS
               and not (k in REMOVED_SETTINGS and k not in b and a.get(k) == REMOVED_SETTINGS[k][0])}  # now a constant

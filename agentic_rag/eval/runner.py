@@ -27,7 +27,9 @@ from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
 from agentic_rag.eval.lock import RunFolderBusy, RunLock, describe
 from agentic_rag.eval.metrics import run_summary
-from agentic_rag.eval.provenance import file_sha256, model_identity, package_versions, probe_identity
+from agentic_rag.eval.provenance import (
+    decision_identity, file_sha256, logprob_report, model_identity, package_versions, probe_identity,
+)
 from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import done_ids, load_rows, read_results, set_aside_bad_lines
 from agentic_rag.eval.resume import EvalInterrupted, check_resumable
@@ -146,6 +148,7 @@ def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, syste
         "settings": settings.public_dump(),
         "model": model_identity(settings),
         "probe": probe_identity(system, settings),
+        "decision": decision_identity(system, settings),
         "versions": package_versions(),
         "bad_records": [str(b) for b in report.bad],
     }
@@ -185,6 +188,8 @@ def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, syste
         raise
     bar.close()
     rows = load_rows(results_path, [r.interaction_id for r in selected])
+    config["logprobs"] = logprob_report(rows)  # known once the drafts are in: did the backend return them?
+    (out / "config.json").write_text(json.dumps(config, indent=2))
     summary = run_summary(system, rows, len(report.bad))
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     write_report(out, summary, rows)

@@ -2,7 +2,9 @@
 
 Both ask the generator one yes/no question and read the answer as P(yes). With the in-process
 backend that probability comes from one prefill (no decoding): the model's first-token split between
-"yes" and "no". Other backends decode a few tokens, and "yes" reads as 1.0, anything else as 0.0.
+"yes" and "no"; an OpenAI-compatible server gives the same split from its first token's ``top_logprobs``.
+A backend that returns no log-probabilities decodes a few tokens, and "yes" reads as 1.0, anything
+else as 0.0.
 
 * Gray-zone judge (``JUDGE_POLICY=gray_zone``): when the code signals are undecided (support between
   ``REFLECT_MIN_OVERLAP`` and what STOP needs), its score is averaged into ``faith_est``; it never
@@ -25,6 +27,7 @@ from typing import Any
 from agentic_rag.gate.signals import supported_quotes
 from agentic_rag.llm.calls import call_model, prompt_cost
 from agentic_rag.llm.factory import get_chat_model
+from agentic_rag.llm.logprobs import TOP_LOGPROBS, first_token_split, request_kwargs
 from agentic_rag.prompts import messages_for
 from agentic_rag.text import strip_markup
 
@@ -59,8 +62,10 @@ def choice_probabilities(messages: list, settings, stage: str, choices: list[str
     """How the model splits its reply among ``choices``, and the call's usage under ``stage``.
 
     The in-process backend reads the split from one prefill (first-token probabilities, no decoding);
-    other backends decode up to ``max_output_tokens`` and the first choice the reply opens with gets
-    1.0 (a reply that opens with none of them reads as all zeros)."""
+    an OpenAI-compatible server is asked for its first token's ``top_logprobs`` and the split is read
+    from them; a server that returns none (``transformers serve``) or a backend without them decodes
+    up to ``max_output_tokens`` and the first choice the reply opens with gets 1.0 (a reply that opens
+    with none of them reads as all zeros)."""
     from agentic_rag.llm.local import ChatLocalTransformers
 
     capped = settings.replace(MAX_OUTPUT_TOKENS=max_output_tokens)
@@ -68,7 +73,11 @@ def choice_probabilities(messages: list, settings, stage: str, choices: list[str
     if isinstance(llm, ChatLocalTransformers):
         message, usage = call_model(messages, capped, stage, llm, score_choices=list(choices))
         return {c: float(p) for c, p in message.response_metadata["choice_probs"].items()}, usage
-    message, usage = call_model(messages, capped, stage, llm)
+    asked = request_kwargs(llm, settings)  # a server that returns log-probabilities: read the split, not a word
+    message, usage = call_model(messages, capped, stage, llm, **({**asked, "top_logprobs": TOP_LOGPROBS} if asked else {}))
+    split = first_token_split(message, choices) if asked else None
+    if split is not None:
+        return split, usage
     opened = re.match(r"^\W*(\w+)", str(message.content))
     word = opened.group(1).lower() if opened else ""
     return {c: float(word == c.lower()) for c in choices}, usage

@@ -72,6 +72,8 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     probe = state.get("probe") or {}
     if draft and probe.get("status") == "scored":
         signals["answerability"] = probe["answerability"]
+    if draft and state.get("draft_logprobs"):
+        signals.update(state["draft_logprobs"])
     cited_text = signals.pop("_cited_text")
     windows = signals.pop("_support_windows")
     judge_usage: dict[str, Any] = {}
@@ -178,7 +180,8 @@ def _read_final_check(state: RAGState, model, settings: Settings, signals: dict[
 
 def needs_final_check(decision: Decision, signals: dict[str, Any], settings: Settings) -> bool:
     """A draft about to be shown goes through the final check once, when the verifier is on."""
-    return (decision.reason == "STOP_OVERLAP_OK" and settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED
+    about_to_stop = decision.reason == "STOP_OVERLAP_OK" or getattr(decision, "verify", False)  # fitted: the grey zone
+    return (about_to_stop and settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED
             and "verified_score" not in signals)
 
 
@@ -226,6 +229,7 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "support_verdict": signals.get("support_verdict"),
         "quote_answerability": signals.get("quote_answerability"),
         "verified_score": signals.get("verified_score"),
+        "p_right": getattr(decision, "p_right", None),  # GATE_POLICY=fitted (gate/fitted.py)
         "untrusted_sources": [u["n"] for u in signals.get("untrusted_sources", [])],
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),

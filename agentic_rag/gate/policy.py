@@ -48,6 +48,7 @@ REASONS = {
     "STOP_OVERLAP_OK": STOP,
     "STOP_NO_NEW_HITS": STOP,
     "STOP_LOW_BUDGET": STOP,
+    "STOP_FITTED": STOP,  # GATE_POLICY=fitted: P(right) above the cut (gate/fitted.py)
     "RETRIEVE_MISSING_ANCHORS": RETRIEVE_MORE,
     "REFLECT_LOW_FAITH": REFLECT,
     "ABSTAIN_MISSING_ANCHORS": ABSTAIN,
@@ -65,6 +66,7 @@ REASONS = {
     "ABSTAIN_LLM_UNAVAILABLE": ABSTAIN,
     "ABSTAIN_EMPTY_ANSWER": ABSTAIN,
     "ABSTAIN_EXTENSION_FAILED": ABSTAIN,  # set by the extension's own node, never by these rules
+    "ABSTAIN_LOW_CONFIDENCE": ABSTAIN,  # GATE_POLICY=fitted: the draft's token log-probabilities pulled P down most
     "AMBIGUOUS_OPTIONS": ABSTAIN,
 }
 
@@ -83,6 +85,7 @@ LAYER_CODES = {
     "ABSTAIN_LLM_UNAVAILABLE": "llm_unavailable",
     "ABSTAIN_EMPTY_ANSWER": "empty_answer",
     "ABSTAIN_EXTENSION_FAILED": "extension_failed",
+    "ABSTAIN_LOW_CONFIDENCE": "not_grounded",
 }
 GATE_REASONS = {
     "no_relevant_information": "ABSTAIN_NO_EVIDENCE",
@@ -194,6 +197,10 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return _decide("ABSTAIN_EMPTY_ANSWER" if flags.empty_draft else "ABSTAIN_LOW_BUDGET")
     if flags.hedging and settings.baug.HEDGING_ENABLED:
         return _decide("ABSTAIN_HEDGING")
+    if settings.baug.GATE_POLICY == "fitted":  # one fitted P(right) instead of the thresholds below
+        from agentic_rag.gate.fitted import decide_fitted
+
+        return decide_fitted(signals, flags, settings)
     answerability = signals.get("answerability")
     verdict = signals.get("verified_score")  # only present when every other check let the draft through
     verified = verdict is None or not settings.baug.GROUNDING_ENABLED or verdict >= settings.baug.VERIFIER_MIN

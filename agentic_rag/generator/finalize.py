@@ -319,6 +319,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
             state.get("llm_error"), question=state["question"], draft=state.get("draft", ""),
             extension_error=state.get("extension_error"),
         )
+        explanation = decision.get("explanation") or explanation  # a fitted decision words its own refusal
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(
             **common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",

@@ -9,7 +9,8 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.budget import question_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.probe import probe_request, read_probe
-from agentic_rag.llm.calls import call_generator, call_model, model_from
+from agentic_rag.llm.calls import call_model, model_from
+from agentic_rag.llm.logprobs import reply_signals, request_kwargs
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
 from agentic_rag.prompts import answer_messages, reflect_request
@@ -26,12 +27,14 @@ def _generate(state: RAGState, config: RunnableConfig, with_probe: bool) -> dict
     model = model_from(config, settings)
     # the probe's state comes from this same call's prefill; a graph without BAUG has no use for it
     request = probe_request(model, settings) if with_probe else {"status": "off"}
+    scored = request_kwargs(model, settings) if with_probe else {}  # the draft's token log-probabilities
     try:
         with llm_deadline(question_deadline(state, settings)):
-            message, usage = call_model(messages, settings, "generation", model, **request.get("kwargs", {}))
+            message, usage = call_model(messages, settings, "generation", model, **request.get("kwargs", {}), **scored)
     except LLMUnavailableError as exc:
         return {"draft": "", "llm_error": exc.to_dict(), "probe": {"status": "skipped", "why": "llm_unavailable"}}
-    return {"draft": str(message.content).strip(), "usage": usage, "probe": read_probe(message, request)}
+    return {"draft": str(message.content).strip(), "usage": usage, "probe": read_probe(message, request),
+            **({"draft_logprobs": reply_signals(message, scored)} if with_probe else {})}
 
 
 @timed(Node.GENERATE)
@@ -53,9 +56,12 @@ def generate_plain_node(state: RAGState, config: RunnableConfig) -> dict[str, An
 @timed(Node.REFLECT)
 def reflect_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     settings = Settings.from_runnable_config(config)
+    model = model_from(config, settings)
+    scored = request_kwargs(model, settings)
     try:
         with llm_deadline(question_deadline(state, settings)):
-            revised, usage = call_generator(reflect_request(state), settings, "reflect", model_from(config, settings))
+            message, usage = call_model(reflect_request(state), settings, "reflect", model, **scored)
     except LLMUnavailableError as exc:  # the draft stays; BAUG refuses, as the revision it asked for is missing
         return {"reflected": True, "llm_error": exc.to_dict()}
-    return {"draft": revised, "usage": usage, "reflected": True}
+    return {"draft": str(message.content).strip(), "usage": usage, "reflected": True,
+            "draft_logprobs": reply_signals(message, scored)}

@@ -22,7 +22,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field, PrivateAttr, model_validator
-from transformers import StoppingCriteria
+from transformers import LogitsProcessor, StoppingCriteria
 
 from agentic_rag import usable_cpus
 from agentic_rag.budget import current_deadline, hard_deadline, stop_modules_at_deadline
@@ -98,6 +98,30 @@ class _StopOnStrings(StoppingCriteria):
         text = self.tokenizer.decode(input_ids[0, self.prompt_len :], skip_special_tokens=True)
         done = any(stop in text for stop in self.stops)
         return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+class _RecordLogprobs(LogitsProcessor):
+    """Each generated token's log-probability, kept as decoding goes: one vocabulary-sized vector at a
+    time, where ``output_scores`` would keep one per generated token until the end. It runs after the
+    built-in processors, so with REPETITION_PENALTY set it reads the distribution greedy decoding picked from."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self._last: torch.Tensor | None = None
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self._last is not None:  # the token just appended was chosen from the previous step's scores
+            self.values.append(float(self._last[int(input_ids[0, -1])]))
+        self._last = torch.log_softmax(scores[0].float(), dim=-1)
+        return scores
+
+    def of(self, new_ids: list[int], eos_ids: set[int]) -> list[float]:
+        values = list(self.values)
+        if self._last is not None and len(values) < len(new_ids):
+            values.append(float(self._last[new_ids[len(values)]]))
+        while new_ids and values and new_ids[len(values) - 1] in eos_ids:  # the end token is not the answer
+            values.pop()
+        return values
 
 
 @contextmanager
@@ -262,6 +286,9 @@ class ChatLocalTransformers(BaseChatModel):
             gen_kwargs["temperature"] = temperature
         if stop:
             gen_kwargs["stopping_criteria"] = [_StopOnStrings(tokenizer, stop, inputs["input_ids"].shape[1])]
+        recorder = _RecordLogprobs() if kwargs.get("logprobs") else None
+        if recorder is not None:  # `logprobs=True`, as for ChatOpenAI: response_metadata["token_logprobs"]
+            gen_kwargs["logits_processor"] = [recorder]
         captured: list[torch.Tensor] = []
         with gen_lock, torch.inference_mode(), _capture_prompt_state(model, state_layer, captured):
             output = model.generate(**inputs, **gen_kwargs)
@@ -283,6 +310,8 @@ class ChatLocalTransformers(BaseChatModel):
 
         usage = {"input_tokens": n_in, "output_tokens": len(new_ids), "total_tokens": n_in + len(new_ids)}
         meta = {"model_name": self.model_name, "finish_reason": finish_reason}
+        if recorder is not None:
+            meta["token_logprobs"] = [round(v, 5) for v in recorder.of(new_ids, eos_ids)]
         if prompt_state is not None:
             meta["prompt_state"] = {"layer": int(state_layer), "state": prompt_state}
         message = AIMessage(content=text, usage_metadata=usage, response_metadata=meta)

@@ -15,6 +15,10 @@ exercised through its actual client, timeouts and error handling. Each request t
 * ``no_choices``: HTTP 200 JSON without ``choices``;
 * ``drop``: the connection is closed without any reply.
 
+With ``logprobs`` (a dict: ``token``, each reply token's log-probability; ``top``, the first token's
+alternatives as {token: log-probability}) a request that asks for ``logprobs`` gets them back, as vLLM,
+llama.cpp's server and OpenAI return them; without it they are ignored, as ``transformers serve`` does.
+
 "Connection refused" needs no server: ``refused_url()`` names a port nothing listens on.
 """
 
@@ -38,8 +42,9 @@ def refused_url() -> str:
 
 
 class FaultServer:
-    def __init__(self, reply: str = "ok", plan: Iterable[str] = (), default: str = "ok", hang_s: float = 30.0) -> None:
-        self.reply, self.hang_s = reply, hang_s
+    def __init__(self, reply: str = "ok", plan: Iterable[str] = (), default: str = "ok", hang_s: float = 30.0,
+                 logprobs: dict[str, Any] | None = None) -> None:
+        self.reply, self.hang_s, self.logprobs = reply, hang_s, logprobs
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -96,6 +101,7 @@ class FaultServer:
         with self._lock:
             mode = self.plan.pop(0) if self.plan else self.default
             self.requests.append({"path": path, "mode": mode, "authorization": auth,
+                                  "logprobs": body.get("logprobs"), "top_logprobs": body.get("top_logprobs"),
                                   "prompt": "\n".join(str(m.get("content", "")) for m in body.get("messages", []))})
             return mode
 
@@ -122,9 +128,15 @@ class FaultServer:
         prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
         text = "" if mode == "empty" else render_reply(self.reply, prompt)
         n_in, n_out = len(prompt.split()) + 20, len(text.split())
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+        if self.logprobs and body.get("logprobs"):
+            tokens = [{"token": w, "logprob": self.logprobs["token"], "top_logprobs": []} for w in text.split()]
+            if tokens and body.get("top_logprobs"):
+                tokens[0]["top_logprobs"] = [{"token": t, "logprob": v} for t, v in self.logprobs.get("top", {}).items()]
+            choice["logprobs"] = {"content": tokens}
         _send(h, 200, {
             "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "choices": [choice],
             "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
         })
 

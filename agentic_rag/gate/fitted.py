@@ -1,0 +1,258 @@
+"""The fitted decision (``GATE_POLICY=fitted``): one calibrated P(the draft is right | signals) instead
+of a dozen hand-set cut-offs.
+
+Why: the thresholds were chosen for one model on one backend; a served model, another size or a
+backend without the probe needs other ones, and each was a separate sweep. ``agentic-rag calibrate
+--fit`` runs the agent once on a development split and fits this probability for the model at hand
+(eval/decision_fit.py); this module reads the decision file it writes and applies it:
+
+* P > cut + ``GREY_ZONE_WIDTH``: STOP (``STOP_FITTED``). The cut is what the scoring rule implies: with
+  +1 for a right answer, 0 for a refusal and -``WRONG_ANSWER_COST`` for a wrong one, answering pays
+  when P > cost / (1 + cost) (CRAG's +1/0/-1: P > 0.5).
+* P < cut - ``GREY_ZONE_WIDTH``: ABSTAIN, with the reason code and wording of the signal that pulled P
+  down most (the largest negative contribution against the development split's mean draft).
+* in between (the grey zone): retrieve more for missing anchors or reflect, while the budget allows;
+  then the support verifier, whose P(yes) enters the decision file's second model. The verifier runs
+  only here, where it can change the decision; outside the grey zone it is not called.
+
+A decision file belongs to one model and one feature set, as a probe does: it records the model's
+identity (the GGUF SHA-256 of a packaged model, the folder's source key, or the served model's name)
+and the signals it reads; another model, or a backend that cannot give one of those signals, is
+refused with a one-line ``DecisionMismatchError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP, Decision, Flags, can_retrieve_more
+from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
+
+DECISION_FORMAT = "agentic-rag decision 1"
+DECISIONS_DIR = Path(__file__).resolve().parents[1] / "data" / "decisions"
+VERIFIER_FEATURE = "support_verdict"
+
+# Every signal a decision may read, with the refusal it stands for when it pulls P down most: the
+# reason code, and how the refusal says it (the value is formatted in).
+FEATURE_REASONS: dict[str, tuple[str, str]] = {
+    "overlap_est": ("ABSTAIN_LOW_SUPPORT", "only {:.0%} of its sentences matched a cited source"),
+    "faith_est": ("ABSTAIN_LOW_SUPPORT", "only {:.0%} of its names and numbers occur in the cited sources"),
+    "answer_relevance": ("ABSTAIN_LOW_SUPPORT", "its similarity to the question is only {:.2f}"),
+    "nli_entailment": ("ABSTAIN_LOW_SUPPORT", "the entailment model gives only {:.0%} that the sources entail it"),
+    "anchor_coverage": ("ABSTAIN_MISSING_ANCHORS", "the cited sources hold only {:.0%} of what the question names"),
+    "answerability": ("ABSTAIN_NOT_ANSWERABLE", "the answerability probe gives only {:.0%} that the sources answer the question"),
+    "lp_mean": ("ABSTAIN_LOW_CONFIDENCE", "the model wrote it with a mean token log-probability of {:.2f}"),
+    "lp_min": ("ABSTAIN_LOW_CONFIDENCE", "its least likely word had a log-probability of {:.2f}"),
+    "p_first": ("ABSTAIN_LOW_CONFIDENCE", "the model gave its first word a probability of only {:.0%}"),
+    VERIFIER_FEATURE: ("ABSTAIN_NOT_VERIFIED", "asked whether the quoted sentences state it, the model itself gives {:.0%}"),
+}
+CANDIDATE_FEATURES = tuple(k for k in FEATURE_REASONS if k != VERIFIER_FEATURE)
+FITTED_REASONS = ("STOP_FITTED", "ABSTAIN_LOW_CONFIDENCE")  # codes only the fitted policy gives
+
+
+class DecisionMismatchError(ValueError):
+    """The decision file was fitted for another model or for signals this backend cannot give."""
+
+
+def cut_for(wrong_answer_cost: float) -> float:
+    """The P(right) above which answering has a positive expected score: p - (1 - p) * cost > 0."""
+    return wrong_answer_cost / (1.0 + wrong_answer_cost)
+
+
+@dataclass
+class FittedModel:
+    """P(right | features), stored without pickles: a standardised logistic regression, or gradient-
+    boosted regression trees (arrays of each tree's nodes). ``reference`` is the development split's mean
+    of each feature: what a missing signal reads as, and what a contribution is measured against."""
+
+    kind: str  # "logistic" or "boosting"
+    features: list[str]
+    reference: list[float]
+    params: dict[str, Any]
+
+    def logit(self, x: list[float]) -> float:
+        if self.kind == "logistic":
+            p = self.params
+            return p["intercept"] + sum(c * (v - m) / s for c, v, m, s in zip(p["coef"], x, p["mean"], p["scale"]))
+        if self.kind == "boosting":
+            return self.params["init"] + self.params["learning_rate"] * sum(_tree_value(t, x) for t in self.params["trees"])
+        raise ValueError(f"unknown decision model kind {self.kind!r}")
+
+    def vector(self, signals: dict[str, Any]) -> list[float]:
+        return [float(signals[k]) if signals.get(k) is not None else ref for k, ref in zip(self.features, self.reference)]
+
+    def probability(self, signals: dict[str, Any]) -> float:
+        return _sigmoid(self.logit(self.vector(signals)))
+
+    def contributions(self, signals: dict[str, Any]) -> dict[str, float]:
+        """Each feature's push on the logit: the logit minus the logit with that feature at its reference
+        (exactly coef * z for the logistic model)."""
+        x = self.vector(signals)
+        base = self.logit(x)
+        return {k: round(base - self.logit([*x[:i], self.reference[i], *x[i + 1:]]), 6) for i, k in enumerate(self.features)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FittedModel":
+        return cls(kind=data["kind"], features=list(data["features"]), reference=list(data["reference"]),
+                   params=data["params"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "features": self.features, "reference": self.reference, "params": self.params}
+
+
+def _tree_value(tree: dict[str, list], x: list[float]) -> float:
+    node = 0
+    while tree["left"][node] != -1:
+        node = tree["left"][node] if x[tree["feature"][node]] <= tree["threshold"][node] else tree["right"][node]
+    return tree["value"][node]
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
+@dataclass
+class DecisionFile:
+    model_key: str
+    backend: str
+    features: list[str]
+    base: FittedModel  # reads the signals every draft has
+    verified: FittedModel | None = None  # the same plus the verifier's P(yes), read in the grey zone
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DecisionFile":
+        if data.get("format") != DECISION_FORMAT:
+            raise ValueError(f"not a decision file (format {data.get('format')!r}, expected {DECISION_FORMAT!r})")
+        verified = data.get("verified")
+        return cls(model_key=data["model_key"], backend=data["backend"], features=list(data["features"]),
+                   base=FittedModel.from_dict(data["base"]),
+                   verified=FittedModel.from_dict(verified) if verified else None, meta=data.get("meta", {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": DECISION_FORMAT, "model_key": self.model_key, "backend": self.backend,
+                "features": self.features, "base": self.base.to_dict(),
+                "verified": self.verified.to_dict() if self.verified else None, "meta": self.meta}
+
+    def check(self, model_key: str, available: set[str]) -> None:
+        if model_key != self.model_key:
+            raise DecisionMismatchError(
+                f"this decision file was fitted for model {self.model_key[:24]}; the configured model is "
+                f"{model_key[:24]}: fit one with `agentic-rag calibrate --fit` or set GATE_POLICY=thresholds")
+        if missing := [f for f in self.features if f not in available]:
+            raise DecisionMismatchError(
+                f"this decision file reads {', '.join(missing)}, which the configured backend does not give: fit one "
+                "for it with `agentic-rag calibrate --fit` or set GATE_POLICY=thresholds")
+
+
+def model_key(settings) -> str:
+    """The configured model's identity, as the probes know it: the GGUF SHA-256 of a packaged model,
+    a converted folder's source key (else its path), or ``openai:<LLM_MODEL>`` for a server (where it
+    listens is not the model)."""
+    from agentic_rag.llm.packaged import PACKAGED_MODELS, converted_source_key
+
+    name = settings.llm.LLM_MODEL
+    if settings.llm.LLM_BACKEND != "local":
+        return f"{settings.llm.LLM_BACKEND}:{name}"
+    if name in PACKAGED_MODELS:
+        return PACKAGED_MODELS[name].sha256
+    path = Path(name).expanduser()
+    return converted_source_key(path) or str(path.resolve())
+
+
+def available_features(settings) -> set[str]:
+    """The signals the configured backend and settings can give a draft."""
+    out = {"overlap_est", "faith_est", "anchor_coverage", "answer_relevance"}
+    if settings.llm.LLM_BACKEND == "local" and settings.baug.PROBE_ENABLED:
+        out.add("answerability")
+    if settings.baug.NLI_MODEL:
+        out.add("nli_entailment")
+    if settings.baug.REQUEST_LOGPROBS:
+        out.update(LOGPROB_SIGNALS)
+    if settings.baug.VERIFIER_ENABLED:
+        out.add(VERIFIER_FEATURE)
+    return out
+
+
+def load_decision(path: str | Path) -> DecisionFile:
+    return _load(str(Path(path).resolve()))
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> DecisionFile:
+    try:
+        return DecisionFile.from_dict(json.loads(Path(path).read_text()))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"decision file {path} not found (DECISION_FILE); "
+                                "write one with `agentic-rag calibrate --fit`") from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path} is not a decision file: {exc}") from None
+
+
+def configured_decision(settings) -> DecisionFile:
+    """The decision file a run reads, checked against the configured model and backend."""
+    decision = load_decision(configured_decision_path(settings))
+    decision.check(model_key(settings), available_features(settings))
+    return decision
+
+
+def configured_decision_path(settings) -> Path:
+    """``DECISION_FILE``, else the decision shipped for the packaged model (agentic_rag/data/decisions)."""
+    from agentic_rag.llm.packaged import PACKAGED_MODELS
+
+    if settings.baug.DECISION_FILE is not None:
+        return Path(settings.baug.DECISION_FILE)
+    spec = PACKAGED_MODELS.get(settings.llm.LLM_MODEL) if settings.llm.LLM_BACKEND == "local" else None
+    shipped = DECISIONS_DIR / spec.probe_file.replace("answerability-", "decision-") if spec else None
+    if shipped is None or not shipped.is_file():
+        raise ValueError("GATE_POLICY=fitted needs DECISION_FILE (no decision ships for this model): "
+                         "write one with `agentic-rag calibrate --fit`")
+    return shipped
+
+
+@dataclass(frozen=True)
+class FittedDecision(Decision):
+    """A decision with the probability behind it; a refusal carries its own explanation."""
+
+    p_right: float | None = None
+    explanation: str = ""
+    verify: bool = False  # the grey zone's last resort: the final check (the verifier) decides
+
+
+def decide_fitted(signals: dict[str, Any], flags: Flags, settings) -> FittedDecision:
+    """The fitted policy on a draft that the input, evidence and hedging rules let through."""
+    decision = configured_decision(settings)
+    verdict = signals.get(VERIFIER_FEATURE)
+    model = decision.verified if verdict is not None and decision.verified is not None else decision.base
+    p = model.probability(signals)
+    cost = settings.baug.WRONG_ANSWER_COST
+    cut = cut_for(cost)
+    checked = "verified_score" in signals  # the final check has run: decide now
+    if not checked and abs(p - cut) < settings.baug.GREY_ZONE_WIDTH:
+        if (signals.get("missing_anchors") or not flags.validators_ok) and can_retrieve_more(signals, flags, settings):
+            return FittedDecision(RETRIEVE_MORE, "RETRIEVE_MISSING_ANCHORS", round(p, 4))
+        if settings.baug.REFLECT_ENABLED and not flags.reflected and flags.can_generate:
+            return FittedDecision(REFLECT, "REFLECT_LOW_FAITH", round(p, 4))
+        if settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED and decision.verified is not None:
+            return FittedDecision(STOP, "STOP_FITTED", round(p, 4), verify=True)
+    if p > cut:
+        return FittedDecision(STOP, "STOP_FITTED", round(p, 4))
+    reason, why = driver(model, signals)
+    explanation = (f"The fitted decision gives {p:.0%} that this draft is right, and answering needs more than "
+                   f"{cut:.0%} (a wrong answer costs {cost:g} against +1 for a right one); what lowered it most: {why}.")
+    return FittedDecision(ABSTAIN, reason, round(p, 4), explanation)
+
+
+def driver(model: FittedModel, signals: dict[str, Any]) -> tuple[str, str]:
+    """The reason code and wording of the signal that pulled P down most (a measured one)."""
+    pushes = {k: v for k, v in model.contributions(signals).items() if v < 0 and signals.get(k) is not None}
+    if not pushes:
+        return "ABSTAIN_LOW_SUPPORT", "no single signal: the drafts it resembles were mostly wrong on the development split"
+    key = min(pushes, key=pushes.get)
+    code, text = FEATURE_REASONS[key]
+    return code, text.format(float(signals[key]))
