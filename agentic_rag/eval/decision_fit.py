@@ -233,9 +233,9 @@ def reliability(p: list[float], y: list[int], bins: int = RELIABILITY_BINS) -> l
 
 
 def plot_reliability(p: list[float], y: list[int], path: Path, title: str) -> Path:
-    from agentic_rag.eval.plots import _finish, _plt
+    from agentic_rag.eval.plots import finish_axes, pyplot
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.5, 4.2))
     bins = reliability(p, y)
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
@@ -243,15 +243,15 @@ def plot_reliability(p: list[float], y: list[int], path: Path, title: str) -> Pa
     for b in bins:
         ax.annotate(str(b["n"]), (b["p"], b["observed"]), fontsize=7, xytext=(3, -9), textcoords="offset points")
     ax.set_xlim(0, 1)
-    return _finish(plt, fig, ax, path, title, "predicted P(right) (cross-validated)", "observed share right")
+    return finish_axes(plt, fig, ax, path, title, "predicted P(right) (cross-validated)", "observed share right")
 
 
 def plot_risk_coverage(records: list[dict[str, Any]], p: list[float], path: Path, title: str) -> Path:
     """Drafts admitted from the highest cross-validated P down (coverage of the drafts, risk = wrong
     share of those admitted); the thresholds policy's own operating point on the same drafts."""
-    from agentic_rag.eval.plots import _finish, _plt
+    from agentic_rag.eval.plots import finish_axes, pyplot
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     order = sorted(range(len(p)), key=lambda i: -p[i])
     wrong, xs, ys = 0, [], []
@@ -266,7 +266,7 @@ def plot_risk_coverage(records: list[dict[str, Any]], p: list[float], path: Path
         ax.plot([len(shown) / len(records)], [risk], "s", color="black", label=f"thresholds (risk {risk:.3f})")
     ax.set_xlim(0, 1)
     ax.legend(fontsize=8)
-    return _finish(plt, fig, ax, path, title, "coverage (fraction of drafts answered)", "risk (wrong share of answered)")
+    return finish_axes(plt, fig, ax, path, title, "coverage (fraction of drafts answered)", "risk (wrong share of answered)")
 
 
 def signal_aucs(records: list[dict[str, Any]], candidates=(*CANDIDATE_FEATURES, VERIFIER_FEATURE)) -> dict[str, Any]:

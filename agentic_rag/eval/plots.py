@@ -82,7 +82,7 @@ def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Ris
     ax.set_xlim(0, 1)
     if ax.get_legend_handles_labels()[0]:  # a run that answered nothing has no curve to name
         ax.legend(fontsize=8)
-    return _finish(plt, fig, ax, path, title, "coverage (fraction of questions answered)",
+    return finish_axes(plt, fig, ax, path, title, "coverage (fraction of questions answered)",
                    "accuracy of answered questions (1 - risk)")
 
 
@@ -96,7 +96,7 @@ def plot_pareto(runs: list[dict[str, Any]], path: Path) -> Path:
             continue
         ax.scatter([s["tokens_per_q"]], [s["overlap_mean"]], s=40)
         ax.annotate(run["name"], (s["tokens_per_q"], s["overlap_mean"]), fontsize=8, xytext=(4, 4), textcoords="offset points")
-    return _finish(plt, fig, ax, path, "Evidence consistency vs cost", "tokens per question",
+    return finish_axes(plt, fig, ax, path, "Evidence consistency vs cost", "tokens per question",
                    "overlap (evidence consistency)")
 
 
@@ -139,7 +139,7 @@ def plot_targets(reports: list[tuple[str, dict[str, Any]]], path: Path) -> Path:
     return path
 
 
-def _finish(plt, fig, ax, path: Path, title: str, xlabel: str, ylabel: str) -> Path:
+def finish_axes(plt, fig, ax, path: Path, title: str, xlabel: str, ylabel: str) -> Path:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.05)
