@@ -18,6 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
 from agentic_rag.extensions import FLAGS_KEY, Extension, ExtensionError, check_request, state_keys
+from agentic_rag.nodes import EXTENSION_ROLE, ROLE
 from agentic_rag.utils import timed
 
 
@@ -27,9 +28,14 @@ class Route:
     targets: tuple[str, ...]
     sends: frozenset[str] = frozenset()  # targets reached by ``Send``: nothing can be inserted in front of them
     mapping: dict[str, str] = field(default_factory=dict)  # a target's name -> the node now in front of it
+    labels: dict[str, str] = field(default_factory=dict)  # a target's name -> the decision that takes it (drawn)
 
     def successors(self) -> list[str]:
         return [self.mapping.get(t, t) for t in self.targets]
+
+    def drawn_labels(self) -> dict[str, str]:
+        """Each edge's label by the node it now leads to (an inserted extension takes its target's)."""
+        return {self.mapping.get(t, t): label for t, label in self.labels.items()}
 
 
 Exit = str | Route
@@ -167,7 +173,8 @@ class Shape:
                        output_schema=output_schema)
         # plain strings from here on: what LangGraph stores, draws and checkpoints
         for node, fn in self.nodes.items():
-            g.add_node(str(node), fn)
+            exit = self.exits[node]
+            g.add_node(str(node), fn, metadata=node_metadata(node, exit.drawn_labels() if isinstance(exit, Route) else None))
         for node, exit in self.exits.items():
             if isinstance(exit, Route):
                 g.add_conditional_edges(str(node), exit.router,
@@ -175,6 +182,12 @@ class Shape:
             else:
                 g.add_edge(str(node), str(exit))
         return g.compile(name=name)
+
+
+def node_metadata(name: str, routes: dict[str, str] | None = None) -> dict[str, Any]:
+    """What a drawing reads off a compiled node: its role in the design and, for a router, the
+    decision that takes each of its edges (LangGraph keeps both as the node's ``metadata``)."""
+    return {"role": ROLE.get(name, EXTENSION_ROLE), **({"routes": {str(k): v for k, v in routes.items()}} if routes else {})}
 
 
 def _view(ext: Extension, state: dict[str, Any]) -> dict[str, Any]:

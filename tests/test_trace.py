@@ -204,6 +204,11 @@ def test_graph_draws_every_format_offline(system, tmp_path):
     for fmt, marker in (("mermaid", "graph TD"), ("ascii", "finalize"), ("dot", "digraph")):
         res = runner.invoke(app, ["graph", "--system", system, "--format", fmt])
         assert res.exit_code == 0 and marker in res.stdout, (fmt, res.output)
+        # the design's roles are named in every format
+        assert "Supervisor" in res.stdout and "Generator" in res.stdout, (fmt, res.stdout)
+        if system == "agent":
+            assert "BAUG" in res.stdout and "Retriever-Workers" in res.stdout and "Anchor-Predictor" in res.stdout
+            assert "RETRIEVE_MORE" in res.stdout and "REFLECT" in res.stdout, (fmt, res.stdout)
     res = runner.invoke(app, ["graph", "--system", system, "--format", "png", "--out", str(tmp_path / "g.png")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -271,3 +276,24 @@ def test_clipped_text_ends_at_a_word_with_an_ellipsis():
     assert clip("what is the ticker symbol of apple inc.?", 22) == "what is the ticker…"
     assert clip("supercalifragilistic", 6) == "super…"  # one long word: cut, marked
     assert clip("short", 10) == "short" and len(clip("a b c d e f g h", 8)) <= 8
+
+
+def test_graph_groups_nodes_by_role_and_labels_decisions():
+    """Mermaid subgraphs and DOT clusters hold BAUG's three nodes; each of decide's edges carries its
+    decision, and an extension inserted on an edge keeps the edge's decision and gets a role of its own."""
+    from agentic_rag.extensions import Extension
+    from agentic_rag.trace.draw import diagram, draw, to_dot
+    from graphs import get_graph
+    from graphs.agent import build_graph
+
+    mermaid = draw(get_graph("agent"), "mermaid")
+    baug = mermaid.split('subgraph baug["BAUG"]', 1)[1].split("end", 1)[0]
+    assert sorted(baug.split()) == ["collect_signals(collect_signals)", "decide(decide)", "final_check(final_check)"]
+    assert 'decide -. "RETRIEVE_MORE" .-> worker;' in mermaid and 'decide -. "REFLECT" .-> reflect;' in mermaid
+    d = diagram(get_graph("agent"))
+    assert 'subgraph cluster_baug {' in to_dot(d) and 'label="BAUG"' in to_dot(d)
+    ext = Extension(name="audit", node=lambda s, c: {}, reads=("draft",), writes=(), after="decide", before="reflect")
+    d = diagram(build_graph([ext]))
+    labels = {(e["source"], e["target"]): e["label"] for e in d.edges}
+    assert labels[("decide", "audit")] == "REFLECT" and ("decide", "reflect") not in labels
+    assert {n["id"]: n["role"] for n in d.nodes}["audit"] == "Extensions"
