@@ -279,12 +279,23 @@ def compare_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run folders; the first is the reference.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the markdown report here.")] = None,
     title: Annotated[str, typer.Option("--title")] = "Comparison",
+    html_out: Annotated[Optional[Path], typer.Option("--html", help="Two runs: a page of the questions whose judgement or decision flipped, both timelines side by side.")] = None,
 ) -> None:
     """Side-by-side summary, per-question differences and a paired bootstrap CI on the score."""
     from agentic_rag.eval.compare import SUMMARY_KEYS, compare, paired_sentence, to_markdown
 
     if len(runs) < 2:
         _fail("give at least two run folders")
+    if html_out is not None:
+        from agentic_rag.trace.html import render_compare_html, write_page
+        from agentic_rag.trace.run import TraceError, load_run
+
+        if len(runs) != 2:
+            _fail("--html compares two runs: give exactly two run folders")
+        try:
+            console.print(f"written {write_page(render_compare_html(load_run(runs[0]), load_run(runs[1])), html_out)}")
+        except TraceError as exc:
+            _fail(str(exc))
     try:
         result = compare(runs)
     except FileNotFoundError as exc:
@@ -378,7 +389,12 @@ def trace_cmd(
         if html_out is not None:
             from agentic_rag.trace.html import write_html
 
-            console.print(f"written {write_html(run, html_out)}")
+            try:
+                graph = _run_graph(run)
+            except TraceError as exc:  # the page still shows the run, without its graph
+                graph = None
+                err.print(f"{exc}; the page is written without the graph")
+            console.print(f"written {write_html(run, html_out, graph)}")
             return
         if steps or step is not None:
             if qid is None:
@@ -397,17 +413,24 @@ def trace_cmd(
     console.print(run_table(run))
 
 
+def _run_graph(run):
+    """The graph the run used, extensions included (TraceError when it cannot be rebuilt)."""
+    from agentic_rag.trace.run import TraceError
+
+    extended = {k: run.settings[k] for k in ("EXTENSIONS", "EXTENSION_SETTINGS") if run.settings.get(k)}
+    try:
+        return get_graph(run.system or "agent", Settings.load(overrides=extended) if extended else None)
+    except (SettingsError, ValueError) as exc:
+        raise TraceError(f"the run's graph cannot be rebuilt: {exc}") from None
+
+
 def _print_steps(run, qid: str, step: int | None) -> None:
     """The checkpointed steps of one question, or the state at one of them, in the graph the run used."""
     from agentic_rag.trace.run import TraceError
     from agentic_rag.trace.steps import checkpoint_file, print_step, print_steps
 
     path = checkpoint_file(run)
-    extended = {k: run.settings[k] for k in ("EXTENSIONS", "EXTENSION_SETTINGS") if run.settings.get(k)}
-    try:  # the graph the run used, extensions included
-        graph = get_graph(run.system or "agent", Settings.load(overrides=extended) if extended else None)
-    except SettingsError as exc:
-        raise TraceError(f"the run's graph cannot be rebuilt: {exc}") from None
+    graph = _run_graph(run)
     if step is None:
         print_steps(console, graph, path, qid)
     else:

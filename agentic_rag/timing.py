@@ -25,6 +25,7 @@ class NodeClock:
 
     def __init__(self) -> None:
         self.llm_ms = 0.0
+        self.llm_calls: list[dict] = []  # each call's prompt and completion (agentic_rag/llm/transcript.py)
         self.parts: dict[str, float] = {}
         self._stack: list[list[float]] = []  # per open part: [start, time spent in parts nested in it]
 
@@ -72,6 +73,13 @@ def book_llm(ms: float) -> None:
     clock = _CLOCK.get()
     if clock is not None:
         clock.add_llm(ms)
+
+
+def book_llm_call(entry: dict) -> None:
+    """Keep one LLM call's record (built in agentic_rag/llm/transcript.py) with the running node."""
+    clock = _CLOCK.get()
+    if clock is not None:
+        clock.llm_calls.append(entry)
 
 
 # -- cold start -----------------------------------------------------------------------------------

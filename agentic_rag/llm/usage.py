@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+from agentic_rag.llm.transcript import record_call
 from agentic_rag.timing import book_llm
 
 _FIELDS = ("input_tokens", "output_tokens", "total_tokens")
@@ -144,9 +145,13 @@ def invoke_llm(
     bound = {**({"max_tokens": max_tokens} if max_tokens else {}), **call_kwargs}
     runnable = llm.bind(**bound) if bound else llm
     t0 = time.perf_counter()
-    message = runnable.invoke(list(messages))
+    try:
+        message = runnable.invoke(list(messages))
+    except Exception as exc:
+        record_call(stage, messages, (time.perf_counter() - t0) * 1000.0, error=exc)
+        raise
     ms = (time.perf_counter() - t0) * 1000.0
     book_llm(ms)
-    if ledger is not None:
-        ledger.record(stage, message, ms)
+    usage = ledger.record(stage, message, ms) if ledger is not None else usage_of(message)
+    record_call(stage, messages, ms, message, usage)
     return message

@@ -1,0 +1,36 @@
+"""Two runs of the same questions side by side (`agentic-rag compare A B --html OUT`): the questions
+whose judgement or decision flipped, each with both runs' views, so the two timelines can be read
+next to each other. Questions are paired by id; the first run is the reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentic_rag.trace.run import Run, question_view, run_view
+
+FLIP_FIELDS = ("judgement", "status", "reason")  # what a question's outcome and BAUG's decision are read from
+
+
+def flips(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """What changed between two rows of one question, in words ("judgement accurate -> missing")."""
+    return [f"{k} {a.get(k) or '-'} -> {b.get(k) or '-'}" for k in FLIP_FIELDS if a.get(k) != b.get(k)]
+
+
+def compare_view(run_a: Run, run_b: Run) -> dict[str, Any]:
+    by_id = {row["id"]: row for row in run_b.rows}
+    common = [row for row in run_a.rows if row["id"] in by_id]
+    flipped = []
+    for row in common:
+        changed = flips(row, by_id[row["id"]])
+        if changed:
+            a, b = question_view(run_a, row), question_view(run_b, by_id[row["id"]])
+            flipped.append({"id": row["id"], "query": row.get("query", ""), "flips": changed,
+                            "status": b["status"], "outcome": b["outcome"], "reason": b["reason"], "a": a, "b": b})
+    views = [run_view(r) for r in (run_a, run_b)]
+    side = [{k: v[k] for k in ("name", "system", "dataset", "summary")} for v in views]
+    for s, r in zip(side, (run_a, run_b)):
+        s["path"] = str(r.path)
+    return {"name": f"{side[0]['name']} vs {side[1]['name']}", "system": f"{side[0]['system']} vs {side[1]['system']}",
+            "compare": {"a": side[0], "b": side[1], "common": len(common),
+                        "only_a": len(run_a.rows) - len(common), "only_b": len(run_b.rows) - len(common)},
+            "summary": {}, "questions": flipped, "graph": None, "colours": views[0]["colours"]}
