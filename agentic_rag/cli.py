@@ -350,7 +350,8 @@ def graph_cmd(
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
-    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG drawn by Graphviz.
+    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG drawn by Graphviz, the
+    nodes grouped by their role in the design and each decision's edge labelled with it.
     With EXTENSIONS set, the agent is drawn with its extension nodes in place."""
     from agentic_rag.trace.draw import BINARY_FORMATS, DrawError, draw
 

@@ -369,3 +369,15 @@ def test_graph_groups_nodes_by_role_and_labels_decisions():
     labels = {(e["source"], e["target"]): e["label"] for e in d.edges}
     assert labels[("decide", "audit")] == "REFLECT" and ("decide", "reflect") not in labels
     assert {n["id"]: n["role"] for n in d.nodes}["audit"] == "Extensions"
+
+
+def test_the_page_layout_runs_the_main_path_down_and_draws_loops_back_up():
+    from agentic_rag.trace.draw import diagram, layout
+    from graphs import get_graph
+
+    lay = layout(diagram(get_graph("agent")))
+    rows = {n: p["row"] for n, p in lay["pos"].items()}
+    main = ["__start__", "anchors", "worker", "supervise", "disambiguate", "confidence_gate", "generate",
+            "collect_signals", "decide", "finalize", "__end__"]
+    assert [rows[n] for n in main] == sorted(rows[n] for n in main) and len({rows[n] for n in main}) == len(main)
+    assert lay["back"] == [["decide", "worker"], ["final_check", "decide"], ["reflect", "collect_signals"]]
