@@ -112,7 +112,7 @@ def agent_shape() -> Shape:
                     labels={Node.CONFIDENCE_GATE: "resolved", Node.COLLECT_SIGNALS: "ambiguous / refused"}))
     shape.add(Node.CONFIDENCE_GATE, confidence_gate_node, Route(route_after_gate, (Node.GENERATE, Node.COLLECT_SIGNALS),
                                                                 labels={Node.GENERATE: "passed, affordable",
-                                                                        Node.COLLECT_SIGNALS: "refused / no budget"}))
+                                                                        Node.COLLECT_SIGNALS: "refused / nothing new / no budget"}))
     shape.add(Node.GENERATE, generate_node, Node.COLLECT_SIGNALS)
     shape.add(Node.COLLECT_SIGNALS, collect_signals_node, Node.DECIDE)
     shape.add(Node.DECIDE, decide_node, Route(route_after_decide, (Node.WORKER, Node.FINAL_CHECK, Node.REFLECT,
