@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.trace.run import Run, question_view, run_view
+from agentic_rag.trace.draw import ROLE_COLOURS
+from agentic_rag.trace.run import Run, question_view, run_header
 
 FLIP_FIELDS = ("judgement", "status", "reason")  # what a question's outcome and BAUG's decision are read from
 
@@ -26,11 +27,8 @@ def compare_view(run_a: Run, run_b: Run) -> dict[str, Any]:
             a, b = question_view(run_a, row), question_view(run_b, by_id[row["id"]])
             flipped.append({"id": row["id"], "query": row.get("query", ""), "flips": changed,
                             "status": b["status"], "outcome": b["outcome"], "reason": b["reason"], "a": a, "b": b})
-    views = [run_view(r) for r in (run_a, run_b)]
-    side = [{k: v[k] for k in ("name", "system", "dataset", "summary")} for v in views]
-    for s, r in zip(side, (run_a, run_b)):
-        s["path"] = str(r.path)
+    side = [run_header(r) for r in (run_a, run_b)]
     return {"name": f"{side[0]['name']} vs {side[1]['name']}", "system": f"{side[0]['system']} vs {side[1]['system']}",
             "compare": {"a": side[0], "b": side[1], "common": len(common),
                         "only_a": len(run_a.rows) - len(common), "only_b": len(run_b.rows) - len(common)},
-            "summary": {}, "questions": flipped, "graph": None, "colours": views[0]["colours"]}
+            "summary": {}, "questions": flipped, "graph": None, "colours": ROLE_COLOURS}

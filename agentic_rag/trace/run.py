@@ -383,13 +383,18 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_view(run: Run, graph=None) -> dict[str, Any]:
-    """The whole run as the page shows it; with the compiled ``graph`` the run used, its drawing."""
+def run_header(run: Run) -> dict[str, Any]:
+    """What names a run on a page: its folder, system, dataset and headline figures."""
     keys = ("n", "accuracy", "hallucination", "missing", "score", "refusal_rate_unanswerable", "false_refusal_rate",
             "tokens_per_q", "latency_p50_ms")
+    return {"name": run.path.name, "system": run.system, "dataset": run.config.get("dataset", ""),
+            "summary": {k: run.summary[k] for k in keys if run.summary.get(k) is not None}}
+
+
+def run_view(run: Run, graph=None) -> dict[str, Any]:
+    """The whole run as the page shows it; with the compiled ``graph`` the run used, its drawing."""
     return {
-        "name": run.path.name, "system": run.system, "dataset": run.config.get("dataset", ""),
-        "summary": {k: run.summary[k] for k in keys if run.summary.get(k) is not None},
+        **run_header(run),
         "thresholds": {s: run.settings.get(s) for s in
                        [*SIGNAL_THRESHOLDS.values(), *PATH_THRESHOLDS.values(), "RETRIEVAL_MIN_SCORE", "RETRIEVAL_MIN_RATIO"]},
         "questions": [question_view(run, row) for row in run.rows],
