@@ -9,12 +9,18 @@ from typing import Any
 from agentic_rag.trace.draw import ROLE_COLOURS
 from agentic_rag.trace.run import Run, question_view, run_header
 
-FLIP_FIELDS = ("judgement", "status", "reason")  # what a question's outcome and BAUG's decision are read from
+# A question flipped when its judgement or the decision (answer or refuse) differs; a reason code
+# alone differs between any two systems (a baseline's is always STOP_SINGLE_PASS) and is only context.
+FLIP_FIELDS = ("judgement", "status")
+CONTEXT_FIELDS = ("reason",)
 
 
 def flips(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """What changed between two rows of one question, in words ("judgement accurate -> missing")."""
-    return [f"{k} {a.get(k) or '-'} -> {b.get(k) or '-'}" for k in FLIP_FIELDS if a.get(k) != b.get(k)]
+    """What changed between two rows of one question, in words ("judgement accurate -> missing");
+    empty when neither the judgement nor the decision changed."""
+    if all(a.get(k) == b.get(k) for k in FLIP_FIELDS):
+        return []
+    return [f"{k} {a.get(k) or '-'} -> {b.get(k) or '-'}" for k in (*FLIP_FIELDS, *CONTEXT_FIELDS) if a.get(k) != b.get(k)]
 
 
 def compare_view(run_a: Run, run_b: Run) -> dict[str, Any]:
