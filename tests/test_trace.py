@@ -381,3 +381,13 @@ def test_the_page_layout_runs_the_main_path_down_and_draws_loops_back_up():
             "collect_signals", "decide", "finalize", "__end__"]
     assert [rows[n] for n in main] == sorted(rows[n] for n in main) and len({rows[n] for n in main}) == len(main)
     assert lay["back"] == [["decide", "worker"], ["final_check", "decide"], ["reflect", "collect_signals"]]
+
+
+def test_a_failed_llm_call_is_kept_with_its_error(tmp_path):
+    from tests.fakes import UNAVAILABLE
+
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path)})
+    result = answer("agent", settings, record=record(), extra_config={"llm": ScriptedChat(replies=[UNAVAILABLE])})
+    assert result.reason == "ABSTAIN_LLM_UNAVAILABLE"
+    [call] = [c for e in result.events for c in e.get("llm_transcript") or []]
+    assert "did not answer" in call["error"] and "completion" not in call and call["prompt"][0]["role"] == "system"
