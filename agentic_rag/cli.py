@@ -293,7 +293,15 @@ def compare_cmd(
         if len(runs) != 2:
             _fail("--html compares two runs: give exactly two run folders")
         try:
-            console.print(f"written {write_page(render_compare_html(load_run(runs[0]), load_run(runs[1])), html_out)}")
+            pair = [load_run(r) for r in runs]
+            graphs = []
+            for run in pair:
+                try:
+                    graphs.append(_run_graph(run))
+                except TraceError as exc:  # that side is shown without its graph
+                    graphs.append(None)
+                    err.print(f"{exc}; {run.path.name} is shown without the graph")
+            console.print(f"written {write_page(render_compare_html(*pair, *graphs), html_out)}")
         except TraceError as exc:
             _fail(str(exc))
     try:

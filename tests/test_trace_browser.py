@@ -126,5 +126,9 @@ def test_compare_page_lists_the_flipped_questions_side_by_side(tmp_path, browser
                          "[d.querySelector('h3').textContent, d.querySelectorAll('.tl-row').length, d.querySelector('.why p').textContent])")
     assert len(sides) == 2 and sides[0][1] > 0 and sides[1][1] > 0
     assert "Finding Nemo" in sides[0][2] and "know" in sides[1][2]
+    # each side's path on its run's graph: the first generated, the second was refused before any LLM call
+    paths = browser.eval("[...document.querySelectorAll('#detail .cmp > div')].map((d) => "
+                         "[...d.querySelectorAll('#graph-path g.node.visited')].map((g) => g.dataset.node))")
+    assert "generate" in paths[0] and "generate" not in paths[1] and "confidence_gate" in paths[1]
     assert browser.eval("location.hash") == "#id=toy-ok"
     assert browser.errors() == []

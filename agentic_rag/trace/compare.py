@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_rag.trace.draw import ROLE_COLOURS
-from agentic_rag.trace.run import Run, question_view, run_header
+from agentic_rag.trace.run import Run, graph_view, question_view, run_header
 
 # A question flipped when its judgement or the decision (answer or refuse) differs; a reason code
 # alone differs between any two systems (a baseline's is always STOP_SINGLE_PASS) and is only context.
@@ -23,7 +23,8 @@ def flips(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return [f"{k} {a.get(k) or '-'} -> {b.get(k) or '-'}" for k in (*FLIP_FIELDS, *CONTEXT_FIELDS) if a.get(k) != b.get(k)]
 
 
-def compare_view(run_a: Run, run_b: Run) -> dict[str, Any]:
+def compare_view(run_a: Run, run_b: Run, graph_a=None, graph_b=None) -> dict[str, Any]:
+    """The flipped questions with both runs' views; with each run's compiled graph, each side's path on it."""
     by_id = {row["id"]: row for row in run_b.rows}
     common = [row for row in run_a.rows if row["id"] in by_id]
     flipped = []
@@ -36,5 +37,6 @@ def compare_view(run_a: Run, run_b: Run) -> dict[str, Any]:
     side = [run_header(r) for r in (run_a, run_b)]
     return {"name": f"{side[0]['name']} vs {side[1]['name']}", "system": f"{side[0]['system']} vs {side[1]['system']}",
             "compare": {"a": side[0], "b": side[1], "common": len(common),
+                        "graphs": {k: graph_view(g) if g is not None else None for k, g in (("a", graph_a), ("b", graph_b))},
                         "only_a": len(run_a.rows) - len(common), "only_b": len(run_b.rows) - len(common)},
             "summary": {}, "questions": flipped, "graph": None, "colours": ROLE_COLOURS}

@@ -36,11 +36,11 @@ def render_html(run: Run, graph=None) -> str:
     return _page(run_view(run, graph))
 
 
-def render_compare_html(run_a: Run, run_b: Run) -> str:
+def render_compare_html(run_a: Run, run_b: Run, graph_a=None, graph_b=None) -> str:
     """The same page listing only the questions whose outcome flipped, both runs side by side."""
     from agentic_rag.trace.compare import compare_view
 
-    return _page(compare_view(run_a, run_b))
+    return _page(compare_view(run_a, run_b, graph_a, graph_b))
 
 
 def write_page(text: str, out: str | Path) -> Path:
