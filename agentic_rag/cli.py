@@ -5,24 +5,44 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from agentic_rag.configuration import Settings, SettingsError, env_warnings
+from agentic_rag.configuration import RemovedSettingWarning, Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
+from agentic_rag.errors import UserError
 from agentic_rag.events import clip
+from agentic_rag.redact import redact_text
+from agentic_rag.state import citation_status
+from agentic_rag.terminal import SafeConsole
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
+# every view of dataset text goes through these: a control character in a query or page is shown, not obeyed
+console = SafeConsole(width=None if sys.stdout.isatty() else 200)
+err = SafeConsole(stderr=True)
+
+
+class _UserErrorsAsOneLine(typer.core.TyperGroup):
+    """Any command's ``UserError`` ends the process as one labelled line with the error's exit code,
+    so commands catch only the errors they add something to (a resume hint), not each kind in turn."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            err.print(f"[red]{exc.label}:[/] {escape(redact_text(str(exc)))}", soft_wrap=True, highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+
+
+app = typer.Typer(cls=_UserErrorsAsOneLine, add_completion=False, no_args_is_help=True,
+                  help="Honest, budget-aware agentic RAG.")
 prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
 app.add_typer(prepare_app, name="prepare")
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True)
 
 OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE or section.KEY=VALUE setting (repeatable).")]
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
@@ -32,33 +52,29 @@ IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index 
 ExecutorOpt = Annotated[str, typer.Option("--executor", help="local (threads here) or ray (Ray workers; extra 'ray').")]
 AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --executor ray: HOST:PORT of a running "
                                                    "Ray cluster (default: start a local instance).")]
-DEFAULT_SHARED = Path("../shared/data")
 
 
 def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
-    try:
-        settings = Settings.load(preset=preset, overrides=overrides or [])
-    except SettingsError as exc:
-        err.print(f"[red]settings error:[/] {exc}", soft_wrap=True, highlight=False)
-        raise typer.Exit(2) from None
-    for warning in env_warnings(settings):
+    with warnings.catch_warnings(record=True) as removed:  # a removed setting or preset: one line each
+        warnings.simplefilter("always", RemovedSettingWarning)
+        settings = Settings.load(preset=preset, overrides=overrides or [])  # a SettingsError: one line, by the group
+    for other in [w for w in removed if w.category is not RemovedSettingWarning]:
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    warnings.filterwarnings("ignore", category=RemovedSettingWarning)  # said once, here; not again on a reread
+    for warning in [*dict.fromkeys(str(w.message) for w in removed if w.category is RemovedSettingWarning),
+                    *env_warnings(settings)]:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)
     if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
-        from agentic_rag.extensions import ExtensionError
-
-        try:
-            get_graph("agent", settings)
-        except ExtensionError as exc:
-            err.print(f"[red]extension error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
-            raise typer.Exit(2) from None
+        get_graph("agent", settings)
     return settings
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    # one line whatever the terminal width (greppable), and the message's own brackets are not read as markup
-    err.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True, highlight=False)
+    # one line whatever the terminal width (greppable), the message's own brackets not read as markup,
+    # and no key that a URL in it carries
+    err.print(f"[red]error:[/] {escape(redact_text(msg))}", soft_wrap=True, highlight=False)
     raise typer.Exit(code)
 
 
@@ -159,8 +175,8 @@ def ask(
     console.print(f"status: {result.status}  reason: {result.reason}")
     console.print(f"answer: {result.answer}")
     for c in result.citations:
-        mark = "verified" if c.verified else "unverified"
-        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({mark}) {clip(c.quote, 160)}")
+        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({citation_status(c.model_dump())}) {clip(c.quote, 160)}",
+                      markup=False)
     for o in result.options:
         console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {clip(o['anchor_passage']['text'], 120)}")
     console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")
@@ -177,16 +193,12 @@ def ingest(
     override: OverrideOpt = None,
 ) -> None:
     """Build a persistent FAISS + BM25 corpus index."""
-    from agentic_rag.eval.executors import ExecutorError
     from agentic_rag.ingest.ingest import build_corpus_index
 
     settings = _settings(preset, override)
     pool = _executor(executor, workers, settings, address)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
-    try:
-        stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
-    except (DataError, ExecutorError) as exc:
-        _fail(str(exc))
+    stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
     console.print_json(data=stats)
 
 
@@ -197,6 +209,7 @@ def eval_cmd(
     n: Annotated[Optional[int], typer.Option("--n", help="First N questions.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run folder.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the results a run folder already holds.")] = False,
     workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel (threads, or Ray workers).")] = 1,
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
@@ -207,9 +220,12 @@ def eval_cmd(
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
     from agentic_rag.eval.executors import ExecutorError
-    from agentic_rag.eval.resume import ResumeMismatchError, exit_interrupted, resume_command
-    from agentic_rag.eval.runner import RunFolderError, run_eval
+    from agentic_rag.eval.resume import exit_interrupted, interrupt_on_sigterm, resume_command
+    from agentic_rag.eval.runner import run_eval
 
+    if resume and overwrite:
+        _fail("give --resume or --overwrite, not both")
+    interrupt_on_sigterm()
     settings = _settings(preset, override, needs_llm=True)
     if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
         _fail("checkpoints are written where the graph runs: use --executor local to keep them")
@@ -218,15 +234,14 @@ def eval_cmd(
     if checkpoints and settings.paths.CHECKPOINT_PATH is None:
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
-        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool)
+        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool,
+                       overwrite=overwrite)
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, _prog(), sys.argv[1:])
-    except (DataError, ResumeMismatchError) as exc:
-        _fail(str(exc))
     except ExecutorError as exc:
         _fail(f"{exc}; resume with: {resume_command(_prog(), sys.argv[1:], out)}")
-    except RunFolderError as exc:
-        _fail(str(exc))
+    except UserError:
+        raise  # one line, by the command group (a RunFolderError is an OSError too)
     except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
         what = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
         _fail(f"{what}; the rows written so far are kept: {resume_command(_prog(), sys.argv[1:], out)}")
@@ -240,13 +255,20 @@ def eval_cmd(
             f"[{colour}]{r['judgement']}[/]", str(r["tokens"].get("total", 0)), f"{r['latency_ms']:.0f}",
         )
     console.print(table)
+    from agentic_rag.eval.metrics import metric_label
+
     summary = Table(title="summary")
     summary.add_column("metric")
     summary.add_column("value")
+    summary.add_column("meaning")
     for key, value in res["summary"].items():
         if not isinstance(value, dict):
-            summary.add_row(key, str(value))
+            summary.add_row(escape(key), escape(str(value)), escape(metric_label(key)))
     console.print(summary)
+    if res["summary"].get("unusable_gold"):
+        err.print(f"[yellow]warning:[/] {res['summary']['unusable_gold']} questions have a gold answer that cannot score "
+                  f"an answer (empty or 'nan') and are left out of the metrics: {', '.join(res['summary']['unusable_gold_ids'])}",
+                  soft_wrap=True, highlight=False, markup=True)
     console.print(f"results in {res['out']}")
     if unavailable := res["summary"].get("llm_unavailable"):
         err.print(f"[yellow]warning:[/] {unavailable} of {res['summary']['n']} questions ended as ABSTAIN_LLM_UNAVAILABLE "
@@ -261,12 +283,9 @@ def eval_cmd(
 
 def _executor(name: str, workers: int, settings: Settings, address: str | None):
     """Where `eval` and `ingest` run their work (a mistake in the options is one line, before any work)."""
-    from agentic_rag.eval.executors import ExecutorError, make_executor
+    from agentic_rag.eval.executors import make_executor
 
-    try:
-        return make_executor(name, workers, settings, address)
-    except ExecutorError as exc:
-        _fail(str(exc))
+    return make_executor(name, workers, settings, address)
 
 
 def _prog() -> str:
@@ -294,14 +313,7 @@ def compare_cmd(
             _fail("--html compares two runs: give exactly two run folders")
         try:
             pair = [load_run(r) for r in runs]
-            graphs = []
-            for run in pair:
-                try:
-                    graphs.append(_run_graph(run))
-                except TraceError as exc:  # that side is shown without its graph
-                    graphs.append(None)
-                    err.print(f"{exc}; {run.path.name} is shown without the graph")
-            console.print(f"written {write_page(render_compare_html(*pair, *graphs), html_out)}")
+            console.print(f"written {write_page(render_compare_html(*pair, *(_run_graph(r, True) for r in pair)), html_out)}")
         except TraceError as exc:
             _fail(str(exc))
     try:
@@ -314,12 +326,15 @@ def compare_cmd(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_markdown(result, title, write_plots(result, out.parent)))
         console.print(f"written {out}")
+    from agentic_rag.eval.metrics import metric_label
+
     table = Table(title=title)
     table.add_column("metric")
     for r in result["runs"]:
         table.add_column(r["name"])
+    table.add_column("meaning")
     for key in SUMMARY_KEYS:
-        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]])
+        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]], escape(metric_label(key)))
     console.print(table)
     for p in result["paired"]:
         console.print(paired_sentence(p), highlight=False)
@@ -358,8 +373,8 @@ def graph_cmd(
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
-    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG drawn by Graphviz, the
-    nodes grouped by their role in the design and each decision's edge labelled with it.
+    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG (Graphviz where installed),
+    the nodes grouped by their role in the design and each decision's edge labelled with it.
     With EXTENSIONS set, the agent is drawn with its extension nodes in place."""
     from agentic_rag.trace.draw import BINARY_FORMATS, DrawError, draw
 
@@ -389,21 +404,22 @@ def trace_cmd(
     brief: Annotated[bool, typer.Option("--brief", help="With --id: one line per node, no passages or checks.")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="With --id: list the checkpointed steps.")] = False,
     step: Annotated[Optional[int], typer.Option("--step", help="With --id: the graph state at this checkpointed step.")] = None,
+    otlp: Annotated[Optional[str], typer.Option("--otlp", help="Send the run's spans (or --id's) to this OTLP/HTTP collector (docs/tracing.md).")] = None,
 ) -> None:
     """Inspect a run: a table of its questions, one question node by node, its checkpoints, or an HTML page."""
     from agentic_rag.trace.run import TraceError, load_run
 
     try:
         run = load_run(run_dir)
+        if otlp is not None:
+            from agentic_rag.trace.otel import send_cli
+
+            console.print(send_cli(run, otlp, qid))
+            return
         if html_out is not None:
             from agentic_rag.trace.html import write_html
 
-            try:
-                graph = _run_graph(run)
-            except TraceError as exc:  # the page still shows the run, without its graph
-                graph = None
-                err.print(f"{exc}; the page is written without the graph")
-            console.print(f"written {write_html(run, html_out, graph)}")
+            console.print(f"written {write_html(run, html_out, _run_graph(run, True))}")
             return
         if steps or step is not None:
             if qid is None:
@@ -422,15 +438,18 @@ def trace_cmd(
     console.print(run_table(run))
 
 
-def _run_graph(run):
-    """The graph the run used, extensions included (TraceError when it cannot be rebuilt)."""
+def _run_graph(run, missing_ok: bool = False):
+    """The graph the run used, extensions included; one that cannot be rebuilt is a TraceError or, with
+    ``missing_ok`` (a page goes without it), said and None."""
     from agentic_rag.trace.run import TraceError
 
     extended = {k: run.settings[k] for k in ("EXTENSIONS", "EXTENSION_SETTINGS") if run.settings.get(k)}
     try:
         return get_graph(run.system or "agent", Settings.load(overrides=extended) if extended else None)
     except (SettingsError, ValueError) as exc:
-        raise TraceError(f"the run's graph cannot be rebuilt: {exc}") from None
+        if not missing_ok:
+            raise TraceError(f"the run's graph cannot be rebuilt: {exc}") from None
+        err.print(f"the graph of {run.path.name} cannot be rebuilt ({exc}); its page goes without it")
 
 
 def _print_steps(run, qid: str, step: int | None) -> None:
@@ -481,17 +500,21 @@ def show_settings(
 
 def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
     """The settings as markdown, one table per section, with the section's own description; paths
-    under the home folder are written from ``~`` so the tables read the same on every machine."""
-    from agentic_rag.configuration import SECTIONS
+    under the user cache are written from ``<user cache>`` and others under the home folder from
+    ``~``, so the tables read the same on every machine and for every user's environment."""
+    from agentic_rag.configuration import SECTIONS, USER_CACHE
 
-    home = str(Path.home())
+    home, cache = str(Path.home()), str(USER_CACHE)
     out: list[str] = []
     for section in dict.fromkeys(r[0] for r in rows):
         doc = SECTIONS[section].__doc__ if section in SECTIONS else "The configured extensions' own settings."
         out += [f"### {section}", "", " ".join((doc or "").split()), "",
                 "| setting | value | unit | meaning |", "|---|---|---|---|"]
         for _, name, value, unit, _, meaning in (r for r in rows if r[0] == section):
-            value = value.replace(home, "~") if value.startswith(home) else value
+            if value.startswith(cache):
+                value = "<user cache>" + value[len(cache):]
+            elif value.startswith(home):
+                value = "~" + value[len(home):]
             cells = [f"`{name}`", f"`{value}`", unit, meaning]
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         out.append("")
@@ -499,13 +522,9 @@ def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
 
 
 # -- prepare -------------------------------------------------------------------------------------
-def _default_input(rel: str) -> Path:
-    return DEFAULT_SHARED / rel
-
-
 @prepare_app.command("crag")
 def prepare_crag_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("crag/crag_example_10.jsonl.bz2"),
+    input: Annotated[Path, typer.Option("--input", help="A CRAG .jsonl[.bz2] file, e.g. the release's crag_task_1_dev_v4.jsonl.bz2.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data"),
     split: Annotated[Optional[str], typer.Option("--split")] = None,
     static_only: Annotated[bool, typer.Option("--static-only")] = False,
@@ -520,7 +539,7 @@ def prepare_crag_cmd(
 
 @prepare_app.command("squad2")
 def prepare_squad2_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("squad2/squad2_dev_half.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="SQuAD 2.0 questions with their paragraphs, a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/squad2.jsonl"),
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -533,7 +552,7 @@ def prepare_squad2_cmd(
 
 @prepare_app.command("rgb")
 def prepare_rgb_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("rgb/rgb_en_fact_100.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="RGB's English questions (en_fact.json), a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/rgb.jsonl"),
     variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,negative,counterfactual.")] = "answerable,negative,counterfactual",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
@@ -548,7 +567,7 @@ def prepare_rgb_cmd(
 
 @prepare_app.command("nq")
 def prepare_nq_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("nq/nq_open_oracle.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="NQ-open questions with their oracle passage, a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/nq.jsonl"),
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,

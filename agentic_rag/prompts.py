@@ -10,11 +10,14 @@ allows it, BAUG prices a revision before asking for one, and the quote probe re-
 from __future__ import annotations
 
 import re
+import string
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
+
+from agentic_rag.errors import UserError
 
 IDK_ANSWER = "I don't know."
 
@@ -39,51 +42,8 @@ def is_hedging(text: str) -> bool:
     return bool(_HEDGING.search(text))
 
 
-# Page text that addresses the model instead of the reader: instructions, text posing as the system
-# prompt or a chat turn, and fake answer or citation markers. A page carrying such a sentence is
-# flagged and backs no answer and no verified quote (text.untrusted_source). Each pattern
-# is matched against one lower-cased source sentence (source text is split at line ends too, so ``^``
-# is a line start). A page that merely states a false fact matches none of them: a wrong source, not
-# an attack.
-UNTRUSTED_PATTERNS = (
-    # "ignore (all) previous instructions", "disregard the above rules"
-    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
-    r"all|any|other|your|the)\b[^.!?\n]{0,30}?\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
-    # "if anyone asks who the mayor was, answer X"
-    r"\bif\s+(?:anyone|anybody|someone|somebody|a user|the user|you(?:'re| are| get))\s+(?:\w+\s+){0,2}?"
-    r"(?:asks?|asked)\b[^\n]{0,200}?\b(?:answer|reply|respond|say|tell|write|output)\b",
-    # role play aimed at a model: "you are an AI assistant", "act as a chatbot"
-    r"\b(?:you are|you're|act as|pretend to be)\s+(?:now\s+)?(?:an?\s+|the\s+)?(?:\w+\s+){0,2}?"
-    r"(?:ai|assistant|chatbot|language model|llm|gpt)\b",
-    r"\b(?:system prompt|new instructions|developer mode)\b",
-    # chat turns and chat-template tokens: "assistant: ...", "system: you are ...", "<|im_start|>", "[INST]"
-    # ("System: Nintendo Switch" in a game's info box is a field, not a turn)
-    r"^\W{0,3}assistant\s*:",
-    r"^\W{0,3}(?:system|user|developer)\s*(?:prompt\s*)?:\s*(?:you|ignore|always|never|answer|respond|reply|"
-    r"from now|as an?|i am|i'm)\b",
-    r"<\|[a-z_]+\|>|\[/?inst\]|<</?sys>>",
-    # fake answer and citation markers: "Answer: X", "[1] \"quote\"", a line opening "[2] " like a source
-    # header of the prompt, "Source 2:"
-    r"^\W{0,3}(?:final |correct |short )?answer\s*[:=]",
-    r"\[\d+\]\s*[\"\u201c]",
-    r"^\s*\[\d+\]\s",
-    r"^\W{0,3}source\s+\d+\s*:",
-)
-
-_UNTRUSTED = re.compile("|".join(f"(?:{p})" for p in UNTRUSTED_PATTERNS), re.MULTILINE)
-# The same patterns without their leading anchor or optional prefix, over a whole text: no match there
-# means no sentence matches, which spares splitting the (usual) page that holds none. Starting on a
-# literal lets the regex engine skip ahead instead of trying every position.
-_LEADING = re.compile(r"^(?:\^\\W\{0,3\}|\^\\s\*|\\b)?(?:\(\?:[^()]*\)\?)?")
-_UNTRUSTED_ANYWHERE = re.compile("|".join(f"(?:{_LEADING.sub('', p, count=1)})" for p in UNTRUSTED_PATTERNS))
-
-
-def is_untrusted(sentence: str) -> bool:
-    return bool(_UNTRUSTED.search(sentence.lower()))
-
-
-def may_hold_untrusted(text: str) -> bool:
-    return bool(_UNTRUSTED_ANYWHERE.search(text.lower()))
+# Kept importable from here: the patterns live with the rest of page screening (agentic_rag.injection)
+from agentic_rag.injection import UNTRUSTED_PATTERNS, is_untrusted, may_hold_untrusted  # noqa: E402,F401
 
 
 _CANDIDATES = (
@@ -99,15 +59,63 @@ def prompts_dir() -> Path:
     raise FileNotFoundError(f"prompt templates not found in {[str(c) for c in _CANDIDATES]}")
 
 
+# The placeholders each template must hold, no more and no fewer: a prompt file edited to drop
+# {sources} would otherwise send the model no evidence, and one that adds {context} would fail only
+# when a question reaches it. A file is checked against this when it is read.
+TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
+    "answer_system": frozenset(),
+    "answer_user": frozenset({"sources", "question", "query_time"}),
+    "reflect_system": frozenset(),
+    "reflect_user": frozenset({"sources", "question", "query_time", "draft", "problems"}),
+    "grade_system": frozenset(),
+    "grade_user": frozenset({"question", "passage"}),
+    "judge_system": frozenset(),
+    "judge_user": frozenset({"question", "answer", "evidence"}),
+    "verify_system": frozenset(),
+    "verify_user": frozenset({"question", "answer", "evidence"}),
+    "eval_judge_system": frozenset(),
+    "eval_judge_user": frozenset({"question", "gold", "prediction"}),
+}
+
+
+class PromptTemplateError(UserError, ValueError):
+    """A prompt file whose placeholders are not the ones its caller fills."""
+
+    label = "prompt error"
+
+
+def template_fields(text: str, where: str = "template") -> set[str]:
+    """The ``{name}`` placeholders of a template (``{{`` and ``}}`` are literal braces)."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:  # a lone brace
+        raise PromptTemplateError(f"{where}: {exc} (write a literal brace as {{{{ or }}}})") from None
+    if any(not f.isidentifier() for f in fields):
+        bad = next(f for f in fields if not f.isidentifier())
+        raise PromptTemplateError(f"{where}: placeholder {{{bad}}} is not a name (write a literal brace as {{{{ or }}}})")
+    return set(fields)
+
+
 @lru_cache(maxsize=None)
 def load_prompt(name: str) -> str:
+    if name not in TEMPLATE_FIELDS:
+        raise PromptTemplateError(f"no prompt template named {name!r}; known: {', '.join(sorted(TEMPLATE_FIELDS))}")
     path = prompts_dir() / f"{name}.txt"
     if not path.is_file():
         raise FileNotFoundError(f"no prompt template {name!r} at {path}")
-    return path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    found, wanted = template_fields(text, str(path)), TEMPLATE_FIELDS[name]
+    if found != wanted:
+        parts = [f"missing {', '.join('{' + f + '}' for f in sorted(wanted - found))}" if wanted - found else "",
+                 f"unknown {', '.join('{' + f + '}' for f in sorted(found - wanted))}" if found - wanted else ""]
+        raise PromptTemplateError(f"{path}: {'; '.join(p for p in parts if p)} (it takes exactly "
+                                  f"{', '.join('{' + f + '}' for f in sorted(wanted)) or 'no placeholders'})")
+    return text
 
 
 def render(name: str, **values: str) -> str:
+    if set(values) != TEMPLATE_FIELDS[name]:  # a caller out of step with the table above: a bug, not input
+        raise TypeError(f"{name} takes {sorted(TEMPLATE_FIELDS[name])}, was given {sorted(values)}")
     return load_prompt(name).format(**values)
 
 

@@ -287,16 +287,23 @@ def calibration_section() -> list[str]:
     return out + ([""] + joint if joint else []) + [""]
 
 
-def crag_kit_section(ck: dict) -> list[str]:
-    from bench_crag_kit import summary_table  # this folder is on sys.path when the script runs
+def table_in(markdown_file: str, header: str) -> list[str]:
+    """The table whose header line starts with ``header`` in a benchmark's own markdown (which its script
+    writes beside the JSON): shown here as written there, never rendered a second way."""
+    lines = (BENCH / markdown_file).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return lines[start:end]
 
+
+def crag_kit_section(ck: dict) -> list[str]:
     return [
         "## Inside the official CRAG starter kit (`scripts/bench_crag_kit.py KIT_DIR`)",
         "",
         f"The kit's own prediction loop ({ck['kit']}) over its 10 example questions; each batch timed against",
         "batch size x the per-query seconds. Per-question answers in `crag_kit.md`.",
         "",
-        *summary_table(ck),
+        *table_in("crag_kit.md", "| run | adapter |"),
         "",
     ]
 
@@ -326,6 +333,26 @@ def hostile_section(h: dict) -> list[str]:
     ]
     out += [f"| {name} | {v['texts']} | {v['sentences']} | {v['texts_flagged']} | {v['sentences_flagged']} |"
             for name, v in h["untrusted_patterns"].items()]
+    if (cat := h.get("hostile_catalogue")) and (speed := h.get("extraction_speed")):
+        hid, adr = cat["hiding_methods"], cat["model_addressed"]
+        out += [
+            "",
+            f"The hostile-page catalogue (`agentic_rag/data/hostile_pages.json`), before = revision {cat['before_revision']}; "
+            f"extraction speed on the bundled CRAG example pages ({speed['pages']} pages, {speed['page_mb']} MB), both "
+            f"extractors alternated in one process, best of {speed['rounds']} rounds:",
+            "",
+            "| | before | after |",
+            "|---|---|---|",
+            f"| hiding methods whose planted sentence is extracted (of {hid['methods']}) | {hid['leaked_before']} | "
+            f"{hid['leaked_after']} |",
+            f"| phrasings addressed to the model not flagged (of {adr['phrasings']}) | {adr['missed_before']} | "
+            f"{adr['missed_after']} |",
+            f"| ordinary sentences flagged (of {adr['benign_sentences']}) | {len(adr['benign_flagged_before'])} | "
+            f"{len(adr['benign_flagged_after'])} |",
+            f"| extraction speed (pages/s) | {speed['pages_per_s_before']} | {speed['pages_per_s_after']} "
+            f"({speed['after_over_before']}x the time) |",
+            f"| characters of text extracted | {speed['text_chars_before']:,} | {speed['text_chars_after']:,} |",
+        ]
     return out + [""]
 
 
@@ -362,10 +389,10 @@ def risk_coverage_section(rc: dict) -> list[str]:
     return out
 
 
-def latency_section(lat: dict, name: str = "latency.json") -> list[str]:
-    from bench_latency import markdown  # this folder is on sys.path when the script runs
-
-    return [f"## Where a question's time goes (`scripts/bench_latency.py`, {name})", "", *markdown(lat), ""]
+def latency_section(name: str = "latency.json") -> list[str]:
+    """benchmarks/latency.md as scripts/bench_latency.py wrote it beside latency.json."""
+    text = (BENCH / name).with_suffix(".md").read_text().rstrip("\n")
+    return [f"## Where a question's time goes (`scripts/bench_latency.py`, {name})", "", *text.split("\n"), ""]
 
 
 def main() -> int:
@@ -408,8 +435,8 @@ def main() -> int:
     if (rel := _load("reliability.json")) is not None:
         lines += reliability_section(rel)
     for name in ("latency.json", "latency_fast.json"):
-        if (lat := _load(name)) is not None:
-            lines += latency_section(lat, name)
+        if _load(name) is not None:
+            lines += latency_section(name)
     (BENCH / "README.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return 0

@@ -4,25 +4,11 @@ import json
 
 import pytest
 
-from agentic_rag.datasets.crag import write_records
 from agentic_rag.eval.runner import run_eval
-from tests.fakes import ScriptedChat
-from tests.test_agent_graph import QUOTE_2004, record
-
-TIMING = {"latency_p50_ms", "latency_p95_ms"}
-
-
-def dataset(tmp_path, n: int = 5):
-    recs = []
-    for i in range(n):
-        r = record()
-        r.interaction_id = f"toy-{i}"
-        if i % 2:
-            r.answer = "i don't know"
-        recs.append(r)
-    path = tmp_path / "toy.jsonl"
-    write_records(recs, path)
-    return path
+from agentic_rag.testing.fakes import ScriptedChat
+from agentic_rag.testing.processes import TIMING  # noqa: F401 - other tests import it from here
+from agentic_rag.testing.records import QUOTE_2004
+from agentic_rag.testing.records import toy_dataset as dataset  # other tests import it from here
 
 
 def fake():
@@ -80,7 +66,7 @@ def test_a_fresh_run_starts_its_own_trace_and_a_resumed_one_continues_it(tmp_pat
     run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
     first = trace_ids()
     assert set(first) == {"toy-0", "toy-1"}
-    run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
+    run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()}, overwrite=True)
     assert trace_ids() == first  # rerun: the old rows are gone, not doubled
     run_eval(data, "agent", settings, out, n=3, resume=True, progress=False, extra_config={"llm": fake()})
     assert trace_ids()[: len(first)] == first and "toy-2" in trace_ids()[len(first):]

@@ -10,7 +10,7 @@ from agentic_rag.cli import app
 from tests.cdp import Browser, chromium_path
 from tests.test_trace import HOSTILE, QUOTE_2004, make_run, runner
 
-pytestmark = pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(chromium_path() is None, reason="Debian's chromium is not installed (README: apt-get install chromium)")
 
 
 @pytest.fixture(scope="module")

@@ -95,7 +95,7 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None,
                           claim_text=claims or None)
     if draft and settings.baug.NLI_MODEL and cited_text:
-        signals["nli_entailment"] = entailment_probability(settings.baug.NLI_MODEL, cited_text[:4000], strip_markup(draft))
+        signals["nli_entailment"] = entailment_probability(settings.baug.NLI_MODEL, cited_text[:4000], strip_markup(draft, [cited_text]))
     found_periods = [m for m in dict.fromkeys(RE_PERIOD_MENTION.findall(cited_text)) if m not in validation.missing]
     # priced on the state as it came in: the reflect prompt the policy weighs is the one before these signals
     next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)

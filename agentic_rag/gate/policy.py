@@ -64,6 +64,7 @@ REASONS = {
     "ABSTAIN_INVALID_SELECTION": ABSTAIN,
     "ABSTAIN_LLM_UNAVAILABLE": ABSTAIN,
     "ABSTAIN_EMPTY_ANSWER": ABSTAIN,
+    "ABSTAIN_EXTENSION_FAILED": ABSTAIN,  # set by the extension's own node, never by these rules
     "AMBIGUOUS_OPTIONS": ABSTAIN,
 }
 
@@ -81,11 +82,11 @@ LAYER_CODES = {
     "ABSTAIN_LOW_BUDGET": "budget",
     "ABSTAIN_LLM_UNAVAILABLE": "llm_unavailable",
     "ABSTAIN_EMPTY_ANSWER": "empty_answer",
+    "ABSTAIN_EXTENSION_FAILED": "extension_failed",
 }
 GATE_REASONS = {
     "no_relevant_information": "ABSTAIN_NO_EVIDENCE",
     "scores_too_low": "ABSTAIN_LOW_RETRIEVAL_SCORE",
-    "insufficient_chunks": "ABSTAIN_LOW_RETRIEVAL_SCORE",
     "no_clear_winner": "ABSTAIN_NO_SCORE_GAP",
 }
 

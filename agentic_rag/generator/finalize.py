@@ -145,6 +145,7 @@ def explain_refusal(
     requests: list[dict[str, Any]] | tuple = (),
     llm_error: dict[str, Any] | None = None,
     question: str = "", draft: str = "",
+    extension_error: dict[str, Any] | None = None,
 ) -> tuple[str, list[str]]:
     """A sentence with the figures, and the information that would be needed (what is missing is
     checked against the ``question`` and ``draft`` it was taken from; see ``missing_pieces``)."""
@@ -162,6 +163,10 @@ def explain_refusal(
             f"{e.get('last_error', 'unknown')}), so no answer could be written or checked.",
             ["a reachable language model"],
         )
+    if reason == "ABSTAIN_EXTENSION_FAILED":
+        e = extension_error or {}
+        return (f"The extension {e.get('extension', '?')} failed ({e.get('error', 'unknown error')}), so the "
+                "question was not answered.", [f"a working {e.get('extension', '?')} extension"])
     if reason == "ABSTAIN_EMPTY_ANSWER":
         return ("The generator was asked and replied with an empty text, so there is no answer to check or show.",
                 missing_anchors)
@@ -312,6 +317,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         explanation, missing = explain_refusal(
             decision["reason"], signals, state.get("validation") or {}, settings, confidence, requests,
             state.get("llm_error"), question=state["question"], draft=state.get("draft", ""),
+            extension_error=state.get("extension_error"),
         )
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(
@@ -322,10 +328,11 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
             tokens_saved=int((state.get("bundle") or {}).get("generation_cost", 0)) if skipped else 0,
         )
     draft = state.get("draft", "")
-    answer = strip_markup(draft) or draft
+    answer = strip_markup(draft, [p["text"] for p in (state.get("bundle") or {}).get("passages", [])]) or draft
     kind = state.get("kind", "other")
     rows = (state.get("signals") or {}).get("sentences")
-    citations = citations_from_support(rows, state.get("bundle") or {}) if rows else extract_citations(draft, state.get("bundle") or {})
+    citations = citations_from_support(rows, state.get("bundle") or {}) if rows else extract_citations(
+        draft, state.get("bundle") or {}, state["question"], kind)
     return AnswerRecord(
         **common,
         status="ok",

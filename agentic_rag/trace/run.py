@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_results
 from agentic_rag.nodes import Node
+from agentic_rag.state import citation_status
 from agentic_rag.telemetry import read_rows
 from agentic_rag.events import clip
 from agentic_rag.nodes import EXTENSION_ROLE, ROLE
@@ -35,7 +37,7 @@ PATH_THRESHOLDS = {"path_score": "PATH_MIN_SCORE", "new_hits_ratio": "NEW_HITS_E
 OUTCOMES = {"accurate": "right", "incorrect": "wrong", "missing": "missing"}
 
 
-class TraceError(ValueError):
+class TraceError(UserError, ValueError):
     """A run folder, question id or step that cannot be shown."""
 
 
@@ -316,7 +318,7 @@ def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str,
 def llm_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every LLM call of the question in order, with the timeline step (``i``) and node that made it."""
     return [{"i": i, "node": e["node"], "round": e.get("round", 1), **call}
-            for i, e in enumerate(events, start=1) for call in e.get("llm_transcript") or []]
+            for i, e in enumerate(events, start=1) for call in e.get("llm") or []]
 
 
 def path_taken(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -376,7 +378,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "tokens": tokens.get("total", 0), "tokens_by_stage": {k: v for k, v in (tokens.get("by_stage") or {}).items() if v},
         "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
         "latency_by_node_ms": {k: _ms(v) for k, v in (row.get("latency_by_node_ms") or {}).items()},
-        "citations": row.get("citations") or [], "timeline": timeline, "rounds": rounds(row, events, settings),
+        "citations": [{**c, "status": citation_status(c)} for c in row.get("citations") or []], "timeline": timeline, "rounds": rounds(row, events, settings),
         "verdict": verdict(events, settings),
         "evidence": evidence(row, events), "note": note,
         "llm": llm_calls(events), "path": path_taken(events),
