@@ -305,12 +305,24 @@ def compare_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run folders; the first is the reference.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the markdown report here.")] = None,
     title: Annotated[str, typer.Option("--title")] = "Comparison",
+    html_out: Annotated[Optional[Path], typer.Option("--html", help="Two runs: a page of the questions whose judgement or decision flipped, both timelines side by side.")] = None,
 ) -> None:
     """Side-by-side summary, per-question differences and a paired bootstrap CI on the score."""
     from agentic_rag.eval.compare import SUMMARY_KEYS, compare, paired_sentence, to_markdown
 
     if len(runs) < 2:
         _fail("give at least two run folders")
+    if html_out is not None:
+        from agentic_rag.trace.html import render_compare_html, write_page
+        from agentic_rag.trace.run import TraceError, load_run
+
+        if len(runs) != 2:
+            _fail("--html compares two runs: give exactly two run folders")
+        try:
+            pair = [load_run(r) for r in runs]
+            console.print(f"written {write_page(render_compare_html(*pair, *(_run_graph(r, True) for r in pair)), html_out)}")
+        except TraceError as exc:
+            _fail(str(exc))
     try:
         result = compare(runs)
     except FileNotFoundError as exc:
@@ -391,7 +403,8 @@ def graph_cmd(
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
-    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG (Graphviz where installed).
+    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG (Graphviz where installed),
+    the nodes grouped by their role in the design and each decision's edge labelled with it.
     With EXTENSIONS set, the agent is drawn with its extension nodes in place."""
     from agentic_rag.trace.draw import BINARY_FORMATS, DrawError, draw
 
@@ -436,7 +449,7 @@ def trace_cmd(
         if html_out is not None:
             from agentic_rag.trace.html import write_html
 
-            console.print(f"written {write_html(run, html_out)}")
+            console.print(f"written {write_html(run, html_out, _run_graph(run, True))}")
             return
         if steps or step is not None:
             if qid is None:
@@ -455,17 +468,27 @@ def trace_cmd(
     console.print(run_table(run))
 
 
+def _run_graph(run, missing_ok: bool = False):
+    """The graph the run used, extensions included; one that cannot be rebuilt is a TraceError or, with
+    ``missing_ok`` (a page goes without it), said and None."""
+    from agentic_rag.trace.run import TraceError
+
+    extended = {k: run.settings[k] for k in ("EXTENSIONS", "EXTENSION_SETTINGS") if run.settings.get(k)}
+    try:
+        return get_graph(run.system or "agent", Settings.load(overrides=extended) if extended else None)
+    except (SettingsError, ValueError) as exc:
+        if not missing_ok:
+            raise TraceError(f"the run's graph cannot be rebuilt: {exc}") from None
+        err.print(f"the graph of {run.path.name} cannot be rebuilt ({exc}); its page goes without it")
+
+
 def _print_steps(run, qid: str, step: int | None) -> None:
     """The checkpointed steps of one question, or the state at one of them, in the graph the run used."""
     from agentic_rag.trace.run import TraceError
     from agentic_rag.trace.steps import checkpoint_file, print_step, print_steps
 
     path = checkpoint_file(run)
-    extended = {k: run.settings[k] for k in ("EXTENSIONS", "EXTENSION_SETTINGS") if run.settings.get(k)}
-    try:  # the graph the run used, extensions included
-        graph = get_graph(run.system or "agent", Settings.load(overrides=extended) if extended else None)
-    except SettingsError as exc:
-        raise TraceError(f"the run's graph cannot be rebuilt: {exc}") from None
+    graph = _run_graph(run)
     if step is None:
         print_steps(console, graph, path, qid)
     else:

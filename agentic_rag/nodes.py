@@ -33,3 +33,26 @@ class Node(StrEnum):
 # calls, tokens and wall time left before anything loops back. The builder refuses an extension
 # that would close a loop around none of them (graphs/extend.py).
 BUDGET_CHECKED = frozenset({Node.DECIDE})
+
+
+# The role each node plays in the design (README, docs/how-it-works.md), so a drawing groups the
+# nodes as a reader of the design looks for them. The graphs put it on each node's metadata
+# (``role``); every drawing (`agentic-rag graph`, the trace page) reads it from there. The confidence
+# gate is the Supervisor's check of its bundle before any LLM call; BAUG is the three nodes after
+# the draft. A node not listed (an extension) is drawn under EXTENSION_ROLE.
+ROLE: dict[str, str] = {
+    Node.ANCHORS: "Anchor-Predictor",
+    Node.WORKER: "Retriever-Workers",
+    Node.SUPERVISE: "Supervisor",
+    Node.DISAMBIGUATE: "Supervisor",
+    Node.CONFIDENCE_GATE: "Supervisor",
+    Node.GENERATE: "Generator",
+    Node.REFLECT: "Generator",
+    Node.FINALIZE: "Generator",
+    Node.COLLECT_SIGNALS: "BAUG",
+    Node.FINAL_CHECK: "BAUG",
+    Node.DECIDE: "BAUG",
+    Node.RETRIEVE: "Retriever",
+    Node.PACK: "Supervisor",
+}
+EXTENSION_ROLE = "Extensions"

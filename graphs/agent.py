@@ -30,7 +30,7 @@ from agentic_rag.configuration import Settings
 from agentic_rag.extensions import Extension, load_extensions
 from agentic_rag.gate.confidence_node import confidence_gate_node
 from agentic_rag.gate.node import collect_signals_node, decide_node, final_check_node
-from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE
+from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP
 from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_node, reflect_node
 from agentic_rag.nodes import BUDGET_CHECKED, Node
@@ -102,16 +102,23 @@ def route_after_decide(state: RAGState, config: RunnableConfig) -> str | list[Se
 def agent_shape() -> Shape:
     shape = Shape(start=Node.ANCHORS, budget_checked=BUDGET_CHECKED)
     shape.add(Node.ANCHORS, predict_anchors_node,
-              Route(dispatch_workers, (Node.WORKER, Node.COLLECT_SIGNALS), sends=frozenset({Node.WORKER})))
+              Route(dispatch_workers, (Node.WORKER, Node.COLLECT_SIGNALS), sends=frozenset({Node.WORKER}),
+                    labels={Node.WORKER: "one per anchor", Node.COLLECT_SIGNALS: "out of domain / too long"}))
     shape.add(Node.WORKER, worker_node, Node.SUPERVISE)
-    shape.add(Node.SUPERVISE, supervise_node, Route(route_after_supervise, (Node.DISAMBIGUATE, Node.COLLECT_SIGNALS)))
+    shape.add(Node.SUPERVISE, supervise_node, Route(route_after_supervise, (Node.DISAMBIGUATE, Node.COLLECT_SIGNALS),
+                                                    labels={Node.DISAMBIGUATE: "evidence", Node.COLLECT_SIGNALS: "no evidence"}))
     shape.add(Node.DISAMBIGUATE, disambiguate_node,
-              Route(route_after_disambiguate, (Node.CONFIDENCE_GATE, Node.COLLECT_SIGNALS)))
-    shape.add(Node.CONFIDENCE_GATE, confidence_gate_node, Route(route_after_gate, (Node.GENERATE, Node.COLLECT_SIGNALS)))
+              Route(route_after_disambiguate, (Node.CONFIDENCE_GATE, Node.COLLECT_SIGNALS),
+                    labels={Node.CONFIDENCE_GATE: "resolved", Node.COLLECT_SIGNALS: "ambiguous / refused"}))
+    shape.add(Node.CONFIDENCE_GATE, confidence_gate_node, Route(route_after_gate, (Node.GENERATE, Node.COLLECT_SIGNALS),
+                                                                labels={Node.GENERATE: "passed, affordable",
+                                                                        Node.COLLECT_SIGNALS: "refused / nothing new / no budget"}))
     shape.add(Node.GENERATE, generate_node, Node.COLLECT_SIGNALS)
     shape.add(Node.COLLECT_SIGNALS, collect_signals_node, Node.DECIDE)
     shape.add(Node.DECIDE, decide_node, Route(route_after_decide, (Node.WORKER, Node.FINAL_CHECK, Node.REFLECT,
-                                                                   Node.FINALIZE), sends=frozenset({Node.WORKER})))
+                                                                   Node.FINALIZE), sends=frozenset({Node.WORKER}),
+                                              labels={Node.WORKER: RETRIEVE_MORE, Node.FINAL_CHECK: f"{STOP} (verifier on)",
+                                                      Node.REFLECT: REFLECT, Node.FINALIZE: f"{STOP} / {ABSTAIN}"}))
     shape.add(Node.FINAL_CHECK, final_check_node, Node.DECIDE)
     shape.add(Node.REFLECT, reflect_node, Node.COLLECT_SIGNALS)
     shape.add(Node.FINALIZE, make_finalize_node(SYSTEM), END)

@@ -21,6 +21,7 @@ from agentic_rag.retrievers.source import resolve_index, retrieve
 from agentic_rag.state import GraphInput, GraphOutput, RAGState
 from agentic_rag.supervisor.packing import pack_evidence
 from agentic_rag.utils import timed
+from graphs.extend import node_metadata
 
 SYSTEM = "baseline"
 
@@ -43,10 +44,10 @@ def pack_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 
 def build_graph():
     g = StateGraph(RAGState, context_schema=Settings, input_schema=GraphInput, output_schema=GraphOutput)
-    g.add_node(Node.RETRIEVE, retrieve_node)
-    g.add_node(Node.PACK, pack_node)
-    g.add_node(Node.GENERATE, generate_plain_node)
-    g.add_node(Node.FINALIZE, make_finalize_node(SYSTEM))
+    g.add_node(Node.RETRIEVE, retrieve_node, metadata=node_metadata(Node.RETRIEVE))
+    g.add_node(Node.PACK, pack_node, metadata=node_metadata(Node.PACK))
+    g.add_node(Node.GENERATE, generate_plain_node, metadata=node_metadata(Node.GENERATE))
+    g.add_node(Node.FINALIZE, make_finalize_node(SYSTEM), metadata=node_metadata(Node.FINALIZE))
     g.add_edge(START, Node.RETRIEVE)
     g.add_edge(Node.RETRIEVE, Node.PACK)
     g.add_edge(Node.PACK, Node.GENERATE)

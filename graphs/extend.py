@@ -19,7 +19,7 @@ from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
 from agentic_rag.extensions import ERROR_KEY, EXTENSION_FAILED, FLAGS_KEY, Extension, ExtensionError, check_request, state_keys
 from agentic_rag.gate.policy import ABSTAIN
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import EXTENSION_ROLE, ROLE, Node
 from agentic_rag.utils import timed
 
 _FAILED = "extension_failed"  # the route an extension node takes once it has failed
@@ -31,9 +31,14 @@ class Route:
     targets: tuple[str, ...]
     sends: frozenset[str] = frozenset()  # targets reached by ``Send``: nothing can be inserted in front of them
     mapping: dict[str, str] = field(default_factory=dict)  # a target's name -> the node now in front of it
+    labels: dict[str, str] = field(default_factory=dict)  # a target's name -> the decision that takes it (drawn)
 
     def successors(self) -> list[str]:
         return [self.mapping.get(t, t) for t in self.targets]
+
+    def drawn_labels(self) -> dict[str, str]:
+        """Each edge's label by the node it now leads to (an inserted extension takes its target's)."""
+        return {self.mapping.get(t, t): label for t, label in self.labels.items()}
 
 
 Exit = str | Route
@@ -170,19 +175,24 @@ class Shape:
         g = StateGraph(state_schema, context_schema=context_schema, input_schema=input_schema,
                        output_schema=output_schema)
         # plain strings from here on: what LangGraph stores, draws and checkpoints
+        exits = {node: _unless_failed(exit) if node in self.extensions and Node.FINALIZE in self.nodes else exit
+                 for node, exit in self.exits.items()}  # a failed extension ends its question
         for node, fn in self.nodes.items():
-            g.add_node(str(node), fn)
-        for node, exit in self.exits.items():
-            if node in self.extensions and Node.FINALIZE in self.nodes:  # a failed extension ends its question
-                route = _unless_failed(exit)
-                g.add_conditional_edges(str(node), route.router, {str(t): str(route.mapping.get(t, t))
-                                                                  for t in route.targets})
-            elif isinstance(exit, Route):
+            exit = exits[node]
+            g.add_node(str(node), fn, metadata=node_metadata(node, exit.drawn_labels() if isinstance(exit, Route) else None))
+        for node, exit in exits.items():
+            if isinstance(exit, Route):
                 g.add_conditional_edges(str(node), exit.router,
                                         {str(t): str(exit.mapping.get(t, t)) for t in exit.targets})
             else:
                 g.add_edge(str(node), str(exit))
         return g.compile(name=name)
+
+
+def node_metadata(name: str, routes: dict[str, str] | None = None) -> dict[str, Any]:
+    """What a drawing reads off a compiled node: its role in the design and, for a router, the
+    decision that takes each of its edges (LangGraph keeps both as the node's ``metadata``)."""
+    return {"role": ROLE.get(name, EXTENSION_ROLE), **({"routes": {str(k): v for k, v in routes.items()}} if routes else {})}
 
 
 def _unless_failed(exit: Exit) -> Route:
@@ -194,7 +204,9 @@ def _unless_failed(exit: Exit) -> Route:
     def route(state: dict, config) -> Any:
         return _FAILED if state.get(ERROR_KEY) else inner(state, config)
 
-    return Route(route, (*targets, _FAILED), mapping={**mapping, _FAILED: Node.FINALIZE})
+    labels = dict(exit.labels) if isinstance(exit, Route) else {}
+    return Route(route, (*targets, _FAILED), mapping={**mapping, _FAILED: Node.FINALIZE},
+                 labels={**labels, _FAILED: "extension failed"})
 
 
 def _view(ext: Extension, state: dict[str, Any]) -> dict[str, Any]:

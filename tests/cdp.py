@@ -83,9 +83,9 @@ class Browser:
         return res["result"].get("value")
 
     def click(self, selector: str) -> None:
-        """A real mouse click at the element's centre (not a synthetic DOM event)."""
-        box = self.eval(f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
-                        " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        """A real mouse click at the element's centre (not a synthetic DOM event), scrolled into view first."""
+        box = self.eval(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}});"
+                        " const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
 

@@ -197,10 +197,12 @@ def test_baseline_and_agent_share_the_output_record(agent_settings):
 
 @pytest.mark.parametrize("system", ["agent", "baseline"])
 def test_graph_shape_matches_its_snapshot(system):
-    """Every node and every edge, plain or conditional, as `agentic-rag graph` draws them."""
+    """Every node with its role and every edge, plain or conditional with its decision, as
+    `agentic-rag graph` draws them."""
+    from agentic_rag.trace.draw import draw
     from graphs import get_graph
 
-    drawn = get_graph(system).get_graph().draw_mermaid()
+    drawn = draw(get_graph(system), "mermaid")
     path = SNAPSHOTS / f"{system}.mmd"
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         path.write_text(drawn)

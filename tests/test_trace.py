@@ -123,11 +123,69 @@ def test_trace_cli_mistakes_are_one_line_errors(agent_run, tmp_path):
     for args, text in ((["trace", str(tmp_path / "nope")], "not a run folder"),
                        (["trace", str(tmp_path)], "no results.jsonl"),
                        (["trace", str(agent_run), "--id", "missing"], "no question"),
+                       (["trace", str(agent_run), "--id", "toy"], "'toy' is the start of 3 ids in"),
                        (["trace", str(agent_run), "--steps"], "need --id"),
                        (["trace", str(agent_run), "--id", "toy-ok", "--steps"], "no checkpoints")):
         res = runner.invoke(app, args)
         said = " ".join(res.output.split())  # the error console wraps at the terminal's width
         assert res.exit_code == 2 and text in said and "Traceback" not in said, (args, res.output)
+
+
+def test_a_unique_id_prefix_names_a_question(agent_run):
+    res = runner.invoke(app, ["trace", str(agent_run), "--id", "toy-h", "--brief"])
+    assert res.exit_code == 0 and res.stdout.startswith("toy-hostile: which movie won"), res.output
+    res = runner.invoke(app, ["trace", str(agent_run), "--id", "toy"])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "toy-ok, toy-none, toy-hostile" in said and len(res.output.strip().splitlines()) <= 2
+
+
+def test_every_llm_call_is_kept_with_its_prompt_and_completion(agent_run):
+    """The exact messages sent and the raw reply, in the event of the node that made the call, as the
+    trace page lists them."""
+    rows = rows_of(agent_run)
+    assert not any(e.get("llm") for e in rows["toy-none"]["events"])  # no call, nothing kept
+    run = load_run(agent_run)
+    view = question_view(run, run.row("toy-ok"))
+    [call] = view["llm"]
+    assert (call["node"], call["stage"]) == ("generate", "generation")
+    assert view["timeline"][call["i"] - 1]["node"] == "generate"
+    assert "which movie won best animated feature at the 2004 oscars?" in call["messages"][1]["content"]
+    assert QUOTE_2004 in call["messages"][1]["content"]  # the sources as the model saw them, whole
+    assert call["output"] == f'Finding Nemo won. [1] "{QUOTE_2004}"'  # raw, before citations are parsed
+
+
+def test_the_path_taken_counts_parallel_workers_once_and_numbers_rounds():
+    from agentic_rag.trace.run import path_taken
+
+    events = [{"node": n, "round": r, "start": i} for i, (n, r) in enumerate(
+        [("anchors", 1), ("worker", 1), ("worker", 1), ("supervise", 1), ("generate", 1), ("collect_signals", 1),
+         ("decide", 1), ("worker", 2), ("supervise", 2), ("generate", 2), ("collect_signals", 2), ("decide", 2),
+         ("finalize", 2)])]
+    path = path_taken(events)
+    edges = {(e["source"], e["target"]): e["rounds"] for e in path["edges"]}
+    assert edges[("anchors", "worker")] == [1] and edges[("decide", "worker")] == [2]
+    assert edges[("worker", "supervise")] == [1, 2] and edges[("finalize", "__end__")] == [2]
+    assert path["nodes"]["worker"] == [1, 2] and path["steps"][1] == {"node": "worker", "round": 1, "count": 2}
+
+
+def test_compare_html_lists_the_questions_that_flipped(agent_run, tmp_path):
+    flipped = tmp_path / "flipped"
+    shutil.copytree(agent_run, flipped)
+    rows = [json.loads(line) for line in (flipped / "results.jsonl").read_text().splitlines()]
+    for row in rows:
+        if row["id"] == "toy-hostile":  # as if the second run had refused it
+            row.update(status="refuse", reason="ABSTAIN_LOW_SUPPORT", judgement="missing")
+    (flipped / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "cmp.html"
+    res = runner.invoke(app, ["compare", str(agent_run), str(flipped), "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    view = json.loads(out.read_text().split('id="run-data">', 1)[1].split("</script>", 1)[0])
+    assert [q["id"] for q in view["questions"]] == ["toy-hostile"]
+    q = view["questions"][0]
+    assert "judgement accurate -> missing" in q["flips"] and "reason STOP_OVERLAP_OK -> ABSTAIN_LOW_SUPPORT" in q["flips"]
+    assert q["a"]["timeline"] and q["b"]["timeline"] and view["compare"]["common"] == 3
+    res = runner.invoke(app, ["compare", str(agent_run), str(flipped), str(agent_run), "--html", str(out)])
+    assert res.exit_code == 2 and "exactly two" in res.output
 
 
 def test_html_escapes_page_text_and_marks_quotes(agent_run):
@@ -191,6 +249,18 @@ def test_checkpoints_list_show_and_replay(tmp_path):
     out = make_run(tmp_path / "ck-run", CHECKPOINT_PATH=str(tmp_path / "ck-run" / "checkpoints.sqlite"))
     res = runner.invoke(app, ["trace", str(out), "--id", "toy-ok", "--steps"])
     assert res.exit_code == 0 and "generate" in res.stdout and "(end)" in res.stdout, res.output
+    # each step says what it changed: the generator's step adds the draft, and the per-node latency
+    # shows only the entry that step added, not every node's so far
+    by_node: dict[str, str] = {}
+    node = ""
+    for line in res.stdout.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) == 6:
+            node = cells[2] or node
+            by_node[node] = by_node.get(node, "") + cells[3] + "\n"
+    gen = by_node["generate"]
+    assert "+ draft: Finding Nemo won." in gen and '~ latency_ms: {"generate":' in gen, res.stdout
+    assert '"anchors"' not in gen and "bundle" not in gen and "~ events: +1: generate" in gen
     step = next(s.metadata["step"] for s in history(get_graph("agent"), out / "checkpoints.sqlite", "toy-ok")
                 if s.next == ("generate",))
     res = runner.invoke(app, ["trace", str(out), "--id", "toy-ok", "--step", str(step)])
@@ -204,6 +274,11 @@ def test_graph_draws_every_format_offline(system, tmp_path, monkeypatch):
     for fmt, marker in (("mermaid", "graph TD"), ("ascii", "finalize"), ("dot", "digraph")):
         res = runner.invoke(app, ["graph", "--system", system, "--format", fmt])
         assert res.exit_code == 0 and marker in res.stdout, (fmt, res.output)
+        # the design's roles are named in every format
+        assert "Supervisor" in res.stdout and "Generator" in res.stdout, (fmt, res.stdout)
+        if system == "agent":
+            assert "BAUG" in res.stdout and "Retriever-Workers" in res.stdout and "Anchor-Predictor" in res.stdout
+            assert "RETRIEVE_MORE" in res.stdout and "REFLECT" in res.stdout, (fmt, res.stdout)
     # a fresh machine has no Graphviz: the PNG is drawn all the same (by matplotlib), and where `dot`
     # is installed it draws it
     import shutil
@@ -284,6 +359,49 @@ def test_clipped_text_ends_at_a_word_with_an_ellipsis():
     assert clip("what is the ticker symbol of apple inc.?", 22) == "what is the ticker…"
     assert clip("supercalifragilistic", 6) == "super…"  # one long word: cut, marked
     assert clip("short", 10) == "short" and len(clip("a b c d e f g h", 8)) <= 8
+
+
+def test_graph_groups_nodes_by_role_and_labels_decisions():
+    """Mermaid subgraphs and DOT clusters hold BAUG's three nodes; each of decide's edges carries its
+    decision, and an extension inserted on an edge keeps the edge's decision and gets a role of its own."""
+    from agentic_rag.extensions import Extension
+    from agentic_rag.trace.draw import diagram, draw, to_dot
+    from graphs import get_graph
+    from graphs.agent import build_graph
+
+    mermaid = draw(get_graph("agent"), "mermaid")
+    baug = mermaid.split('subgraph baug["BAUG"]', 1)[1].split("end", 1)[0]
+    assert sorted(baug.split()) == ["collect_signals(collect_signals)", "decide(decide)", "final_check(final_check)"]
+    assert 'decide -. "RETRIEVE_MORE" .-> worker;' in mermaid and 'decide -. "REFLECT" .-> reflect;' in mermaid
+    d = diagram(get_graph("agent"))
+    assert 'subgraph cluster_baug {' in to_dot(d) and 'label="BAUG"' in to_dot(d)
+    ext = Extension(name="audit", node=lambda s, c: {}, reads=("draft",), writes=(), after="decide", before="reflect")
+    d = diagram(build_graph([ext]))
+    labels = {(e["source"], e["target"]): e["label"] for e in d.edges}
+    assert labels[("decide", "audit")] == "REFLECT" and ("decide", "reflect") not in labels
+    assert {n["id"]: n["role"] for n in d.nodes}["audit"] == "Extensions"
+
+
+def test_the_page_layout_runs_the_main_path_down_and_draws_loops_back_up():
+    from agentic_rag.trace.draw import diagram, layout
+    from graphs import get_graph
+
+    lay = layout(diagram(get_graph("agent")))
+    rows = {n: p["row"] for n, p in lay["pos"].items()}
+    main = ["__start__", "anchors", "worker", "supervise", "disambiguate", "confidence_gate", "generate",
+            "collect_signals", "decide", "finalize", "__end__"]
+    assert [rows[n] for n in main] == sorted(rows[n] for n in main) and len({rows[n] for n in main}) == len(main)
+    assert lay["back"] == [["decide", "worker"], ["final_check", "decide"], ["reflect", "collect_signals"]]
+
+
+def test_a_failed_llm_call_is_kept_with_its_error(tmp_path):
+    from tests.fakes import UNAVAILABLE
+
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path)})
+    result = answer("agent", settings, record=record(), extra_config={"llm": ScriptedChat(replies=[UNAVAILABLE])})
+    assert result.reason == "ABSTAIN_LLM_UNAVAILABLE"
+    [call] = [c for e in result.events for c in e.get("llm") or []]
+    assert "did not answer" in call["error"] and "output" not in call and call["messages"][0]["role"] == "system"
 
 
 def test_png_layout_without_graphviz_follows_the_order_the_graph_runs():

@@ -25,15 +25,30 @@ def script_json(data) -> str:
     return text
 
 
-def render_html(run: Run) -> str:
-    view = run_view(run)
+def _page(view: dict) -> str:
     head, tail = TEMPLATE.read_text(encoding="utf-8").split("__DATA__", 1)
     head = head.replace("__TITLE__", html.escape(f"trace: {view['name']} ({view['system']})"), 1)
     return head + script_json(view) + tail
 
 
-def write_html(run: Run, out: str | Path) -> Path:
+def render_html(run: Run, graph=None) -> str:
+    """The run's page; with the compiled ``graph`` the run used, each question's path drawn on it."""
+    return _page(run_view(run, graph))
+
+
+def render_compare_html(run_a: Run, run_b: Run, graph_a=None, graph_b=None) -> str:
+    """The same page listing only the questions whose outcome flipped, both runs side by side."""
+    from agentic_rag.trace.compare import compare_view
+
+    return _page(compare_view(run_a, run_b, graph_a, graph_b))
+
+
+def write_page(text: str, out: str | Path) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(run), encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     return out
+
+
+def write_html(run: Run, out: str | Path, graph=None) -> Path:
+    return write_page(render_html(run, graph), out)

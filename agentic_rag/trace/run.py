@@ -19,6 +19,8 @@ from agentic_rag.nodes import Node
 from agentic_rag.state import citation_status
 from agentic_rag.telemetry import read_rows
 from agentic_rag.events import clip
+from agentic_rag.nodes import EXTENSION_ROLE, ROLE
+from agentic_rag.trace.draw import ROLE_COLOURS
 
 # Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand.
 SIGNAL_THRESHOLDS = {
@@ -61,9 +63,16 @@ class Run:
         return Settings.load().public_dump()
 
     def row(self, qid: str) -> dict[str, Any]:
+        """A question by its id, its 0-based row, or a prefix of its id that no other id shares."""
         for i, row in enumerate(self.rows):
             if row["id"] == qid or str(i) == qid:
                 return row
+        matches = [row for row in self.rows if qid and row["id"].startswith(qid)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise TraceError(f"{qid!r} is the start of {len(matches)} ids in {self.path}: "
+                             f"{', '.join(r['id'] for r in matches[:8])}{', ...' if len(matches) > 8 else ''}")
         raise TraceError(f"no question {qid!r} in {self.path} (ids: {', '.join(r['id'] for r in self.rows[:5])}"
                          f"{', ...' if len(self.rows) > 5 else ''})")
 
@@ -306,6 +315,36 @@ def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str,
             "reason": d["decision"].get("reason", ""), "failed": failed, "invalid": invalid}
 
 
+def llm_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every LLM call of the question in order, with the timeline step (``i``) and node that made it."""
+    return [{"i": i, "node": e["node"], "round": e.get("round", 1), **call}
+            for i, e in enumerate(events, start=1) for call in e.get("llm") or []]
+
+
+def path_taken(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The way the question went through the graph: each node with the rounds it ran in, and each
+    edge taken with the rounds it was taken in. Parallel runs of one node (the workers) are one step."""
+    steps: list[dict[str, Any]] = []
+    for e in events:
+        if steps and steps[-1]["node"] == e["node"] and steps[-1]["round"] == e.get("round", 1):
+            steps[-1]["count"] += 1
+            continue
+        steps.append({"node": e["node"], "round": e.get("round", 1), "count": 1})
+    nodes: dict[str, list[int]] = {}
+    edges: dict[tuple[str, str], list[int]] = {}
+    names = ["__start__", *(s["node"] for s in steps), "__end__"] if steps else []
+    rounds = [1, *(s["round"] for s in steps), steps[-1]["round"] if steps else 1]
+    for s in steps:
+        if s["round"] not in nodes.setdefault(s["node"], []):
+            nodes[s["node"]].append(s["round"])
+    for a, b, r in zip(names, names[1:], rounds[1:]):
+        edges.setdefault((a, b), [])
+        if r not in edges[(a, b)]:
+            edges[(a, b)].append(r)
+    return {"steps": steps, "nodes": nodes,
+            "edges": [{"source": a, "target": b, "rounds": r} for (a, b), r in edges.items()]}
+
+
 def _ms(value: Any) -> Any:
     return round(value, 1) if isinstance(value, (int, float)) else value
 
@@ -324,7 +363,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     for i, e in enumerate(events, start=1):
         summary, blocks = describe(e, settings)
         timeline.append({
-            "i": i, "node": e["node"], "round": e.get("round", 1),
+            "i": i, "node": e["node"], "role": ROLE.get(e["node"], EXTENSION_ROLE), "round": e.get("round", 1),
             "offset_ms": round((e["start"] - t0) * 1000.0, 1) if "start" in e else None,
             "ms": _ms(e.get("ms", (row.get("latency_by_node_ms") or {}).get(e["node"]))),
             "tokens": e.get("tokens", 0), "llm_calls": e.get("llm_calls", 0),
@@ -342,16 +381,32 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "citations": [{**c, "status": citation_status(c)} for c in row.get("citations") or []], "timeline": timeline, "rounds": rounds(row, events, settings),
         "verdict": verdict(events, settings),
         "evidence": evidence(row, events), "note": note,
+        "llm": llm_calls(events), "path": path_taken(events),
     }
 
 
-def run_view(run: Run) -> dict[str, Any]:
+def run_header(run: Run) -> dict[str, Any]:
+    """What names a run on a page: its folder, system, dataset and headline figures."""
     keys = ("n", "accuracy", "hallucination", "missing", "score", "refusal_rate_unanswerable", "false_refusal_rate",
             "tokens_per_q", "latency_p50_ms")
+    return {"name": run.path.name, "system": run.system, "dataset": run.config.get("dataset", ""),
+            "summary": {k: run.summary[k] for k in keys if run.summary.get(k) is not None}}
+
+
+def run_view(run: Run, graph=None) -> dict[str, Any]:
+    """The whole run as the page shows it; with the compiled ``graph`` the run used, its drawing."""
     return {
-        "name": run.path.name, "system": run.system, "dataset": run.config.get("dataset", ""),
-        "summary": {k: run.summary[k] for k in keys if run.summary.get(k) is not None},
+        **run_header(run),
         "thresholds": {s: run.settings.get(s) for s in
                        [*SIGNAL_THRESHOLDS.values(), *PATH_THRESHOLDS.values(), "RETRIEVAL_MIN_SCORE", "RETRIEVAL_MIN_RATIO"]},
         "questions": [question_view(run, row) for row in run.rows],
+        "graph": graph_view(graph) if graph is not None else None, "colours": ROLE_COLOURS,
     }
+
+
+def graph_view(graph) -> dict[str, Any]:
+    """The graph's nodes by role, its labelled edges and where each is drawn (trace/draw.py)."""
+    from agentic_rag.trace.draw import diagram, layout
+
+    d = diagram(graph)
+    return {**d.to_dict(), "layout": layout(d)}
