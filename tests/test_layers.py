@@ -43,8 +43,6 @@ MAX_LISTED_LINES = 600  # even a module that is one concern is split past this
 LONG_MODULES = {
     "configuration/sections.py": "the settings' declarations: one per setting, by section, each with its unit and "
                                  "meaning, and the checks a single section's values must pass",
-    "cli.py": "the command line: one function per command that parses its options, calls the library and prints "
-              "the result; what a command prints at length lives in trace/ and eval/",
 }
 
 

@@ -1,0 +1,113 @@
+"""What every command shares: the app and its one-line errors, the consoles, the options, settings loading."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from agentic_rag.configuration import RemovedSettingWarning, Settings, env_warnings
+from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
+from agentic_rag.errors import UserError
+from agentic_rag.redact import redact_text
+from agentic_rag.terminal import SafeConsole
+from graphs import get_graph  # noqa: F401  (the app layer: importing it registers the graphs with the runner)
+
+# every view of dataset text goes through these: a control character in a query or page is shown, not obeyed
+console = SafeConsole(width=None if sys.stdout.isatty() else 200)
+err = SafeConsole(stderr=True)
+
+
+class _UserErrorsAsOneLine(typer.core.TyperGroup):
+    """Any command's ``UserError`` ends the process as one labelled line with the error's exit code,
+    so commands catch only the errors they add something to (a resume hint), not each kind in turn."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            err.print(f"[red]{exc.label}:[/] {escape(redact_text(str(exc)))}", soft_wrap=True, highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+
+
+app = typer.Typer(cls=_UserErrorsAsOneLine, add_completion=False, no_args_is_help=True,
+                  help="Honest, budget-aware agentic RAG.")
+prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
+app.add_typer(prepare_app, name="prepare")
+
+OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE or section.KEY=VALUE setting (repeatable).")]
+PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
+DatasetOpt = Annotated[Optional[str], typer.Option("--dataset", help="CRAG .jsonl[.bz2] file, or 'example'.")]
+IdOpt = Annotated[Optional[str], typer.Option("--id", help="interaction_id (or 0-based index) in --dataset.")]
+IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index folder built by `ingest`.")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="local (threads here) or ray (Ray workers; extra 'ray').")]
+AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --executor ray: HOST:PORT of a running "
+                                                   "Ray cluster (default: start a local instance).")]
+
+
+def load_settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
+    with warnings.catch_warnings(record=True) as removed:  # a removed setting or preset: one line each
+        warnings.simplefilter("always", RemovedSettingWarning)
+        settings = Settings.load(preset=preset, overrides=overrides or [])  # a SettingsError: one line, by the group
+    for other in [w for w in removed if w.category is not RemovedSettingWarning]:
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    warnings.filterwarnings("ignore", category=RemovedSettingWarning)  # said once, here; not again on a reread
+    for warning in [*dict.fromkeys(str(w.message) for w in removed if w.category is RemovedSettingWarning),
+                    *env_warnings(settings)]:
+        err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
+    if needs_llm and (problem := settings.backend_error()):
+        fail(problem)
+    if needs_llm and settings.baug.GATE_POLICY == "fitted":  # a decision for another model fails now, in one line
+        from agentic_rag.gate.fitted import configured_decision
+
+        try:
+            configured_decision(settings)
+        except (ValueError, FileNotFoundError) as exc:
+            fail(str(exc))
+    if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
+        get_graph("agent", settings)
+    return settings
+
+
+def fail(msg: str, code: int = 2) -> None:
+    # one line whatever the terminal width (greppable), the message's own brackets not read as markup,
+    # and no key that a URL in it carries
+    err.print(f"[red]error:[/] {escape(redact_text(msg))}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def record_source(dataset: str | None, record_id: str | None, index: Path | None, settings: Settings):
+    """(record, index_dir) for a question: a dataset record's own pages, or a corpus index."""
+    if index is not None:
+        if not (index / "manifest.json").is_file():
+            fail(f"{index} is not an index folder; build one with `agentic-rag ingest`")
+        return None, index
+    if dataset is None:
+        dataset = "example"
+    if record_id is None:
+        fail("give --id with --dataset (or --index for a corpus index)")
+    warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
+    try:
+        return find_record(dataset, record_id, on_bad=settings.eval.BAD_RECORDS, on_bad_record=warner), None
+    except DataError as exc:
+        fail(str(exc))
+    finally:
+        warner.finish()
+
+
+
+
+def executor_for(name: str, workers: int, settings: Settings, address: str | None):
+    """Where `eval` and `ingest` run their work (a mistake in the options is one line, before any work)."""
+    from agentic_rag.eval.executors import make_executor
+
+    return make_executor(name, workers, settings, address)
+
+
+def prog_name() -> str:
+    """How this command was started, for the resume line it prints."""
+    return "agentic-rag" if Path(sys.argv[0]).name == "agentic-rag" else "python -m agentic_rag.cli"

@@ -1,0 +1,80 @@
+"""`prepare`: datasets converted to CRAG's JSON-lines format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from agentic_rag.cli.common import console, fail, prepare_app
+from agentic_rag.datasets.crag import DataError
+
+
+@prepare_app.command("crag")
+def prepare_crag_cmd(
+    input: Annotated[Path, typer.Option("--input", help="A CRAG .jsonl[.bz2] file, e.g. the release's crag_task_1_dev_v4.jsonl.bz2.")],
+    out: Annotated[Path, typer.Option("--out")] = Path("data"),
+    split: Annotated[Optional[str], typer.Option("--split")] = None,
+    static_only: Annotated[bool, typer.Option("--static-only")] = False,
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """CRAG file -> question file (with pages) + deduplicated page corpus."""
+    from agentic_rag.datasets.prepare import prepare_crag
+
+    _run_prepare(lambda: prepare_crag(input, out, split=split, static_only=static_only, n=n, seed=seed))
+
+
+@prepare_app.command("squad2")
+def prepare_squad2_cmd(
+    input: Annotated[Path, typer.Option("--input", help="SQuAD 2.0 questions with their paragraphs, a JSON object a line.")],
+    out: Annotated[Path, typer.Option("--out")] = Path("data/squad2.jsonl"),
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """SQuAD 2.0 -> CRAG format (own paragraph + others of the article; unanswerable -> "i don't know")."""
+    from agentic_rag.datasets.prepare import prepare_squad2
+
+    _run_prepare(lambda: prepare_squad2(input, out, n=n, seed=seed))
+
+
+@prepare_app.command("rgb")
+def prepare_rgb_cmd(
+    input: Annotated[Path, typer.Option("--input", help="RGB's English questions (en_fact.json), a JSON object a line.")],
+    out: Annotated[Path, typer.Option("--out")] = Path("data/rgb.jsonl"),
+    variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,negative,counterfactual.")] = "answerable,negative,counterfactual",
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """RGB -> CRAG format, three variants per question."""
+    from agentic_rag.datasets.prepare import prepare_rgb
+
+    names = tuple(v.strip() for v in variants.split(",") if v.strip())
+    _run_prepare(lambda: prepare_rgb(input, out, variants=names, n=n, seed=seed))
+
+
+@prepare_app.command("nq")
+def prepare_nq_cmd(
+    input: Annotated[Path, typer.Option("--input", help="NQ-open questions with their oracle passage, a JSON object a line.")],
+    out: Annotated[Path, typer.Option("--out")] = Path("data/nq.jsonl"),
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Natural Questions (open, oracle passage) -> CRAG format."""
+    from agentic_rag.datasets.prepare import prepare_nq
+
+    _run_prepare(lambda: prepare_nq(input, out, n=n, seed=seed))
+
+
+def _run_prepare(fn) -> None:
+    try:
+        result = fn()
+    except (DataError, FileNotFoundError) as exc:
+        fail(str(exc))
+    console.print_json(data=_jsonable(result))
+
+
+def _jsonable(obj):
+    return json.loads(json.dumps(obj, default=str))

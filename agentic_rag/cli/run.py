@@ -1,0 +1,270 @@
+"""Commands that answer: `search`, `ask`, `ingest`, `eval`, and `calibrate` (which answers a development split)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from agentic_rag.cli.common import (
+    AddressOpt,
+    DatasetOpt,
+    ExecutorOpt,
+    IdOpt,
+    IndexOpt,
+    OverrideOpt,
+    PresetOpt,
+    app,
+    console,
+    err,
+    executor_for,
+    fail,
+    load_settings,
+    prog_name,
+    record_source,
+)
+from agentic_rag.configuration import SettingsError
+from agentic_rag.datasets.crag import DataError
+from agentic_rag.errors import UserError
+from agentic_rag.events import clip
+from agentic_rag.state import citation_status
+
+
+@app.command()
+def search(
+    query: str,
+    dataset: DatasetOpt = None,
+    record_id: IdOpt = None,
+    index: IndexOpt = None,
+    k: Annotated[Optional[int], typer.Option("--k", help="Passages to return.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Hybrid search (FAISS + BM25, RRF, MMR) with the raw vector, BM25 and fused scores."""
+    from agentic_rag.retrievers.source import resolve_index, retrieve
+    from agentic_rag.runner import graph_input
+
+    settings = load_settings(preset, override)
+    record, index_dir = record_source(dataset, record_id, index, settings)
+    try:
+        idx = resolve_index(graph_input(query, record, index_dir), settings)
+    except ValueError as exc:  # a damaged index folder
+        fail(str(exc))
+    passages = retrieve(idx, query, settings, k=k)
+    if as_json:
+        print(json.dumps([p.to_dict() for p in passages], indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"{len(passages)} passages for: {query}", show_lines=True)
+    for col in ("#", "vector", "bm25", "fused", "page", "text"):
+        table.add_column(col, overflow="fold")
+    for p in passages:
+        d = p.to_dict()
+        table.add_row(
+            str(d["rank"]), f"{d['vector_score']:.3f}", f"{d['bm25_score']:.2f}", f"{d['fused_score']:.4f}",
+            clip(d["page_name"], 40), clip(d["text"].replace("\n", " "), 300),
+        )
+    console.print(table)
+
+
+@app.command()
+def ask(
+    question: Annotated[Optional[str], typer.Argument(help="The question (default: the record's own query).")] = None,
+    dataset: DatasetOpt = None,
+    record_id: IdOpt = None,
+    index: IndexOpt = None,
+    system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full answer record as JSON.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Print each node's output as the graph runs.")] = False,
+    select: Annotated[Optional[str], typer.Option("--select", help="Answer from this option of an 'ambiguous' reply.")] = None,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Answer one question from a dataset record's pages or a corpus index."""
+    from agentic_rag.anchors.inputs import question_too_long
+    from agentic_rag.runner import answer
+    from agentic_rag.trace.live import node_printer
+
+    settings = load_settings(preset, override, needs_llm=True)
+    record, index_dir = record_source(dataset, record_id, index, settings)
+    if record is None and not question:
+        fail("give a QUESTION with --index")
+    if too_long := question_too_long(question or record.query, settings):
+        fail(f"the question {too_long}")
+    try:
+        result = answer(
+            system, settings, question=question, record=record, index_dir=index_dir,
+            on_update=None if as_json else node_printer(console, err, settings, debug), selected_option=select,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(result.model_dump(), indent=2, ensure_ascii=False))
+        return
+    if debug:
+        err.print_json(data={"latency_by_node_ms": result.latency_by_node_ms, "tokens": result.tokens})
+        err.print(f"telemetry: {result.trace}")
+    console.print(f"[bold]{result.question}[/]")
+    console.print(f"status: {result.status}  reason: {result.reason}")
+    console.print(f"answer: {result.answer}")
+    for c in result.citations:
+        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({citation_status(c.model_dump())}) {clip(c.quote, 160)}",
+                      markup=False)
+    for o in result.options:
+        console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {clip(o['anchor_passage']['text'], 120)}")
+    console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")
+
+
+@app.command()
+def ingest(
+    source: Annotated[str, typer.Argument(help="CRAG dataset, prepared crag_corpus.jsonl, folder, or 'example'.")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Index folder (default artifacts/index/NAME).")] = None,
+    executor: ExecutorOpt = "local",
+    workers: Annotated[int, typer.Option("--workers", help="With --executor ray: Ray workers.")] = 1,
+    address: AddressOpt = None,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Build a persistent FAISS + BM25 corpus index."""
+    from agentic_rag.ingest.ingest import build_corpus_index
+
+    settings = load_settings(preset, override)
+    pool = executor_for(executor, workers, settings, address)
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
+    stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
+    console.print_json(data=stats)
+
+
+@app.command("eval")
+def eval_cmd(
+    dataset: Annotated[str, typer.Option("--dataset", help="CRAG .jsonl[.bz2] or 'example'.")] = "example",
+    system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
+    n: Annotated[Optional[int], typer.Option("--n", help="First N questions.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Run folder.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the results a run folder already holds.")] = False,
+    workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel (threads, or Ray workers).")] = 1,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible random sample.")] = None,
+    checkpoints: Annotated[bool, typer.Option("--checkpoints", help="Keep every graph step in RUN/checkpoints.sqlite (`trace --steps`).")] = False,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Run a system over a dataset; print a per-question table and the summary."""
+    from agentic_rag.eval.executors import ExecutorError
+    from agentic_rag.eval.resume import exit_interrupted, interrupt_on_sigterm, resume_command
+    from agentic_rag.eval.runner import run_eval
+
+    if resume and overwrite:
+        fail("give --resume or --overwrite, not both")
+    interrupt_on_sigterm()
+    settings = load_settings(preset, override, needs_llm=True)
+    if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
+        fail("checkpoints are written where the graph runs: use --executor local to keep them")
+    pool = executor_for(executor, workers, settings, address)
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if checkpoints and settings.paths.CHECKPOINT_PATH is None:
+        settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
+    try:
+        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool,
+                       overwrite=overwrite)
+    except KeyboardInterrupt as exc:
+        exit_interrupted(exc, out, prog_name(), sys.argv[1:])
+    except ExecutorError as exc:
+        fail(f"{exc}; resume with: {resume_command(prog_name(), sys.argv[1:], out)}")
+    except UserError:
+        raise  # one line, by the command group (a RunFolderError is an OSError too)
+    except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
+        what = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
+        fail(f"{what}; the rows written so far are kept: {resume_command(prog_name(), sys.argv[1:], out)}")
+    table = Table(title=f"{system} on {dataset}", show_lines=True)
+    for col in ("question", "gold", "answer", "status", "reason", "judge", "tokens", "ms"):
+        table.add_column(col, overflow="fold")
+    for r in res["rows"]:
+        colour = {"accurate": "green", "incorrect": "red", "missing": "yellow"}[r["judgement"]]
+        table.add_row(
+            clip(r["query"], 70), clip(str(r["gold"]), 50), clip(r["prediction"], 110), r["status"], r["reason"],
+            f"[{colour}]{r['judgement']}[/]", str(r["tokens"].get("total", 0)), f"{r['latency_ms']:.0f}",
+        )
+    console.print(table)
+    from agentic_rag.eval.metrics import metric_label
+
+    summary = Table(title="summary")
+    summary.add_column("metric")
+    summary.add_column("value")
+    summary.add_column("meaning")
+    for key, value in res["summary"].items():
+        if not isinstance(value, dict):
+            summary.add_row(escape(key), escape(str(value)), escape(metric_label(key)))
+    console.print(summary)
+    if res["summary"].get("unusable_gold"):
+        err.print(f"[yellow]warning:[/] {res['summary']['unusable_gold']} questions have a gold answer that cannot score "
+                  f"an answer (empty or 'nan') and are left out of the metrics: {', '.join(res['summary']['unusable_gold_ids'])}",
+                  soft_wrap=True, highlight=False, markup=True)
+    console.print(f"results in {res['out']}")
+    if unavailable := res["summary"].get("llm_unavailable"):
+        err.print(f"[yellow]warning:[/] {unavailable} of {res['summary']['n']} questions ended as ABSTAIN_LLM_UNAVAILABLE "
+                  "(the model could not be reached; their rows say why): rerun them into a new --out once it answers",
+                  soft_wrap=True, highlight=False)
+
+    from agentic_rag.timing import format_startup, startup_report
+
+    if startup_report():  # paid once by this process, inside the first questions' latency
+        err.print(format_startup(startup_report()), soft_wrap=True)
+
+
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="A development split (never the test split).")] = None,
+    param: Annotated[Optional[str], typer.Option("--param", help="Setting to sweep, e.g. RETRIEVAL_MIN_SCORE.")] = None,
+    values: Annotated[Optional[str], typer.Option("--values", help="Comma-separated values, e.g. 0.2,0.3,0.4.")] = None,
+    system: Annotated[str, typer.Option("--system")] = "agent",
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out")] = None,
+    max_false_refusal: Annotated[float, typer.Option("--max-false-refusal")] = 0.15,
+    fit: Annotated[bool, typer.Option("--fit", help="Fit the decision GATE_POLICY=fitted reads, instead of a sweep.")] = False,
+    run: Annotated[Optional[Path], typer.Option("--run", help="With --fit: fit on this agent run folder, not a new run.")] = None,
+    decision_file: Annotated[Optional[Path], typer.Option("--decision-file", help="With --fit: where the decision "
+                                                          "file goes (default OUT/decision.json).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible sample of n.")] = None,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Sweep a threshold (--param/--values): accuracy, refusal and false-refusal rates and the CRAG score
+    per value. Or, with --fit, run the agent once and fit one calibrated P(the answer is right | signals)."""
+    if fit:
+        return _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override)
+    from agentic_rag.eval.calibrate import calibrate, parse_values, to_markdown
+
+    if not (dataset and param and values):
+        fail("a sweep needs --dataset, --param and --values (or give --fit)")
+    settings = load_settings(preset, override, needs_llm=True)
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / param.upper()
+    try:
+        report = calibrate(dataset, param, parse_values(param.upper(), values), settings, out, system, n, max_false_refusal)
+    except (ValueError, SettingsError, DataError) as exc:
+        fail(str(exc))
+    console.print(to_markdown(report))
+    console.print(f"sweep written to {out}")
+
+
+def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override) -> None:
+    from agentic_rag.eval.decision_fit import calibrate_fit, to_markdown
+
+    settings = load_settings(preset, override, needs_llm=True)
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / "decision"
+    try:
+        report = calibrate_fit(settings, out, dataset, run, n, seed, decision_file)
+    except (ValueError, SettingsError, DataError, FileNotFoundError) as exc:  # DevSplitError is a ValueError
+        fail(str(exc))
+    (out / "fit.json").write_text(json.dumps(report, indent=2))
+    console.print(to_markdown(report), highlight=False)
