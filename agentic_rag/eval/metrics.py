@@ -8,6 +8,7 @@ import statistics
 from typing import Any
 
 from agentic_rag.eval.refusals import refusals_by_reason
+from agentic_rag.gate import checks
 from agentic_rag.eval.rows import gold_groups, is_refusal, stage_calls
 
 
@@ -88,10 +89,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 BREAKDOWNS = ("question_type", "domain", "static_or_dynamic")
 # refusals decided before any generation: the confidence gate, no evidence, out of domain, ambiguity
-PRE_GENERATION_REFUSALS = frozenset({
-    "ABSTAIN_NO_EVIDENCE", "ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NO_SCORE_GAP", "ABSTAIN_OUT_OF_DOMAIN",
-    "ABSTAIN_INVALID_SELECTION", "AMBIGUOUS_OPTIONS", "ABSTAIN_QUESTION_TOO_LONG",
-})
+PRE_GENERATION_REFUSALS = checks.PRE_GENERATION_REFUSALS
 
 
 def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:

@@ -20,12 +20,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-REASONS = {
-    "no_relevant_information": "No relevant information was found in the documents.",
-    "scores_too_low": "The retrieved information is not sufficiently relevant.",
-    "no_clear_winner": "No clear best match among the retrieved results.",
-    "insufficient_chunks": "Too few passages are relevant enough to answer from.",
-}
+from agentic_rag.gate.checks import GATE_REASONS
+
+# the sentence each of the gate's reasons opens its message with (codes and wording: gate/checks.py)
+REASONS = {gate_reason: text for gate_reason, (_, text) in GATE_REASONS.items()}
 
 
 @dataclass
