@@ -463,6 +463,12 @@ def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
             cells = [f"`{name}`", f"`{value}`", unit, meaning]
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         out.append("")
+    from agentic_rag.configuration import FIELD_SECTIONS, unit_of
+    from agentic_rag.gate.checks import checks_markdown
+
+    units = {name: unit_of(SECTIONS[section].model_fields[name]) for name, section in FIELD_SECTIONS.items()}
+    out += ["### checks", "", "What each threshold is held against (gate/checks.py): a reading passes when it reaches "
+            "its setting; a check whose on-switch is off does not apply.", "", checks_markdown(units), ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -227,10 +227,19 @@ def computed_readings(draft: Draft) -> dict[str, float | None]:
 
 def checks_markdown(units: Mapping[str, str]) -> str:
     """The docs' check table (docs/configuration.md): ``units`` maps each setting to its unit."""
-    rows = ["| check | setting (>=) | unit | layer | on when | refusal code | a refusal says |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| check | computed by | setting (>=) | unit | layer | on when | refusal code | a refusal says |",
+            "|---|---|---|---|---|---|---|---|"]
     for c in CHECKS:
         says = c.fails.replace("{:.0%}", "N%").replace("{:.1%}", "N%").replace("{:.2f}", "x").replace("{:.1f}", "x")
-        rows.append(f"| `{c.signal}` | `{c.setting}` | {units.get(c.setting, '')} | {c.layer} | "
+        rows.append(f"| `{c.signal}` | {c.computed_by} | `{c.setting}` | {units.get(c.setting, '')} | {c.layer} | "
                     f"{f'`{c.switch}`' if c.switch else 'always'} | `{c.reason}` | {says} |")
+    return "\n".join(rows)
+
+
+def reasons_markdown() -> str:
+    """The docs' reason-code table (docs/how-it-works.md)."""
+    rows = ["| code | action | when | refusal layer |", "|---|---|---|---|"]
+    for r in REASON_LIST:
+        layer = INPUT if r.stage == INPUT else f"`{r.layer}`" if r.layer else "ambiguity" if r.action == ABSTAIN else ""
+        rows.append(f"| `{r.code}` | {r.action} | {r.when} | {layer}".rstrip() + " |")
     return "\n".join(rows)

@@ -85,6 +85,16 @@ class Flags:
     # extension nodes' requests: {"by": name, "action": ABSTAIN | RETRIEVE_MORE, "code": "UPPER_SNAKE", ...}
     requests: tuple[dict[str, Any], ...] = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        """As the state stores it (plain JSON-ready data)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Flags":
+        """From the state; a key this version does not know (an older checkpoint's) is left out."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
 
 def _decide(reason: str) -> Decision:
     return Decision(REASONS[reason], reason)

@@ -332,7 +332,7 @@ INPUT_EXPLANATIONS: dict[str, Callable[[dict[str, Any]], str]] = {
 
 def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], calls: int) -> AnswerRecord:
     decision = state.get("decision") or {"action": "STOP", "reason": "STOP_SINGLE_PASS"}
-    signals = {k: v for k, v in (state.get("signals") or {}).items() if not k.startswith("_")}
+    signals = dict(state.get("signals") or {})
     common = dict(
         question_id=state.get("question_id", ""),
         question=state["question"],
@@ -399,8 +399,6 @@ def make_finalize_node(system: str):
                 state["question"], state["draft"], state.get("bundle") or {}, [], state.get("usage", {}),
                 settings, get_embedder(settings), kind=state["kind"],
             )
-            signals.pop("_cited_text", None)
-            signals.pop("_support_windows", None)
             state = {**state, "signals": signals}
         usage = state.get("usage", {})
         record = build_record(state, system, settings, tokens_summary(usage), llm_calls(usage))

@@ -14,20 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.eval.results import read_results
+from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, reading
 from agentic_rag.nodes import Node
 from agentic_rag.telemetry import read_rows
 from agentic_rag.events import clip
 
-# Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand.
-SIGNAL_THRESHOLDS = {
-    "overlap_est": "OVERLAP_MIN",
-    "faith_est": "FAITH_MIN",
-    "answer_relevance": "ANSWER_RELEVANCE_MIN",
-    "anchor_coverage": "COVERAGE_MIN",
-    "answerability": "ANSWERABILITY_MIN",
-    "verified_score": "VERIFIER_MIN",
-    "nli_entailment": "NLI_MIN",
-}
+# Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand (gate/checks.py).
+SIGNAL_THRESHOLDS = {c.signal: c.setting for c in DRAFT_CHECKS}
 # Worker path fields -> the setting they are held to in retrievers/worker.py.
 PATH_THRESHOLDS = {"path_score": "PATH_MIN_SCORE", "new_hits_ratio": "NEW_HITS_EPS"}
 OUTCOMES = {"accurate": "right", "incorrect": "wrong", "missing": "missing"}
@@ -89,17 +82,38 @@ def load_run(path: str | Path) -> Run:
     return Run(path, rows, _json(path / "config.json"), _json(path / "summary.json"), telemetry)
 
 
-# -- checks --------------------------------------------------------------------------------------
-def _check(name: str, value: Any, setting: str, settings: dict[str, Any]) -> dict[str, Any]:
+# -- checks ----------------------------------------------------------------------------------------
+# a check row's status: held to its threshold ("pass", "fail"); below it on an answer the policy let
+# through ("advisory": it did not decide the outcome); its switch off ("off"); or not comparable ("-")
+PASS, FAIL, ADVISORY, OFF, NONE = "pass", "fail", "advisory", "off", "-"
+
+
+def _check(name: str, value: Any, setting: str, settings: dict[str, Any], switch: str = "") -> dict[str, Any]:
     threshold = settings.get(setting)
-    ok = None if threshold is None or not isinstance(value, (int, float)) else value >= threshold
-    return {"signal": name, "value": value, "setting": setting, "threshold": threshold, "passed": ok}
+    if threshold is None or not isinstance(value, (int, float)):
+        status = NONE
+    elif switch and settings.get(switch) is False:
+        status = OFF
+    else:
+        status = PASS if value >= threshold else FAIL
+    return {"signal": name, "value": value, "setting": setting, "threshold": threshold,
+            "passed": {PASS: True, FAIL: False}.get(status), "status": status}
 
 
-def signal_checks(signals: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each signal present against the threshold it is held to (``passed`` None when not comparable)."""
-    return [_check(k, signals[k], s, settings) for k, s in SIGNAL_THRESHOLDS.items()
-            if isinstance(signals.get(k), (int, float)) and not isinstance(signals.get(k), bool)]
+def _registered(check: Check, value: Any, settings: dict[str, Any], label: str = "") -> dict[str, Any]:
+    return _check(label or check.signal, value, check.setting, settings, check.switch)
+
+
+def advisory(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same rows for an answer that was shown: a check below its threshold did not stop it."""
+    return [{**r, "passed": None, "status": ADVISORY} if r["status"] == FAIL else r for r in rows]
+
+
+def signal_checks(signals: dict[str, Any], settings: dict[str, Any], answered: bool = False) -> list[dict[str, Any]]:
+    """Each draft check (gate/checks.py) whose reading was taken, against its threshold (``passed`` None
+    when not comparable, switched off, or only advisory because the answer was shown)."""
+    rows = [_registered(c, reading(signals, c), settings) for c in DRAFT_CHECKS if reading(signals, c) is not None]
+    return advisory(rows) if answered else rows
 
 
 def gate_checks(confidence: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
@@ -107,11 +121,11 @@ def gate_checks(confidence: dict[str, Any], settings: dict[str, Any]) -> list[di
     if not scores:
         return []
     if confidence.get("tier") == "reranker":
-        return [_check("top relevance (0-3)", scores[0], "RELEVANCE_THRESHOLD", settings)]
-    out = [_check(f"top {settings.get('GATE_SCORE_SOURCE', '')} score".replace("  ", " "), scores[0],
-                  "RETRIEVAL_MIN_SCORE", settings)]
+        return [_registered(CHECK_BY_SIGNAL["top_relevance"], scores[0], settings, "top relevance (0-3)")]
+    label = f"top {settings.get('GATE_SCORE_SOURCE', '')} score".replace("  ", " ")
+    out = [_registered(CHECK_BY_SIGNAL["top_score"], scores[0], settings, label)]
     if len(scores) >= 2 and scores[1] > 0:
-        out.append(_check("top-1 / top-2 ratio", round(scores[0] / scores[1], 4), "RETRIEVAL_MIN_RATIO", settings))
+        out.append(_registered(CHECK_BY_SIGNAL["top_ratio"], round(scores[0] / scores[1], 4), settings, "top-1 / top-2 ratio"))
     return out
 
 
@@ -232,9 +246,9 @@ def rounds(row: dict[str, Any], events: list[dict[str, Any]], settings: dict[str
         signals = e.get("signals", signals)
         if "decision" in e and signals is not None and not e["decision"].get("final_check"):
             out.append({"label": f"round {e.get('round', 1)}: {e['decision'].get('reason')}",
-                        "checks": signal_checks(signals, settings)})
+                        "checks": signal_checks(signals, settings, answered=e["decision"].get("action") == STOP)})
     if not out and row.get("signals"):
-        out = [{"label": "measured (not acted on)", "checks": signal_checks(row["signals"], settings)}]
+        out = [{"label": "measured (not acted on)", "checks": signal_checks(row["signals"], settings, answered=True)}]
     return [r for r in out if r["checks"]]
 
 
@@ -289,19 +303,24 @@ def evidence(row: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str
 
 
 def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
-    """Where the outcome was decided and which checks then stood below their thresholds."""
+    """Where the outcome was decided and which checks then stood below thresholds that apply. On an
+    answer that was shown, those checks did not decide it: they are listed as advisory, not failed."""
     decisions = [e for e in events if e.get("decision")]
+    d = decisions[-1] if decisions else None
+    answered = d is not None and d["decision"].get("action") == STOP
     last_signals = next((e["signals"] for e in reversed(events) if e.get("signals")), {})
     last_gate = next((e["confidence"] for e in reversed(events) if e.get("confidence")), {})
-    failed = [c for c in signal_checks(last_signals, settings) + gate_checks(last_gate, settings) if c["passed"] is False]
+    rows = signal_checks(last_signals, settings) + gate_checks(last_gate, settings)
+    below = [c for c in rows if c["status"] == FAIL]
     validation = next((e["validation"] for e in reversed(events) if e.get("validation")), {})
     invalid = "" if validation.get("ok", True) else (
         f"type validator {validation.get('name')}" + (f" (missing {', '.join(validation['missing'])})" if validation.get("missing") else ""))
-    if not decisions:
-        return {"node": "", "round": None, "action": "", "reason": "", "failed": failed, "invalid": invalid}
-    d = decisions[-1]
+    out = {"failed": [] if answered else below, "invalid": "" if answered else invalid,
+           "advisory": advisory(below) if answered else [], "advisory_invalid": invalid if answered else ""}
+    if d is None:
+        return {"node": "", "round": None, "action": "", "reason": "", **out}
     return {"node": d["node"], "round": d.get("round", 1), "action": d["decision"].get("action", ""),
-            "reason": d["decision"].get("reason", ""), "failed": failed, "invalid": invalid}
+            "reason": d["decision"].get("reason", ""), **out}
 
 
 def _ms(value: Any) -> Any:
