@@ -94,14 +94,6 @@ GATE_REASONS: dict[str, tuple[str, str]] = {
 }
 
 
-def reason(code: str) -> Reason:
-    """The registered reason; an unregistered code (not an extension's, see ``policy.requested``) is a bug."""
-    try:
-        return REASON_CODES[code]
-    except KeyError:
-        raise KeyError(f"reason code {code!r} is not registered in gate/checks.py REASON_LIST") from None
-
-
 # -- checks ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Draft:
