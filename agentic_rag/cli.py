@@ -15,14 +15,31 @@ from rich.table import Table
 
 from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
+from agentic_rag.errors import UserError
 from agentic_rag.events import clip
+from agentic_rag.state import citation_status
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Honest, budget-aware agentic RAG.")
-prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
-app.add_typer(prepare_app, name="prepare")
 console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
+
+
+class _UserErrorsAsOneLine(typer.core.TyperGroup):
+    """Any command's ``UserError`` ends the process as one labelled line with the error's exit code,
+    so commands catch only the errors they add something to (a resume hint), not each kind in turn."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            err.print(f"[red]{exc.label}:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+
+
+app = typer.Typer(cls=_UserErrorsAsOneLine, add_completion=False, no_args_is_help=True,
+                  help="Honest, budget-aware agentic RAG.")
+prepare_app = typer.Typer(no_args_is_help=True, help="Convert datasets to CRAG's JSON-lines format.")
+app.add_typer(prepare_app, name="prepare")
 
 OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE or section.KEY=VALUE setting (repeatable).")]
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
@@ -32,27 +49,16 @@ IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index 
 ExecutorOpt = Annotated[str, typer.Option("--executor", help="local (threads here) or ray (Ray workers; extra 'ray').")]
 AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --executor ray: HOST:PORT of a running "
                                                    "Ray cluster (default: start a local instance).")]
-DEFAULT_SHARED = Path("../shared/data")
 
 
 def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
-    try:
-        settings = Settings.load(preset=preset, overrides=overrides or [])
-    except SettingsError as exc:
-        err.print(f"[red]settings error:[/] {exc}", soft_wrap=True, highlight=False)
-        raise typer.Exit(2) from None
+    settings = Settings.load(preset=preset, overrides=overrides or [])
     for warning in env_warnings(settings):
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)
     if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
-        from agentic_rag.extensions import ExtensionError
-
-        try:
-            get_graph("agent", settings)
-        except ExtensionError as exc:
-            err.print(f"[red]extension error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
-            raise typer.Exit(2) from None
+        get_graph("agent", settings)
     return settings
 
 
@@ -159,8 +165,8 @@ def ask(
     console.print(f"status: {result.status}  reason: {result.reason}")
     console.print(f"answer: {result.answer}")
     for c in result.citations:
-        mark = "verified" if c.verified else "unverified"
-        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({mark}) {clip(c.quote, 160)}")
+        console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({citation_status(c.model_dump())}) {clip(c.quote, 160)}",
+                      markup=False)
     for o in result.options:
         console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {clip(o['anchor_passage']['text'], 120)}")
     console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")
@@ -177,16 +183,12 @@ def ingest(
     override: OverrideOpt = None,
 ) -> None:
     """Build a persistent FAISS + BM25 corpus index."""
-    from agentic_rag.eval.executors import ExecutorError
     from agentic_rag.ingest.ingest import build_corpus_index
 
     settings = _settings(preset, override)
     pool = _executor(executor, workers, settings, address)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
-    try:
-        stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
-    except (DataError, ExecutorError) as exc:
-        _fail(str(exc))
+    stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
     console.print_json(data=stats)
 
 
@@ -207,8 +209,8 @@ def eval_cmd(
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
     from agentic_rag.eval.executors import ExecutorError
-    from agentic_rag.eval.resume import ResumeMismatchError, exit_interrupted, resume_command
-    from agentic_rag.eval.runner import RunFolderError, run_eval
+    from agentic_rag.eval.resume import exit_interrupted, resume_command
+    from agentic_rag.eval.runner import run_eval
 
     settings = _settings(preset, override, needs_llm=True)
     if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
@@ -221,12 +223,10 @@ def eval_cmd(
         res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool)
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, _prog(), sys.argv[1:])
-    except (DataError, ResumeMismatchError) as exc:
-        _fail(str(exc))
     except ExecutorError as exc:
         _fail(f"{exc}; resume with: {resume_command(_prog(), sys.argv[1:], out)}")
-    except RunFolderError as exc:
-        _fail(str(exc))
+    except UserError:
+        raise  # one line, by the command group (a RunFolderError is an OSError too)
     except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
         what = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
         _fail(f"{what}; the rows written so far are kept: {resume_command(_prog(), sys.argv[1:], out)}")
@@ -240,13 +240,20 @@ def eval_cmd(
             f"[{colour}]{r['judgement']}[/]", str(r["tokens"].get("total", 0)), f"{r['latency_ms']:.0f}",
         )
     console.print(table)
+    from agentic_rag.eval.metrics import metric_label
+
     summary = Table(title="summary")
     summary.add_column("metric")
     summary.add_column("value")
+    summary.add_column("meaning")
     for key, value in res["summary"].items():
         if not isinstance(value, dict):
-            summary.add_row(key, str(value))
+            summary.add_row(escape(key), escape(str(value)), escape(metric_label(key)))
     console.print(summary)
+    if res["summary"].get("unusable_gold"):
+        err.print(f"[yellow]warning:[/] {res['summary']['unusable_gold']} questions have a gold answer that cannot score "
+                  f"an answer (empty or 'nan') and are left out of the metrics: {', '.join(res['summary']['unusable_gold_ids'])}",
+                  soft_wrap=True, highlight=False, markup=True)
     console.print(f"results in {res['out']}")
     if unavailable := res["summary"].get("llm_unavailable"):
         err.print(f"[yellow]warning:[/] {unavailable} of {res['summary']['n']} questions ended as ABSTAIN_LLM_UNAVAILABLE "
@@ -261,12 +268,9 @@ def eval_cmd(
 
 def _executor(name: str, workers: int, settings: Settings, address: str | None):
     """Where `eval` and `ingest` run their work (a mistake in the options is one line, before any work)."""
-    from agentic_rag.eval.executors import ExecutorError, make_executor
+    from agentic_rag.eval.executors import make_executor
 
-    try:
-        return make_executor(name, workers, settings, address)
-    except ExecutorError as exc:
-        _fail(str(exc))
+    return make_executor(name, workers, settings, address)
 
 
 def _prog() -> str:
@@ -295,12 +299,15 @@ def compare_cmd(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_markdown(result, title, write_plots(result, out.parent)))
         console.print(f"written {out}")
+    from agentic_rag.eval.metrics import metric_label
+
     table = Table(title=title)
     table.add_column("metric")
     for r in result["runs"]:
         table.add_column(r["name"])
+    table.add_column("meaning")
     for key in SUMMARY_KEYS:
-        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]])
+        table.add_row(key, *[str(r["summary"].get(key, "")) for r in result["runs"]], escape(metric_label(key)))
     console.print(table)
     for p in result["paired"]:
         console.print(paired_sentence(p), highlight=False)
@@ -339,7 +346,7 @@ def graph_cmd(
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
-    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG drawn by Graphviz.
+    """Draw a graph's shape offline: Mermaid or DOT text, ASCII art, or a PNG (Graphviz where installed).
     With EXTENSIONS set, the agent is drawn with its extension nodes in place."""
     from agentic_rag.trace.draw import BINARY_FORMATS, DrawError, draw
 
@@ -449,17 +456,21 @@ def show_settings(
 
 def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
     """The settings as markdown, one table per section, with the section's own description; paths
-    under the home folder are written from ``~`` so the tables read the same on every machine."""
-    from agentic_rag.configuration import SECTIONS
+    under the user cache are written from ``<user cache>`` and others under the home folder from
+    ``~``, so the tables read the same on every machine and for every user's environment."""
+    from agentic_rag.configuration import SECTIONS, USER_CACHE
 
-    home = str(Path.home())
+    home, cache = str(Path.home()), str(USER_CACHE)
     out: list[str] = []
     for section in dict.fromkeys(r[0] for r in rows):
         doc = SECTIONS[section].__doc__ if section in SECTIONS else "The configured extensions' own settings."
         out += [f"### {section}", "", " ".join((doc or "").split()), "",
                 "| setting | value | unit | meaning |", "|---|---|---|---|"]
         for _, name, value, unit, _, meaning in (r for r in rows if r[0] == section):
-            value = value.replace(home, "~") if value.startswith(home) else value
+            if value.startswith(cache):
+                value = "<user cache>" + value[len(cache):]
+            elif value.startswith(home):
+                value = "~" + value[len(home):]
             cells = [f"`{name}`", f"`{value}`", unit, meaning]
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         out.append("")
@@ -473,13 +484,9 @@ def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
 
 
 # -- prepare -------------------------------------------------------------------------------------
-def _default_input(rel: str) -> Path:
-    return DEFAULT_SHARED / rel
-
-
 @prepare_app.command("crag")
 def prepare_crag_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("crag/crag_example_10.jsonl.bz2"),
+    input: Annotated[Path, typer.Option("--input", help="A CRAG .jsonl[.bz2] file, e.g. the release's crag_task_1_dev_v4.jsonl.bz2.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data"),
     split: Annotated[Optional[str], typer.Option("--split")] = None,
     static_only: Annotated[bool, typer.Option("--static-only")] = False,
@@ -494,7 +501,7 @@ def prepare_crag_cmd(
 
 @prepare_app.command("squad2")
 def prepare_squad2_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("squad2/squad2_dev_half.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="SQuAD 2.0 questions with their paragraphs, a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/squad2.jsonl"),
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -507,7 +514,7 @@ def prepare_squad2_cmd(
 
 @prepare_app.command("rgb")
 def prepare_rgb_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("rgb/rgb_en_fact_100.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="RGB's English questions (en_fact.json), a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/rgb.jsonl"),
     variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,negative,counterfactual.")] = "answerable,negative,counterfactual",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
@@ -522,7 +529,7 @@ def prepare_rgb_cmd(
 
 @prepare_app.command("nq")
 def prepare_nq_cmd(
-    input: Annotated[Path, typer.Option("--input")] = _default_input("nq/nq_open_oracle.jsonl"),
+    input: Annotated[Path, typer.Option("--input", help="NQ-open questions with their oracle passage, a JSON object a line.")],
     out: Annotated[Path, typer.Option("--out")] = Path("data/nq.jsonl"),
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,

@@ -31,6 +31,8 @@ from pydantic_settings import (
 )
 from pydantic_settings import SettingsError as EnvParseError
 
+from agentic_rag.errors import UserError
+
 PRESETS_DIR = Path(__file__).parent / "presets"
 ENV_PREFIX = "AGENTIC_RAG_"
 PRESET_ENV = ENV_PREFIX + "PRESET"  # the preset used when a caller names none
@@ -38,11 +40,13 @@ NESTED_DELIMITER = "__"
 # The OpenAI SDK's own variables, read when the prefixed ones are unset (anyone with an OpenAI-compatible
 # server has them exported already); every other unprefixed name is ignored with a warning.
 ENV_FALLBACKS = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
-_CACHE = Path(user_cache_dir("agentic-rag"))
+USER_CACHE = Path(user_cache_dir("agentic-rag"))  # ~/.cache/agentic-rag on Linux; written `<user cache>` in docs
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """A setting key, value or preset the user gave cannot be used."""
+
+    label = "settings error"
 
 
 def setting(default: Any, unit: str, text: str, **constraints: Any) -> Any:
@@ -448,7 +452,7 @@ class PathSettings(_Section):
         "per-question indexes built from the same vectors, so one folder holds (and clearing it drops) both.",
     )
     MODEL_CACHE_DIR: Path = setting(
-        _CACHE / "models", "path", "Where the packaged GGUF is converted once to a bf16 safetensors folder."
+        USER_CACHE / "models", "path", "Where the packaged GGUF is converted once to a bf16 safetensors folder."
     )
     LLM_CACHE_PATH: Path | None = setting(
         None, "path", "SQLite file replaying identical LLM calls (used only at TEMPERATURE 0); None = off."
@@ -462,7 +466,7 @@ class PathSettings(_Section):
         "off (`eval --checkpoints` puts one in the run folder).",
     )
     CRAG_ARTIFACTS_DIR: Path = setting(
-        _CACHE / "crag-kit", "path",
+        USER_CACHE / "crag-kit", "path",
         "ARTIFACTS_DIR of runs inside the CRAG kit (per-question indexes, telemetry), kept out of the kit's working "
         "directory.",
     )

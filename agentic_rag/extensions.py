@@ -35,6 +35,8 @@ _CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 class ExtensionError(SettingsError):
     """An extension that cannot be loaded, inserted or run as declared (one line, names the extension)."""
 
+    label = "extension error"
+
 
 class ExtensionSettings(BaseModel):
     """Base of an extension's own settings: unknown keys are errors, values are fixed for a run.

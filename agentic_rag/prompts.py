@@ -10,11 +10,14 @@ allows it, BAUG prices a revision before asking for one, and the quote probe re-
 from __future__ import annotations
 
 import re
+import string
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
+
+from agentic_rag.errors import UserError
 
 IDK_ANSWER = "I don't know."
 
@@ -99,15 +102,63 @@ def prompts_dir() -> Path:
     raise FileNotFoundError(f"prompt templates not found in {[str(c) for c in _CANDIDATES]}")
 
 
+# The placeholders each template must hold, no more and no fewer: a prompt file edited to drop
+# {sources} would otherwise send the model no evidence, and one that adds {context} would fail only
+# when a question reaches it. A file is checked against this when it is read.
+TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
+    "answer_system": frozenset(),
+    "answer_user": frozenset({"sources", "question", "query_time"}),
+    "reflect_system": frozenset(),
+    "reflect_user": frozenset({"sources", "question", "query_time", "draft", "problems"}),
+    "grade_system": frozenset(),
+    "grade_user": frozenset({"question", "passage"}),
+    "judge_system": frozenset(),
+    "judge_user": frozenset({"question", "answer", "evidence"}),
+    "verify_system": frozenset(),
+    "verify_user": frozenset({"question", "answer", "evidence"}),
+    "eval_judge_system": frozenset(),
+    "eval_judge_user": frozenset({"question", "gold", "prediction"}),
+}
+
+
+class PromptTemplateError(UserError, ValueError):
+    """A prompt file whose placeholders are not the ones its caller fills."""
+
+    label = "prompt error"
+
+
+def template_fields(text: str, where: str = "template") -> set[str]:
+    """The ``{name}`` placeholders of a template (``{{`` and ``}}`` are literal braces)."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:  # a lone brace
+        raise PromptTemplateError(f"{where}: {exc} (write a literal brace as {{{{ or }}}})") from None
+    if any(not f.isidentifier() for f in fields):
+        bad = next(f for f in fields if not f.isidentifier())
+        raise PromptTemplateError(f"{where}: placeholder {{{bad}}} is not a name (write a literal brace as {{{{ or }}}})")
+    return set(fields)
+
+
 @lru_cache(maxsize=None)
 def load_prompt(name: str) -> str:
+    if name not in TEMPLATE_FIELDS:
+        raise PromptTemplateError(f"no prompt template named {name!r}; known: {', '.join(sorted(TEMPLATE_FIELDS))}")
     path = prompts_dir() / f"{name}.txt"
     if not path.is_file():
         raise FileNotFoundError(f"no prompt template {name!r} at {path}")
-    return path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    found, wanted = template_fields(text, str(path)), TEMPLATE_FIELDS[name]
+    if found != wanted:
+        parts = [f"missing {', '.join('{' + f + '}' for f in sorted(wanted - found))}" if wanted - found else "",
+                 f"unknown {', '.join('{' + f + '}' for f in sorted(found - wanted))}" if found - wanted else ""]
+        raise PromptTemplateError(f"{path}: {'; '.join(p for p in parts if p)} (it takes exactly "
+                                  f"{', '.join('{' + f + '}' for f in sorted(wanted)) or 'no placeholders'})")
+    return text
 
 
 def render(name: str, **values: str) -> str:
+    if set(values) != TEMPLATE_FIELDS[name]:  # a caller out of step with the table above: a bug, not input
+        raise TypeError(f"{name} takes {sorted(TEMPLATE_FIELDS[name])}, was given {sorted(values)}")
     return load_prompt(name).format(**values)
 
 

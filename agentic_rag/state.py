@@ -44,7 +44,21 @@ class Citation(BaseModel):
     page_name: str
     page_url: str
     quote: str = ""
-    verified: bool = False
+    # two questions a reader asks of a quote, answered apart: is it in the source, and does it say the answer?
+    in_source: bool = False  # the quote occurs word for word in the cited source (trusted page)
+    states_answer: bool = False  # the quote holds the answer's names, numbers and content words (signals.states_answer)
+    verified: bool = False  # both, and the quote backs its sentence by BAUG's support check
+
+
+def citation_status(citation: dict[str, Any]) -> str:
+    """What a citation's quote is shown with: whether it is in the source and whether it states the answer."""
+    if not citation.get("quote"):
+        return "no quote"
+    if "in_source" not in citation:  # a row recorded before the two were told apart
+        return "quote verified (whether it states the answer was not recorded)" if citation.get("verified") else "quote unverified"
+    found = "in the source" if citation.get("in_source") else "NOT in the source"
+    states = "states the answer" if citation.get("states_answer") else "does not state the answer"
+    return f"quote {found}, {states}"
 
 
 class AnswerRecord(BaseModel):

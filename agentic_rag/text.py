@@ -9,7 +9,9 @@ sentences of a page that address the model with the same splitter BAUG reads ans
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterable
+
+from bm25s.stopwords import STOPWORDS_EN
 
 from agentic_rag.prompts import is_untrusted, may_hold_untrusted
 
@@ -86,9 +88,92 @@ def quote_in(quote: str, source: str) -> bool:
     return bool(q) and q in fold(source)
 
 
-def strip_markup(text: str) -> str:
-    """The answer as a reader sees it: citation markers and quoted evidence removed."""
-    out = _QUOTE.sub("", text)
-    out = _CITE.sub("", out)
-    out = re.sub(r"\s+([.,;:!?])", r"\1", out)
-    return re.sub(r"\s{2,}", " ", out).strip(" -:\n")
+# what may stand between a citation marker and the quote it gives ("[1] "...", "Source 2: "...")
+_MARKER_BEFORE = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]|\bsource\s+\d+)\s*[:,]?$", re.IGNORECASE)
+_MARKER_AFTER = re.compile(r"^[.,;:]?\s*(?:\[\d|\(?source\s+\d)", re.IGNORECASE)
+# words that introduce a quotation rather than take the quoted words as their object
+_QUOTING = re.compile(r"\b(?:says?|states?|stated|reads|quotes?|according to(?: the)?(?: sources?(?: \d+)?)?)\s*[:,]?$",
+                      re.IGNORECASE)
+_STOP = frozenset(STOPWORDS_EN)
+# "According to Source 1, ..." is citation markup too: without its number it reads "According to, ..."
+_CITED_LEAD = re.compile(
+    r"\b(?:(?:according to|as stated in|based on)\s+(?:the\s+)?sources?\s+\d+(?:\s*(?:,|and)\s*\d+)*\s*,?"
+    r"|sources?\s+\d+\s+(?:says|states|reads)\s*[:,]?)\s*",
+    re.IGNORECASE,
+)
+# below this share of its source sentence a quote is a phrase taken from it (a title, a name), not the sentence
+SOURCE_SENTENCE_COVER = 0.5  # fraction of the source sentence's characters the quote must span
+
+
+def _reads_as_a_sentence(quote: str) -> bool:
+    """A statement, not a name: three words or more, one of them a lower-case content word. Titles,
+    nicknames and names ("The Tenant of Wildfell Hall", "Great Water", "The Boss") are capitalised."""
+    words = re.findall(r"[\w'-]+", quote)
+    return len(words) >= 3 and any(w.islower() and w not in _STOP for w in words)
+
+
+def _source_sentence(quote: str, source_sentences: list[str]) -> bool:
+    q = fold(quote).strip(" .,;:")
+    return bool(q) and any(q in s and len(q) >= SOURCE_SENTENCE_COVER * len(s) for s in source_sentences)
+
+
+def evidence_quote(text: str, m: re.Match, source_sentences: list[str] = ()) -> bool:
+    """Whether a quoted span of an answer is evidence it gives, not the answer's own words.
+
+    The prompt asks for a one-sentence answer; a quote the model adds as evidence stands apart from that
+    sentence (after it, or after a citation marker or "Source 1 says", ending there), or is a source
+    sentence next to the marker citing it. A quoted title, nickname or phrase that the sentence's grammar
+    needs ("She wrote "Agnes Grey".", "means "Great Water"") is neither and stays: it is the answer."""
+    if not _reads_as_a_sentence(m.group(1)):
+        return False
+    before, after = text[: m.start()].rstrip(), text[m.end() :].lstrip()
+    marker_before, marker_after = bool(_MARKER_BEFORE.search(before)), bool(_MARKER_AFTER.match(after))
+    opens = not before or before[-1] in ".!?(" or marker_before or bool(_QUOTING.search(before))
+    ends = m.group(1).rstrip()[-1:] in (".", "!", "?")  # "... 2020." So the mayor was ...
+    closes = not after or bool(re.match(r"[.!?;)]", after)) or marker_after or (ends and after[:1].isupper())
+    return (opens and closes) or ((marker_before or marker_after) and _source_sentence(m.group(1), source_sentences))
+
+
+def source_sentences_of(sources: Iterable[str]) -> list[str]:
+    """The folded sentences of source texts, as ``evidence_quote`` compares quotes with them."""
+    return [fold(s).strip(" .,;:") for text in sources for s in split_sentences(text, loose=True)]
+
+
+def _without_markers(text: str) -> str:
+    """``text`` without citation markers and the punctuation and spaces they leave behind."""
+    lead = _CITED_LEAD.match(text.lstrip())
+    out = re.sub(r"\(\s*[,;:]?\s*\)", "", _CITE.sub("", _CITED_LEAD.sub("", text)))
+    out = re.sub(r"[,;:]+([.!?])", r"\1", re.sub(r"\s+([.,;:!?])", r"\1", out))
+    out = re.sub(r"\s{2,}", " ", out).strip(" -:,\n")
+    return out[:1].upper() + out[1:] if lead else out  # "According to Source 1, the ..." -> "The ..."
+
+
+def strip_markup(text: str, sources: Iterable[str] = ()) -> str:
+    """The answer as a reader sees it: citation markers and the evidence quotes it gives removed (see
+    ``evidence_quote``; ``sources`` are the texts it may quote). Quoted words that are the answer stay,
+    and so does every quote when removing them would leave nothing, or a word hanging ("He said.")."""
+    kept = _without_markers(text)
+    if not _QUOTE.search(text):
+        return kept
+    sents = source_sentences_of(sources)
+    out = _without_markers(_QUOTE.sub(lambda m: "" if evidence_quote(text, m, sents) else m.group(0), text))
+    if not re.search(r"\w", out) or (dangling_words(out) and not dangling_words(kept)):
+        return kept
+    return out
+
+
+# what stripping leaves when it takes the answer's own words: a sentence ending on a conjunction, an
+# article or a verb that needs its object ("She wrote and.", "means."), a conjunction right after such a
+# verb ("wrote and"), empty quotes or brackets. Lower case only: "Vitamin A." and "Plan B." are whole, and
+# so is "the so-called, speed-up theorem" (a SQuAD question's own words).
+_DANGLING = re.compile(
+    r"\b(?:and|or|but|nor|the|a|an|of)\s*[.!?;:](?=\s|$)"  # "and, while ..." is whole: no comma here
+    r"|(?<![\w-])(?:means|meaning|said|wrote|titled|entitled|named|called|nicknamed|says|states|reads)\s*[.!?;:,](?=\s|$)"
+    r"|\b(?:and|or|wrote|means|titled|entitled|named|called|nicknamed)\s+(?:and|or|but)\b"
+    r"|\"\s*\"|\(\s*\)"
+)
+
+
+def dangling_words(text: str) -> list[str]:
+    """The places in a shown answer where stripped text left a word hanging (empty when there is none)."""
+    return [m.group(0) for m in _DANGLING.finditer(text)]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.llm.packaged import ensure_converted
+from agentic_rag.llm.packaged import FAST_MODEL, ensure_converted
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scripts.bench_scaling import HIGH_LOAD, _cpu_model, _index_all, _load, write_outputs  # noqa: E402
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="bench-openai-"))
     local = Settings.load(preset=args.preset,
                           overrides={"ARTIFACTS_DIR": str(scratch / "artifacts"), "INDEX_CACHE_DIR": str(scratch / "cache")})
-    model_dir = ensure_converted(local.paths.MODEL_CACHE_DIR)
+    model_dir = ensure_converted(local.paths.MODEL_CACHE_DIR, FAST_MODEL)
     port = free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     # `transformers serve` pinned to a folder accepts requests naming that path; /v1/models scans the hub cache

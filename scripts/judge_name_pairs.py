@@ -14,8 +14,11 @@ prediction (a small model often answers by copying one) against its own question
 rule decides, the name it matched is listed for reading (the passage's own longer name for the
 answer, or another person in the same passage).
 
-Writes benchmarks/judge_agreement/full_name_pairs.json and .md. Usage:
-python scripts/judge_name_pairs.py [--data ../shared/data]
+The same check runs for the ``type_name`` rule (a gold "Hurricane Ivan" named as "Ivan"): each gold is
+tried against the golds whose name, less the type word, it holds.
+
+Writes benchmarks/judge_agreement/RULE_pairs.json and .md (RULE: full_name, type_name). Usage:
+python scripts/judge_name_pairs.py [--data ../shared/data] [--rule full_name|type_name]
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from agentic_rag.eval.judge import _fold_word, judge, normalize
+from agentic_rag.eval.judge import TYPE_WORDS, _fold_word, judge, normalize
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "judge_agreement"
@@ -63,18 +66,31 @@ def passages(data: Path) -> list[tuple[str, list[str], str]]:
     return out
 
 
-def sentence_firings(data: Path) -> tuple[int, list[dict[str, str]]]:
-    """Passage sentences on which ``full_name`` decides, against their own question's golds."""
+def index_words(key: str, rule: str) -> list[str]:
+    """The words of a normalised gold that a prediction must hold for ``rule`` to decide: the first word
+    of a name for ``full_name``, the name less its type word for ``type_name`` (none: the rule never applies)."""
+    words = [_fold_word(w) for w in key.split()]
+    if not 2 <= len(words) <= 4 or any(c.isdigit() for c in key):
+        return []
+    if rule == "full_name":
+        return words[:1]
+    if words[0] in TYPE_WORDS:
+        return words[1:]
+    return words[:-1] if words[-1] in TYPE_WORDS else []
+
+
+def sentence_firings(data: Path, rule: str) -> tuple[int, list[dict[str, str]]]:
+    """Passage sentences on which ``rule`` decides, against their own question's golds."""
     from agentic_rag.text import split_sentences
 
     tried, fired = 0, []
     for qid, golds, text in passages(data):
-        if not any(2 <= len(normalize(g).split()) <= 4 and not any(c.isdigit() for c in g) for g in golds):
+        if not any(index_words(normalize(g), rule) for g in golds):
             continue
         for sent in split_sentences(text):
             tried += 1
             j = judge(sent, sent, golds[0], golds[1:], False)
-            if j.rule == "full_name":
+            if j.rule == rule:
                 fired.append({"id": qid, "golds": " | ".join(golds), "sentence": sent[:240]})
     return tried, fired
 
@@ -82,7 +98,9 @@ def sentence_firings(data: Path) -> tuple[int, list[dict[str, str]]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--rule", choices=("full_name", "type_name"), default="full_name")
     args = ap.parse_args()
+    rule = args.rule
     sets = gold_sets(args.data)
     owners: dict[str, set[str]] = defaultdict(set)  # normalised gold -> question ids
     shown: dict[str, str] = {}
@@ -94,9 +112,8 @@ def main() -> int:
                 shown.setdefault(key, g)
     by_first: dict[str, list[str]] = defaultdict(list)
     for key in owners:
-        words = key.split()
-        if 2 <= len(words) <= 4 and not any(c.isdigit() for c in key):
-            by_first[_fold_word(words[0])].append(key)
+        for w in index_words(key, rule)[:1]:
+            by_first[w].append(key)
     fired = {"same_question": [], "cross_question": []}
     tried = 0
     for pkey, pq in owners.items():
@@ -109,23 +126,24 @@ def main() -> int:
                 continue
             tried += 1
             j = judge(pred, pred, shown[gkey], [], False)
-            if j.rule == "full_name":
+            if j.rule == rule:
                 kind = "same_question" if pq & owners[gkey] else "cross_question"
                 fired[kind].append({"gold": shown[gkey], "prediction": pred})
-    sentences_tried, in_passages = sentence_firings(args.data)
+    sentences_tried, in_passages = sentence_firings(args.data, rule)
     summary = {"questions": len(sets), "distinct_golds": len(owners), "pairs_tried": tried,
                **{k: len(v) for k, v in fired.items()}, "passage_sentences_tried": sentences_tried,
                "passage_sentences_fired": len(in_passages)}
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "full_name_pairs.json").write_text(
+    (OUT / f"{rule}_pairs.json").write_text(
         json.dumps({**summary, "pairs": fired, "passage_sentences": in_passages}, indent=1, ensure_ascii=False) + "\n")
     lines = [
-        "# The `full_name` judge rule on pairs of gold answers",
+        f"# The `{rule}` judge rule on pairs of gold answers",
         "",
         f"Every gold answer of {len(sets)} questions (SQuAD 2.0 answerable, NQ-open, CRAG v4) tried as a prediction "
-        f"against every other gold whose first word it contains ({tried} pairs). Generated by `scripts/judge_name_pairs.py`.",
+        f"against every other gold whose {'first word' if rule == 'full_name' else 'name less its type word'} it contains "
+        f"({tried} pairs). Generated by `scripts/judge_name_pairs.py --rule {rule}`.",
         "",
-        "| pairs where `full_name` decides | count |",
+        f"| pairs where `{rule}` decides | count |",
         "|---|---|",
         f"| golds of the same question (same referent) | {summary['same_question']} |",
         f"| golds of different questions (read below) | {summary['cross_question']} |",
@@ -139,7 +157,7 @@ def main() -> int:
     lines += [f"- gold \"{p['gold']}\" <- prediction \"{p['prediction']}\"" for p in fired["same_question"]] or ["none"]
     lines += ["", "## Gold-passage sentences", ""]
     lines += [f"- {p['id']}: golds \"{p['golds']}\" <- \"{p['sentence']}\"" for p in in_passages] or ["none"]
-    (OUT / "full_name_pairs.md").write_text("\n".join(lines) + "\n")
+    (OUT / f"{rule}_pairs.md").write_text("\n".join(lines) + "\n")
     print(json.dumps(summary))
     return 0
 

@@ -62,7 +62,7 @@ from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult, iter_record
 from agentic_rag.datasets.prepare import prepare_nq, prepare_squad2
 from agentic_rag.gate.probe import PACKAGED_PROBE
 from agentic_rag.gate.probe_training import auc, cross_validated_scores, fit_probe
-from agentic_rag.llm.packaged import PACKAGED_GGUF_SHA256
+from agentic_rag.llm.packaged import FAST_MODEL
 from agentic_rag.retrieval.hybrid import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -332,7 +332,7 @@ def _save(path: Path, done: dict[str, dict], model_key: str) -> None:
 def fit(args: argparse.Namespace) -> int:
     data = np.load(args.data, allow_pickle=False)
     X, y, groups = data["X"], data["y"], [str(g) for g in data["groups"]]
-    model_key = str(data["model_key"]) if "model_key" in data else PACKAGED_GGUF_SHA256
+    model_key = str(data["model_key"]) if "model_key" in data else FAST_MODEL.sha256
     layers = [int(x) for x in args.layers.split(",")] if args.layers else None
     sources = np.array([source_of(str(i), g) for i, g in zip(data["ids"], groups)])
     counts = {str(s): int((sources == s).sum()) for s in sorted(set(sources))}

@@ -1,6 +1,7 @@
 """The command line, driven as a user would (typer's runner, real retrieval)."""
 
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -40,3 +41,34 @@ def test_graph_prints_the_agent_shape_offline():
     assert res.exit_code == 0
     assert res.stdout.strip() == (SNAPSHOTS / "agent.mmd").read_text().strip()  # every node and edge
     assert runner.invoke(app, ["graph", "--system", "nope"]).exit_code == 2
+
+
+def test_every_error_a_user_can_fix_shares_one_base_and_ends_the_cli_as_one_line(tmp_path):
+    from agentic_rag.configuration import SettingsError
+    from agentic_rag.datasets.crag import DataError
+    from agentic_rag.errors import UserError
+    from agentic_rag.eval.executors import ExecutorError
+    from agentic_rag.eval.resume import ResumeMismatchError
+    from agentic_rag.eval.runner import RunFolderError
+    from agentic_rag.extensions import ExtensionError
+    from agentic_rag.gate.probe import ProbeMismatchError
+    from agentic_rag.llm.packaged import ModelIntegrityError
+    from agentic_rag.retrieval.hybrid import BrokenIndexError
+    from agentic_rag.retrievers.source import NoCorpusError
+    from agentic_rag.trace.draw import DrawError
+    from agentic_rag.trace.run import TraceError
+
+    kinds = (SettingsError, DataError, ExecutorError, ResumeMismatchError, RunFolderError, ExtensionError,
+             ProbeMismatchError, ModelIntegrityError, BrokenIndexError, NoCorpusError, DrawError, TraceError)
+    assert all(issubclass(k, UserError) for k in kinds)
+    assert issubclass(RunFolderError, OSError) and issubclass(DataError, ValueError)  # old bases kept for callers
+    # errors no command catches itself reach the user as one labelled line, exit 2, no traceback
+    cases = [
+        (["ingest", str(tmp_path / "no-such-file.jsonl")], "error:"),
+        (["eval", "--executor", "nowhere"], "error:"),
+        (["settings", "-o", "NO_SUCH_SETTING=1"], "settings error:"),
+    ]
+    for args, label in cases:
+        res = CliRunner().invoke(app, args)
+        last = re.split(r"[\r\n]+", res.output.strip())[-1]  # after any progress bar
+        assert res.exit_code == 2 and last.startswith(label) and "Traceback" not in res.output, (args, res.output)

@@ -288,7 +288,7 @@ def test_settings_command_shows_section_unit_and_source(monkeypatch):
     assert rows["WALL_TIME_S"][3:5] == ["s", "default"] and "(s)" not in rows["WALL_TIME_S"][5]
 
 
-def test_docs_configuration_tables_match_the_model(monkeypatch):
+def test_docs_configuration_tables_match_the_model(monkeypatch, tmp_path):
     from pathlib import Path
 
     from typer.testing import CliRunner
@@ -301,8 +301,20 @@ def test_docs_configuration_tables_match_the_model(monkeypatch):
     assert res.exit_code == 0, res.output
     doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
     begin, end = "<!-- settings tables: agentic-rag settings --markdown -->\n", "<!-- end of settings tables -->"
-    assert doc[doc.index(begin) + len(begin): doc.index(end)].strip() == res.stdout.strip(), \
+    tables = doc[doc.index(begin) + len(begin): doc.index(end)].strip()
+    assert tables == res.stdout.strip(), \
         "docs/configuration.md is stale: paste `agentic-rag settings --markdown` between its markers"
+    # the same tables whatever the user's cache folder is (a user with XDG_CACHE_HOME set)
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_"))}
+    env["XDG_CACHE_HOME"] = str(Path(tmp_path) / "elsewhere")
+    done = subprocess.run([sys.executable, "-m", "agentic_rag.cli", "settings", "--markdown"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == tables
 
 
 def test_agentic_rag_preset_names_the_preset_when_the_caller_names_none(monkeypatch):

@@ -20,7 +20,7 @@ PACKAGE = ROOT / "agentic_rag"
 # Bottom to top: a unit may import units of its own layer and of the layers below it, never above.
 # (Inside a layer, the cycle test keeps the imports one way.) The table is docs/architecture.md's.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("core", {"configuration", "timing", "budget", "nodes", "state", "prompts", "text", "telemetry", "events",
+    ("core", {"errors", "configuration", "timing", "budget", "nodes", "state", "prompts", "text", "telemetry", "events",
               "utils", "checkpoints"}),
     ("services", {"datasets", "llm", "retrieval", "ingest"}),
     ("role: anchors", {"anchors"}),

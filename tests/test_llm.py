@@ -23,8 +23,7 @@ from agentic_rag.llm import packaged
 from agentic_rag.llm.factory import count_tokens, get_chat_model, get_tokenizer
 from agentic_rag.llm.local import ChatLocalTransformers
 from agentic_rag.llm.packaged import (
-    PACKAGED_GGUF_SHA256,
-    PACKAGED_GGUF_SIZE,
+    FAST_MODEL,
     ModelIntegrityError,
     assemble_gguf,
     ensure_converted,
@@ -49,7 +48,7 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def model_dir(settings) -> Path:
-    return ensure_converted(settings.paths.MODEL_CACHE_DIR)
+    return ensure_converted(settings.paths.MODEL_CACHE_DIR, FAST_MODEL)
 
 
 @pytest.fixture(scope="session")
@@ -95,26 +94,28 @@ def test_assemble_from_bad_parts_raises_and_leaves_nothing(tmp_path, monkeypatch
         part.write_bytes(b"not a model")
     monkeypatch.setattr(packaged, "part_paths", lambda model: parts)
     cache = tmp_path / "cache"
-    with pytest.raises(ModelIntegrityError, match=f"expected {PACKAGED_GGUF_SIZE:,} bytes, got 22"):
-        assemble_gguf(cache)
+    with pytest.raises(ModelIntegrityError, match=f"expected {FAST_MODEL.size:,} bytes, got 22"):
+        assemble_gguf(cache, FAST_MODEL)
     assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []
 
 
 @pytest.mark.model
-def test_assembled_gguf_has_pinned_size_and_sha(settings, model_dir):
-    path = assemble_gguf(settings.paths.MODEL_CACHE_DIR)
-    assert path.stat().st_size == PACKAGED_GGUF_SIZE
-    assert sha256_file(path) == PACKAGED_GGUF_SHA256
+def test_assembled_gguf_has_pinned_size_and_sha(tmp_path):
+    path = assemble_gguf(tmp_path, FAST_MODEL)  # the cache keeps only the converted folder
+    assert path.stat().st_size == FAST_MODEL.size
+    assert sha256_file(path) == FAST_MODEL.sha256
 
 
 @pytest.mark.model
 def test_conversion_is_done_once(settings, model_dir):
     start = time.perf_counter()
-    assert ensure_converted(settings.paths.MODEL_CACHE_DIR) == model_dir
+    assert ensure_converted(settings.paths.MODEL_CACHE_DIR, FAST_MODEL) == model_dir
     assert time.perf_counter() - start < 1.0
     marker = json.loads((model_dir / packaged.CONVERTED_MARKER).read_text())
-    assert marker["source_key"] == PACKAGED_GGUF_SHA256
+    assert marker["source_key"] == FAST_MODEL.sha256
     assert (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer.json").is_file()
+    # the cache holds the converted folder alone, not a second copy of the model as a GGUF
+    assert not (Path(settings.paths.MODEL_CACHE_DIR) / FAST_MODEL.gguf_name).exists()
     assert resolve_local_model(settings) == model_dir
     assert resolve_local_model(settings.replace(LLM_MODEL=str(model_dir))) == model_dir
 
@@ -134,7 +135,9 @@ def test_every_packaged_model_names_its_own_files(settings, tmp_path):
     for field in ("name", "gguf_name", "sha256", "converted_dir", "probe_file"):
         assert len({getattr(s, field) for s in specs}) == len(specs), field
     assert all(len(s.sha256) == 64 and s.size > 0 and s.part_modules for s in specs)
-    assert packaged.packaged_model_for_key(packaged.PACKAGED_GGUF_SHA256) is packaged.DEFAULT_MODEL
+    assert packaged.packaged_model_for_key(FAST_MODEL.sha256) is FAST_MODEL
+    # the default model is the one the default settings generate with
+    assert packaged.PACKAGED_MODELS[Settings.load(preset="default").llm.LLM_MODEL] is packaged.DEFAULT_MODEL
     assert packaged.packaged_model_for_key("0" * 64) is None
 
 
@@ -374,3 +377,26 @@ def test_eval_workers_send_concurrent_requests_to_an_openai_server(model_dir, op
     assert len(res["rows"]) == 2 and res["summary"]["llm_unavailable"] == 0
     assert all(r["llm_calls"] >= 1 and r["tokens"]["total"] > 0 for r in res["rows"])
     assert peak[0] == 2
+
+
+def test_conversion_asks_transformers_for_dense_weights_so_it_prints_no_dtype_advice(tmp_path, monkeypatch):
+    # Left to choose, transformers keeps GGUF blocks packed and warns "Pass `dtype=torch.float32`",
+    # advice a user of a one-time bf16 conversion cannot act on; the conversion asks for dequantized
+    # weights outright (verified by hand on the packaged 0.5B: no warning, 111 s on a loaded machine).
+    import transformers
+
+    seen = {}
+
+    def capture(*args, **kwargs):
+        seen.update(kwargs)
+        raise RuntimeError("captured")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: None)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", capture)
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(RuntimeError, match="captured"):
+        packaged.convert_gguf(gguf, tmp_path / "out", source_key="k")
+    config = seen["quantization_config"]
+    assert config.dequantize is True and seen["gguf_file"] == "m.gguf"
+    assert not (tmp_path / "out").exists()  # nothing half-written left behind

@@ -9,7 +9,7 @@ from agentic_rag.cli import app
 from tests.cdp import Browser, chromium_path
 from tests.test_trace import HOSTILE, make_run, runner
 
-pytestmark = pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(chromium_path() is None, reason="Debian's chromium is not installed (README: apt-get install chromium)")
 
 
 @pytest.fixture

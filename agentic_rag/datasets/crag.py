@@ -29,12 +29,14 @@ from typing import Any, BinaryIO, Callable, Iterator, Literal, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentic_rag.errors import UserError
+
 IDK = "i don't know"
 INVALID_QUESTION = "invalid question"
 EXAMPLE_DATASET = "example"
 
 
-class DataError(ValueError):
+class DataError(UserError, ValueError):
     """A dataset file or record cannot be read."""
 
 

@@ -13,7 +13,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.eval.metrics import metric_label
 from agentic_rag.eval.results import read_results
+from agentic_rag.eval.rows import usable_gold
 
 SUMMARY_KEYS = (
     "n", "accuracy", "hallucination", "missing", "score", "em_short", "f1_short",
@@ -76,7 +78,8 @@ def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
     base = runs[0]
     ids = [r["id"] for r in base["rows"]]
     by_run = [{r["id"]: r for r in run["rows"]} for run in runs]
-    common = [i for i in ids if all(i in m for m in by_run)]
+    # a question whose gold cannot score an answer is left out of the pairing as out of the metrics
+    common = [i for i in ids if all(i in m for m in by_run) and usable_gold(by_run[0][i].get("gold"))]
     stats = []
     for run, rows in zip(runs[1:], by_run[1:]):
         a = [by_run[0][i]["score"] for i in common]
@@ -116,10 +119,10 @@ def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[P
     lines = [f"# {title}", ""]
     for plot in plots or []:
         lines += [f"![{plot.stem}]({plot.name})", ""]
-    lines.append("| metric | " + " | ".join(r["name"] for r in runs) + " |")
-    lines.append("|---|" + "---|" * len(runs))
+    lines.append("| metric | " + " | ".join(r["name"] for r in runs) + " | meaning |")
+    lines.append("|---|" + "---|" * len(runs) + "---|")
     for key in SUMMARY_KEYS:
-        lines.append(f"| {key} | " + " | ".join(str(r["summary"].get(key, "")) for r in runs) + " |")
+        lines.append(f"| {key} | " + " | ".join(str(r["summary"].get(key, "")) for r in runs) + f" | {metric_label(key)} |")
     for p in result["paired"]:
         lines += ["", paired_sentence(p, bold=True)]
     lines += ["", "## Per question", ""]

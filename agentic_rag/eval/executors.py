@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+from agentic_rag.errors import UserError
 from agentic_rag.runner import graph_registrar
 from agentic_rag.telemetry import captured
 
@@ -35,7 +36,7 @@ _LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 Outcome = tuple[int, Any, list[tuple[str, str]]]
 
 
-class ExecutorError(RuntimeError):
+class ExecutorError(UserError, RuntimeError):
     """The executor cannot run (Ray missing, cluster unreachable or too small, workers that keep dying)."""
 
 

@@ -14,7 +14,11 @@ Rules, in order, and the one that fired is stored with the decision:
    ``FULL_NAME_MAX_EXTRA`` more, none of them an initial ("Lionel Messi" -> "Lionel Andres Messi
    Cuccittini"). Only for golds of 2-4 words without digits: a one-word gold would match any run that
    starts with it.
-Otherwise incorrect (``no_match``).
+9. ``type_name``: the gold is a name with a type word at its head or tail ("Hurricane Ivan", "Mississippi
+   River", "Apple Inc") and the prediction names it without that word, as a run of capitalised words of
+   its own ("Ivan formed in early September ..."): the type word is what the question asked for.
+Otherwise incorrect (``no_match``). ``MATCH_RULES`` lists rules 4-9 by name, so each can be measured
+alone (``scripts/judge_agreement.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import string
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+
+from bm25s.stopwords import STOPWORDS_EN
 
 from agentic_rag.anchors.matching import written_dates
 from agentic_rag.datasets.crag import IDK, INVALID_QUESTION
@@ -146,7 +152,72 @@ def _full_name_match(prediction: str, gold: str) -> bool:
     return False
 
 
-def judge(prediction: str, short_answer: str, gold: str, alternatives: list[str], refused: bool) -> Judgement:
+# words that say what kind of thing a name is, not which one: "Hurricane Ivan" is named by "Ivan". Only
+# kinds whose bare name is the thing itself; a bare "New York" is not New York University, nor "North" the North Sea
+TYPE_WORDS = frozenset(
+    "hurricane typhoon cyclone storm river lake mount mountain company corporation corp inc ltd llc plc".split()
+)
+_AFTER_NAME_OK = frozenset(STOPWORDS_EN) | {"'s", "s"}
+
+
+def _type_name_match(prediction: str, gold: str) -> bool:
+    """Does ``prediction`` name the gold without its type word, as a name of its own? The name must be a
+    whole run of capitalised words, followed by nothing, punctuation, a function word or a past-tense
+    verb ("Ivan formed ..."): before a noun it is an adjective ("Vistula terraces", "Islamic revolution"),
+    and beside a comma and another name it is part of that name ("Massillon, Ohio")."""
+    g = [_fold_word(w) for w in normalize(gold).split()]
+    if not 2 <= len(g) <= 4 or any(ch.isdigit() for ch in gold):
+        return False
+    name = g[1:] if g[0] in TYPE_WORDS else g[:-1] if g[-1] in TYPE_WORDS else []
+    if not name or any(w in TYPE_WORDS or w in _NAME_PARTICLES for w in name):
+        return False
+    raw = re.findall(r"[\w'\u2019.-]+|[^\w\s]", str(prediction))
+    words = [_fold_word(t) for t in raw]
+    k = len(name)
+    for i in range(len(raw) - k + 1):
+        if words[i : i + k] != name or not all(t[:1].isupper() for t in raw[i : i + k]):
+            continue
+        before = raw[i - 1] if i else ""
+        if before[:1].isupper() and before not in ("The", "A", "An"):
+            continue  # inside a longer name ("Lake Charles", "Prince Charles")
+        last, after = raw[i + k - 1], raw[i + k] if i + k < len(raw) else ""
+        if (before == "," and i > 1 and raw[i - 2][:1].isupper()) or (
+                after == "," and i + k + 1 < len(raw) and raw[i + k + 1][:1].isupper()):
+            continue  # a place's state or an apposition: "Massillon, Ohio", "Charles, Prince of Wales"
+        if last.endswith(".") or not after or not after[:1].isalnum() or after in _AFTER_NAME_OK or (
+                after.islower() and after.endswith("ed")):
+            return True
+    return False
+
+
+def _exact(prediction: str, short_answer: str, gold: str) -> bool:
+    return any(normalize(text) == normalize(gold) for text in (short_answer, prediction))
+
+
+def _contains(prediction: str, short_answer: str, gold: str) -> bool:
+    gn = normalize(gold)
+    return bool(gn) and f" {gn} " in f" {normalize(prediction)} "
+
+
+def _token_f1(prediction: str, short_answer: str, gold: str) -> bool:
+    return max(token_f1(short_answer, gold), token_f1(prediction, gold)) >= F1_ACCURATE
+
+
+# the rules that can find a prediction accurate, in the order the judge tries them (rules 4-9 above)
+MATCH_RULES = (
+    ("exact", _exact),
+    ("contains", _contains),
+    ("numeric", lambda prediction, short_answer, gold: _numeric_match(prediction, gold)),
+    ("date", lambda prediction, short_answer, gold: _date_match(prediction, gold)),
+    ("token_f1", _token_f1),
+    ("full_name", lambda prediction, short_answer, gold: any(_full_name_match(t, gold) for t in (short_answer, prediction))),
+    ("type_name", lambda prediction, short_answer, gold: _type_name_match(prediction, gold)),
+)
+
+
+def judge(prediction: str, short_answer: str, gold: str, alternatives: list[str], refused: bool,
+          rules: tuple = MATCH_RULES) -> Judgement:
+    """The judgement of one answer; ``rules`` (a subset of ``MATCH_RULES``) measures the judge without one."""
     golds = [g for g in [gold, *alternatives] if str(g).strip()]
     gold_norm = normalize(gold)
     best_em = max((float(normalize(short_answer) == normalize(g)) for g in golds), default=0.0)
@@ -158,22 +229,32 @@ def judge(prediction: str, short_answer: str, gold: str, alternatives: list[str]
     if gold_norm == normalize(INVALID_QUESTION):
         ok = bool(_INVALID.search(prediction))
         return Judgement("accurate" if ok else "incorrect", "false_premise", 1 if ok else -1, float(ok), float(ok))
-    for text in (short_answer, prediction):
+    for name, rule in rules:
         for g in golds:
-            if normalize(text) == normalize(g):
-                return Judgement("accurate", "exact" if g == gold else "alias", 1, best_em, best_f1)
-    pred_norm = f" {normalize(prediction)} "
-    for g in golds:
-        gn = normalize(g)
-        if gn and f" {gn} " in pred_norm:
-            return Judgement("accurate", "contains", 1, best_em, best_f1)
-    if any(_numeric_match(prediction, g) for g in golds):
-        return Judgement("accurate", "numeric", 1, best_em, best_f1)
-    if any(_date_match(prediction, g) for g in golds):
-        return Judgement("accurate", "date", 1, best_em, best_f1)
-    full_f1 = max(token_f1(prediction, g) for g in golds) if golds else 0.0
-    if max(best_f1, full_f1) >= F1_ACCURATE:
-        return Judgement("accurate", "token_f1", 1, best_em, best_f1)
-    if any(_full_name_match(text, g) for text in (short_answer, prediction) for g in golds):
-        return Judgement("accurate", "full_name", 1, best_em, best_f1)
+            if rule(prediction, short_answer, g):
+                return Judgement("accurate", "alias" if name == "exact" and g != gold else name, 1, best_em, best_f1)
     return Judgement("incorrect", "no_match", -1, best_em, best_f1)
+
+
+def rule_rates(labelled: list[dict]) -> list[dict]:
+    """Each matching rule alone, and all of them, against hand labels: rows it accepts that a person
+    found accurate, false positives (it accepts a hand-incorrect answer) and false negatives (it leaves
+    a hand-accurate one unaccepted). Rows: prediction, short_answer, gold, alternatives, hand_label."""
+    accurate = [r for r in labelled if r["hand_label"] == "accurate"]
+    incorrect = [r for r in labelled if r["hand_label"] == "incorrect"]
+
+    def accepts(rule, r) -> bool:
+        golds = [g for g in [r["gold"], *r.get("alternatives", [])] if str(g).strip()]
+        return any(rule(r["prediction"], r["short_answer"], g) for g in golds)
+
+    def rate(num: int, den: int) -> float | None:
+        return round(num / den, 3) if den else None
+
+    everything = lambda *a: any(rule(*a) for _, rule in MATCH_RULES)  # noqa: E731
+    out = []
+    for name, rule in (*MATCH_RULES, ("all rules", everything)):
+        tp = sum(accepts(rule, r) for r in accurate)
+        fp = sum(accepts(rule, r) for r in incorrect)
+        out.append({"rule": name, "true_positives": tp, "false_positives": fp, "false_positive_rate": rate(fp, len(incorrect)),
+                    "false_negatives": len(accurate) - tp, "false_negative_rate": rate(len(accurate) - tp, len(accurate))})
+    return out

@@ -1,5 +1,6 @@
-"""A run's summary: CRAG's scores, the abstention metrics (defined in the README's evaluation
-section) and their breakdowns by question type, domain and dynamism."""
+"""A run's summary: CRAG's scores, the abstention metrics and their breakdowns by question type, domain
+and dynamism. ``METRICS`` names and defines every field once; the terminal, report.md, summary.json's
+legend and docs/metrics.md are derived from it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,76 @@ import statistics
 from typing import Any
 
 from agentic_rag.eval.refusals import refusals_by_reason
+from agentic_rag.eval.rows import gold_groups, is_refusal, split_usable, stage_calls
 from agentic_rag.gate import checks
-from agentic_rag.eval.rows import gold_groups, is_refusal, stage_calls
+
+# every field of summary.json: key -> (plain name, what it means in one line). Rates are fractions of the
+# group named; "answerable" means a gold other than "i don't know" and "invalid question".
+METRICS: dict[str, tuple[str, str]] = {
+    "system": ("system", "which graph answered: agent (BAUG) or baseline (vanilla RAG)"),
+    "n": ("questions scored", "questions in the metrics (those with a usable gold answer)"),
+    "unusable_gold": ("unusable gold answers", "questions left out of every metric: their gold is empty, 'nan' or similar"),
+    "unusable_gold_ids": ("ids with unusable gold", "the ids of those questions, to fix or drop in the data"),
+    "accuracy": ("accuracy", "judged accurate / all questions"),
+    "hallucination": ("hallucination rate", "judged incorrect (answered wrongly) / all questions"),
+    "missing": ("missing rate", "refused or said 'I don't know' / all questions"),
+    "score": ("CRAG score", "accuracy - hallucination, from -1 to 1 (a refusal costs nothing, a wrong answer 1)"),
+    "em_short": ("exact match (short answer)", "mean exact match of the extracted short answer with the best gold"),
+    "f1_short": ("token F1 (short answer)", "mean token F1 of the extracted short answer with the best gold"),
+    "answerable": ("answerable questions", "questions whose gold is an answer (not 'i don't know' or 'invalid question')"),
+    "unanswerable": ("unanswerable questions", "questions whose gold is 'i don't know'"),
+    "accuracy_answerable": ("accuracy on answerable", "judged accurate / answerable questions"),
+    "refusal_rate_unanswerable": ("refusal rate on unanswerable", "refused / unanswerable questions (higher is better)"),
+    "false_refusal_rate": ("false refusal rate", "refused / answerable questions (lower is better)"),
+    "false_acceptance_rate": ("false acceptance rate", "answered / unanswerable questions (lower is better)"),
+    "a_acc": ("A-Acc (Abstain-R1)", "Abstain-R1's name for accuracy on answerable (same value)"),
+    "a_fu": ("A-FU (Abstain-R1)", "Abstain-R1's false unknowns: its name for the false refusal rate (same value)"),
+    "u_ref": ("U-Ref (Abstain-R1)", "Abstain-R1's refusals on unanswerable: its name for the refusal rate on unanswerable"),
+    "wrong_on_answerable": ("wrong on answerable", "answered with token F1 0 and not judged accurate / answerable questions"),
+    "idk_with_citations": ("refusals with citations", "refusals that still show citations (must be 0)"),
+    "answered_with_world_answer": ("answered with the real answer", "unanswerable-labelled questions answered with the "
+                                   "real-world answer a noise snippet leaked (still scored incorrect)"),
+    "llm_unavailable": ("model unreachable", "questions ended as ABSTAIN_LLM_UNAVAILABLE (rerun them)"),
+    "refused_before_generation": ("refused before generating", "refusals decided before any draft (gate, no evidence, "
+                                  "out of domain, ambiguity)"),
+    "refused_before_generation_with_llm_call": ("... with an LLM call", "of those, questions that still made some LLM call"),
+    "refused_before_generation_with_generator_call": ("... with a generator call", "of those, questions that called "
+                                                      "the generator (should be 0)"),
+    "tokens_saved_per_q": ("tokens saved per question", "mean generation tokens a pre-generation refusal did not spend"),
+    "overlap_mean": ("mean overlap", "answered questions: mean share of answer sentences backed by a source sentence"),
+    "faith_mean": ("mean faithfulness", "answered questions: mean share of names and numbers found in the cited text"),
+    "tokens_per_q": ("tokens per question", "mean LLM tokens (prompt + output) per question"),
+    "llm_calls_per_q": ("LLM calls per question", "mean LLM calls per question"),
+    "latency_p50_ms": ("median latency (ms)", "median wall time per question, milliseconds"),
+    "latency_p95_ms": ("95th percentile latency (ms)", "95th percentile wall time per question, milliseconds"),
+    "by_question_type": ("by question type", "accuracy, hallucination, missing and score per CRAG question type"),
+    "by_domain": ("by domain", "the same per CRAG domain"),
+    "by_static_or_dynamic": ("by dynamism", "the same per CRAG static-or-dynamic label"),
+    "refusals_by_reason": ("refusals by reason", "per reason code, the answerable and unanswerable questions it refused"),
+    "bad_records": ("bad input records", "dataset lines skipped as malformed"),
+    "legend": ("legend", "each field's plain name (this table)"),
+}
+
+
+def metric_label(key: str) -> str:
+    """A metric's plain name and meaning in one line, as a terminal or a report shows it."""
+    name, meaning = METRICS.get(key, (key, ""))
+    return f"{name}: {meaning}" if meaning else name
+
+
+def run_summary(system: str, rows: list[dict[str, Any]], bad_records: int) -> dict[str, Any]:
+    """summary.json: the metrics with the system, the malformed input count and a legend of plain names."""
+    summary = {"system": system, **summarize(rows), "bad_records": bad_records}
+    return {**summary, "legend": {k: METRICS[k][0] for k in summary if k in METRICS}}
+
+
+def metrics_markdown() -> str:
+    """docs/metrics.md, generated from ``METRICS`` (a test checks the file matches)."""
+    lines = ["# Metrics", "", "Every field of a run's `summary.json`, as `eval`, `compare` and `report.md` print it. "
+             "Generated from `agentic_rag/eval/metrics.py` (`METRICS`); the evaluation itself is described in "
+             "`docs/how-it-works.md`.", "", "| field | name | meaning |", "|---|---|---|"]
+    lines += [f"| `{k}` | {name} | {meaning} |" for k, (name, meaning) in METRICS.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -29,10 +98,13 @@ def wilson_interval(rate: float, n: int, z: float = 1.96) -> list[float] | None:
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """CRAG scores plus the abstention metrics (definitions in the README's evaluation section)."""
+    """CRAG scores plus the abstention metrics (``METRICS`` defines each). Questions whose gold cannot
+    score an answer are counted and named, and left out of every other figure."""
+    rows, unusable = split_usable(rows)
+    left_out = {"unusable_gold": len(unusable), "unusable_gold_ids": [r["id"] for r in unusable]} if unusable else {}
     n = len(rows)
     if n == 0:
-        return {"n": 0}
+        return {"n": 0, **left_out}
     count = lambda label: sum(r["judgement"] == label for r in rows)  # noqa: E731
     latencies = sorted(r["latency_ms"] for r in rows)
     tokens = [r["tokens"].get("total", 0) for r in rows]
@@ -42,6 +114,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     answered_signals = [s for r, s in zip(rows, signals) if not is_refusal(r) and "overlap_est" in s]
     return {
         "n": n,
+        **left_out,
         "accuracy": round(acc, 4),
         "hallucination": round(hal, 4),
         "missing": round(miss, 4),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.eval.judge import judge
-from agentic_rag.eval.metrics import summarize
+from agentic_rag.eval.metrics import metric_label, run_summary
 from agentic_rag.eval.refusals import refusal_table
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import matches_world_answer
@@ -19,8 +19,8 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]])
     from agentic_rag.eval.plots import plot_risk_coverage
 
     plot = plot_risk_coverage([{"name": summary["system"], "rows": rows}], out / "risk_coverage.png")
-    lines = [f"# Run report: {summary['system']}", "", "| metric | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in summary.items() if not isinstance(v, dict)]
+    lines = [f"# Run report: {summary['system']}", "", "| metric | value | meaning |", "|---|---|---|"]
+    lines += [f"| {k} | {v} | {metric_label(k)} |" for k, v in summary.items() if not isinstance(v, dict)]
     for key, groups in summary.items():
         if key.startswith("by_") and isinstance(groups, dict) and groups:
             lines += ["", f"## {key.replace('_', ' ')}", "", "| group | n | accuracy | hallucination | missing | score |",
@@ -47,8 +47,7 @@ def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
             row["matches_world_answer"] = matches_world_answer(row)
     results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
-    summary = {"system": old.get("system", rows[0].get("system", "")) if rows else "", **summarize(rows),
-               "bad_records": old.get("bad_records", 0)}
+    summary = run_summary(old.get("system", rows[0].get("system", "")) if rows else "", rows, old.get("bad_records", 0))
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     write_report(out, summary, rows)
     return summary

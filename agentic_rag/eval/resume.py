@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.configuration import SECRET_SETTINGS
-
+from agentic_rag.errors import UserError
 
 # Settings that change where files go, how fast a run is or how the model server is reached, never
 # what it answers: a run resumes across them (the server moved to another port, a longer timeout).
@@ -33,7 +33,7 @@ RUN_NEUTRAL_SETTINGS = frozenset({
 MISMATCHES_SHOWN = 4  # differing settings named in a refused resume (the rest are counted)
 
 
-class ResumeMismatchError(ValueError):
+class ResumeMismatchError(UserError, ValueError):
     """``--resume`` into a folder whose rows were produced by another configuration."""
 
 

@@ -74,8 +74,25 @@ def stage_calls(row: dict[str, Any], stage: str) -> int:
     return int((((row.get("tokens") or {}).get("detail") or {}).get(stage) or {}).get("calls", 0))
 
 
+# what a data set writes where it has no answer: a pandas NaN or null written out as text, a dash
+UNUSABLE_GOLD = frozenset({"", "nan", "none", "null", "n/a", "na", "-", "?"})
+
+
+def usable_gold(gold: Any) -> bool:
+    """Whether a gold answer can score a prediction. The bundled CRAG example has gold "nan" (a missing
+    value written as text): scored, every answer to it is wrong and every refusal a false refusal."""
+    return str(gold if gold is not None else "").strip().lower() not in UNUSABLE_GOLD
+
+
+def split_usable(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows a metric may score, rows whose gold cannot score them: reported and left out)."""
+    return [r for r in rows if usable_gold(r.get("gold"))], [r for r in rows if not usable_gold(r.get("gold"))]
+
+
 def gold_groups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(answerable, unanswerable) result rows by their gold; false-premise questions are in neither."""
+    """(answerable, unanswerable) result rows by their gold; false-premise questions and questions
+    whose gold is unusable (``usable_gold``) are in neither."""
+    rows = split_usable(rows)[0]
     gold = [str(r["gold"]).strip().lower() for r in rows]
     return ([r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)],
             [r for r, g in zip(rows, gold) if g == IDK])

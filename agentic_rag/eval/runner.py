@@ -20,10 +20,11 @@ from tqdm import tqdm
 from agentic_rag.budget import tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset
+from agentic_rag.errors import UserError
 from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
-from agentic_rag.eval.metrics import summarize
+from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.provenance import file_sha256, model_identity, package_versions, probe_identity
 from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import done_ids, load_rows, repair_last_line
@@ -34,7 +35,7 @@ from agentic_rag.runner import answer, warm_up
 from agentic_rag.telemetry import append_line, keep_questions, write_lines
 
 
-class RunFolderError(OSError):
+class RunFolderError(UserError, OSError):
     """The run folder cannot be created or written."""
 
 
@@ -155,7 +156,7 @@ def run_eval(
         raise
     bar.close()
     rows = load_rows(results_path, [r.interaction_id for r in selected])
-    summary = {"system": system, **summarize(rows), "bad_records": len(report.bad)}
+    summary = run_summary(system, rows, len(report.bad))
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     write_report(out, summary, rows)
     return {"summary": summary, "rows": rows, "out": str(out)}

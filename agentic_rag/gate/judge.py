@@ -39,7 +39,7 @@ def in_gray_zone(signals: dict[str, Any], settings) -> bool:
 
 
 def judge_messages(question: str, answer: str, evidence: str) -> list:
-    return messages_for("judge", question=question, answer=strip_markup(answer), evidence=evidence[:3000])
+    return messages_for("judge", question=question, answer=strip_markup(answer, [evidence]), evidence=evidence[:3000])
 
 
 def verify_messages(question: str, answer: str, signals: dict[str, Any], cited_text: str) -> list:
@@ -47,7 +47,7 @@ def verify_messages(question: str, answer: str, signals: dict[str, Any], cited_t
     so a true sentence elsewhere in a passage cannot vouch for a claim the quote does not make."""
     quotes = supported_quotes(signals.get("sentences", []))
     evidence = "\n".join(dict.fromkeys(quotes)) or cited_text[:VERIFY_EVIDENCE_CHARS]
-    return messages_for("verify", question=question, answer=strip_markup(answer), evidence=evidence)
+    return messages_for("verify", question=question, answer=strip_markup(answer, [evidence]), evidence=evidence)
 
 
 def yes_no_cost(messages: list, settings) -> int:

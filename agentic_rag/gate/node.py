@@ -90,7 +90,7 @@ def read_round(state: RAGState, settings: Settings) -> DraftReading:
         reading.signals["answerability"] = probe["answerability"]
     if draft and settings.baug.NLI_MODEL and reading.cited_text:
         reading.signals["nli_entailment"] = entailment_probability(
-            settings.baug.NLI_MODEL, reading.cited_text[:4000], strip_markup(draft))
+            settings.baug.NLI_MODEL, reading.cited_text[:4000], strip_markup(draft, [reading.cited_text]))
     return reading
 
 

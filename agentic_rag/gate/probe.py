@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from agentic_rag.errors import UserError
 from agentic_rag.llm.calls import call_model
 from agentic_rag.prompts import answer_messages
 
@@ -32,7 +33,7 @@ PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
 QUOTE_PROBE_OUTPUT_TOKENS = 1  # the quote probe reads the prefill; its call decodes one token (tokens)
 
 
-class ProbeMismatchError(ValueError):
+class ProbeMismatchError(UserError, ValueError):
     """The probe was trained on another model's hidden states."""
 
 

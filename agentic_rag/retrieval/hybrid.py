@@ -23,6 +23,7 @@ import faiss
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
+from agentic_rag.errors import UserError
 from agentic_rag.retrieval.chunks import Chunk, Page, chunk_page
 from agentic_rag.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
 from agentic_rag.retrieval.embeddings import Embedder
@@ -35,7 +36,7 @@ _STOP = frozenset(STOPWORDS_EN)
 BonusFn = Callable[[Chunk], float]
 
 
-class BrokenIndexError(ValueError):
+class BrokenIndexError(UserError, ValueError):
     """An index folder exists but cannot be used: a killed writer, a truncated file, a race."""
 
 

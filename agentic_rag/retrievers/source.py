@@ -8,6 +8,7 @@ from typing import Any
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
+from agentic_rag.errors import UserError
 from agentic_rag.ingest.ingest import index_for_record
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import BonusFn, HybridIndex
@@ -16,7 +17,7 @@ from agentic_rag.timing import part
 _LOCK = threading.Lock()
 
 
-class NoCorpusError(ValueError):
+class NoCorpusError(UserError, ValueError):
     """The question came with neither pages nor an index to search."""
 
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_results
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, reading
 from agentic_rag.nodes import Node
+from agentic_rag.state import citation_status
 from agentic_rag.telemetry import read_rows
 from agentic_rag.events import clip
 
@@ -26,7 +28,7 @@ PATH_THRESHOLDS = {"path_score": "PATH_MIN_SCORE", "new_hits_ratio": "NEW_HITS_E
 OUTCOMES = {"accurate": "right", "incorrect": "wrong", "missing": "missing"}
 
 
-class TraceError(ValueError):
+class TraceError(UserError, ValueError):
     """A run folder, question id or step that cannot be shown."""
 
 
@@ -356,7 +358,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "tokens": tokens.get("total", 0), "tokens_by_stage": {k: v for k, v in (tokens.get("by_stage") or {}).items() if v},
         "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
         "latency_by_node_ms": {k: _ms(v) for k, v in (row.get("latency_by_node_ms") or {}).items()},
-        "citations": row.get("citations") or [], "timeline": timeline, "rounds": rounds(row, events, settings),
+        "citations": [{**c, "status": citation_status(c)} for c in row.get("citations") or []], "timeline": timeline, "rounds": rounds(row, events, settings),
         "verdict": verdict(events, settings),
         "evidence": evidence(row, events), "note": note,
     }

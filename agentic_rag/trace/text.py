@@ -103,6 +103,8 @@ def print_question(console: Console, run: Run, qid: str, detail: bool = True) ->
     head.append(f"  gold {v['gold']}  tokens {v['tokens']}  llm calls {v['llm_calls']}  {v['latency_ms']:.0f} ms")
     console.print(head)
     console.print(Text(f"answer: {v['prediction']}"))
+    for c in v["citations"]:
+        console.print(Text(f"  [{c['n']}] {clip(c.get('page_name', ''), 40)}: {c['status']}: {clip(c.get('quote', ''), 120)}"))
     console.print(verdict_line(v["verdict"]))
     if v["note"]:
         console.print(Text(v["note"], style="yellow"))

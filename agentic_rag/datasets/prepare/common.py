@@ -57,7 +57,7 @@ class BadLines:
     def good(self) -> None:
         self.report.good += 1
 
-    def ungood(self, lineno: int, reason: str) -> None:
+    def withdraw(self, lineno: int, reason: str) -> None:
         """A line counted good turned out unusable when its record was built."""
         self.report.good -= 1
         self(lineno, reason)

@@ -89,7 +89,7 @@ def prepare_nq(
                 )
             )
         except ValidationError as exc:
-            bad.ungood(lineno, error_text(exc))
+            bad.withdraw(lineno, error_text(exc))
 
     return write_converted(records, out_path, src, len(rows), bad, n, seed,
                             passages=passages, passages_with_answer_text=with_answer)

@@ -118,7 +118,7 @@ def prepare_squad2(
                 )
             )
         except ValidationError as exc:
-            bad.ungood(q["line"], error_text(exc))
+            bad.withdraw(q["line"], error_text(exc))
 
     return write_converted(records, out_path, src, len(questions), bad, n, seed,
                             articles=len(paragraphs), paragraphs=len(paragraph_index))
