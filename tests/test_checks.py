@@ -136,6 +136,9 @@ def test_the_html_page_marks_an_answered_questions_unneeded_checks_advisory(tmp_
     assert v["invalid"] == "" and v["failed"] == [] and v["advisory_invalid"].startswith("type validator period")
     statuses = {c["signal"]: c["status"] for r in data["questions"][0]["rounds"] for c in r["checks"]}
     assert statuses["anchor_coverage"] == "advisory" and statuses["overlap_est"] == "pass"
+    step = data["questions"][0]["timeline"][0]  # collect_signals: its readings led to the answer shown
+    assert "failed" not in step["summary"] and "validator period advisory" in step["summary"]
+    assert {c["signal"]: c["status"] for c in step["blocks"][0]["rows"]}["anchor_coverage"] == "advisory"
 
 
 # -- the check added through the registry alone: an answer that restates the question ------------

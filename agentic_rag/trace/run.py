@@ -143,8 +143,10 @@ def _passage_rows(passages: list[dict[str, Any]], *cols: str) -> list[dict[str, 
              **{c: p.get(c) for c in cols if p.get(c) is not None}, "text": p.get("text", "")} for p in passages]
 
 
-def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """A node event as one line (what it decided or found) and detail blocks, from the keys it wrote."""
+def describe(event: dict[str, Any], settings: dict[str, Any], answered: bool = False) -> tuple[str, list[dict[str, Any]]]:
+    """A node event as one line (what it decided or found) and detail blocks, from the keys it wrote.
+    ``answered``: the decision these readings led to showed the answer, so a check below its threshold
+    is advisory (it did not stop the answer), not failed."""
     parts: list[str] = []
     blocks: list[dict[str, Any]] = []
     if event.get("ood"):
@@ -200,10 +202,13 @@ def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list
         parts.append(f"probe answerability {_fmt(event['probe'].get('answerability'))}")
     if "signals" in event:
         sig = event["signals"]
-        checks = signal_checks(sig, settings)
+        checks = signal_checks(sig, settings, answered)
         below = [f"{c['signal']} {_fmt(c['value'])} < {_fmt(c['threshold'])}" for c in checks if c["passed"] is False]
+        advised = [f"{c['signal']} {_fmt(c['value'])} < {_fmt(c['threshold'])}" for c in checks if c["status"] == ADVISORY]
         if checks and sig.get("sentences"):  # without a draft the readings are all zero and say nothing
-            parts.append(f"signals below threshold: {', '.join(below)}" if below else f"signals pass {len(checks)} checks")
+            parts.append(f"signals below threshold: {', '.join(below)}" if below else
+                         f"signals advisory (the answer stood): {', '.join(advised)}" if advised else
+                         f"signals pass {len(checks)} checks")
         blocks.append({"type": "checks", "title": "signals", "rows": checks})
         sents = [s for s in sig.get("sentences", []) if s.get("sentence")]
         if sents:
@@ -215,7 +220,7 @@ def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list
             blocks.append({"type": "kv", "title": "what is missing", "items": extra})
     if event.get("validation") and not event["validation"].get("ok", True):
         v = event["validation"]
-        parts.append(f"validator {v.get('name')} failed" + (f": missing {', '.join(v.get('missing') or [])}" if v.get("missing") else ""))
+        parts.append(f"validator {v.get('name')} {'advisory' if answered else 'failed'}" + (f": missing {', '.join(v.get('missing') or [])}" if v.get("missing") else ""))
     for name, req in (event.get("extension_flags") or {}).items():
         parts.append(f"{name} asks {req['action']} ({req['code']}): {req['message']}" if req else f"{name}: no request")
     if "decision" in event:
@@ -325,6 +330,12 @@ def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str,
             "reason": d["decision"].get("reason", ""), **out}
 
 
+def _led_to_an_answer(events: list[dict[str, Any]], i: int) -> bool:
+    """Whether the first decision that stands at or after event ``i`` showed the answer (STOP)."""
+    following = (e["decision"] for e in events[i:] if e.get("decision") and not e["decision"].get("final_check"))
+    return (next(following, None) or {}).get("action") == STOP
+
+
 def _ms(value: Any) -> Any:
     return round(value, 1) if isinstance(value, (int, float)) else value
 
@@ -341,7 +352,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     t0 = events[0].get("start", 0.0) if events else 0.0
     timeline = []
     for i, e in enumerate(events, start=1):
-        summary, blocks = describe(e, settings)
+        summary, blocks = describe(e, settings, answered=_led_to_an_answer(events, i - 1))
         timeline.append({
             "i": i, "node": e["node"], "round": e.get("round", 1),
             "offset_ms": round((e["start"] - t0) * 1000.0, 1) if "start" in e else None,
