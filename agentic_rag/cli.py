@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -17,11 +16,14 @@ from agentic_rag.configuration import Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.errors import UserError
 from agentic_rag.events import clip
+from agentic_rag.redact import redact_text
 from agentic_rag.state import citation_status
+from agentic_rag.terminal import SafeConsole
 from graphs import get_graph  # the app layer: importing it also registers the graphs with the runner
 
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True)
+# every view of dataset text goes through these: a control character in a query or page is shown, not obeyed
+console = SafeConsole(width=None if sys.stdout.isatty() else 200)
+err = SafeConsole(stderr=True)
 
 
 class _UserErrorsAsOneLine(typer.core.TyperGroup):
@@ -32,7 +34,7 @@ class _UserErrorsAsOneLine(typer.core.TyperGroup):
         try:
             return super().invoke(ctx)
         except UserError as exc:
-            err.print(f"[red]{exc.label}:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
+            err.print(f"[red]{exc.label}:[/] {escape(redact_text(str(exc)))}", soft_wrap=True, highlight=False)
             raise typer.Exit(exc.exit_code) from None
 
 
@@ -63,8 +65,9 @@ def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool =
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    # one line whatever the terminal width (greppable), and the message's own brackets are not read as markup
-    err.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True, highlight=False)
+    # one line whatever the terminal width (greppable), the message's own brackets not read as markup,
+    # and no key that a URL in it carries
+    err.print(f"[red]error:[/] {escape(redact_text(msg))}", soft_wrap=True, highlight=False)
     raise typer.Exit(code)
 
 
@@ -199,6 +202,7 @@ def eval_cmd(
     n: Annotated[Optional[int], typer.Option("--n", help="First N questions.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run folder.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the results a run folder already holds.")] = False,
     workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel (threads, or Ray workers).")] = 1,
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
@@ -209,9 +213,12 @@ def eval_cmd(
 ) -> None:
     """Run a system over a dataset; print a per-question table and the summary."""
     from agentic_rag.eval.executors import ExecutorError
-    from agentic_rag.eval.resume import exit_interrupted, resume_command
+    from agentic_rag.eval.resume import exit_interrupted, interrupt_on_sigterm, resume_command
     from agentic_rag.eval.runner import run_eval
 
+    if resume and overwrite:
+        _fail("give --resume or --overwrite, not both")
+    interrupt_on_sigterm()
     settings = _settings(preset, override, needs_llm=True)
     if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
         _fail("checkpoints are written where the graph runs: use --executor local to keep them")
@@ -220,7 +227,8 @@ def eval_cmd(
     if checkpoints and settings.paths.CHECKPOINT_PATH is None:
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
-        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool)
+        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool,
+                       overwrite=overwrite)
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, _prog(), sys.argv[1:])
     except ExecutorError as exc:
@@ -376,12 +384,18 @@ def trace_cmd(
     brief: Annotated[bool, typer.Option("--brief", help="With --id: one line per node, no passages or checks.")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="With --id: list the checkpointed steps.")] = False,
     step: Annotated[Optional[int], typer.Option("--step", help="With --id: the graph state at this checkpointed step.")] = None,
+    otlp: Annotated[Optional[str], typer.Option("--otlp", help="Send the run's spans (or --id's) to this OTLP/HTTP collector (docs/tracing.md).")] = None,
 ) -> None:
     """Inspect a run: a table of its questions, one question node by node, its checkpoints, or an HTML page."""
     from agentic_rag.trace.run import TraceError, load_run
 
     try:
         run = load_run(run_dir)
+        if otlp is not None:
+            from agentic_rag.trace.otel import send_cli
+
+            console.print(send_cli(run, otlp, qid))
+            return
         if html_out is not None:
             from agentic_rag.trace.html import write_html
 

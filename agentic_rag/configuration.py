@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Literal, Mapping, get_origin
 
@@ -32,6 +33,7 @@ from pydantic_settings import (
 from pydantic_settings import SettingsError as EnvParseError
 
 from agentic_rag.errors import UserError
+from agentic_rag.redact import redact_text, redact_url
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 ENV_PREFIX = "AGENTIC_RAG_"
@@ -67,9 +69,27 @@ def meaning_of(field: FieldInfo) -> str:
     return text.removesuffix(f" Unit: {unit}.") if unit else text
 
 
+PATTERN_UNITS = ("regex", "regexes")  # a setting in these units is compiled when settings load
+
+
 class _Section(BaseModel):
-    # titled by their names, which are what presets, -o and the environment spell
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, field_title_generator=lambda name, _: name)
+    # titled by their names, which are what presets, -o and the environment spell; no inf or nan, which
+    # no setting means and JSON (config.json, telemetry) cannot hold
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, field_title_generator=lambda name, _: name,
+                              allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _patterns_compile(self) -> "_Section":
+        """A pattern that does not compile is a settings error now, not a traceback inside a question."""
+        for name, field in type(self).model_fields.items():
+            if unit_of(field) in PATTERN_UNITS:
+                value = getattr(self, name)
+                for pattern in [value] if isinstance(value, str) else value or ():
+                    try:
+                        re.compile(pattern)
+                    except re.error as exc:
+                        raise ValueError(f"setting {name}: {pattern!r} is not a valid regular expression ({exc})") from None
+        return self
 
 
 class LLMSettings(_Section):
@@ -437,6 +457,26 @@ class CragSettings(_Section):
     )
 
 
+# The optional extra that sends spans (agentic_rag/trace/otel.py): module -> distribution.
+OTEL_PACKAGES = {"opentelemetry.sdk": "opentelemetry-sdk",
+                 "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
+                 "openinference.semconv": "openinference-semantic-conventions"}
+
+
+def missing_otel_packages() -> str | None:
+    """Why spans cannot be sent from this environment, in one line naming the install, or None."""
+    import importlib.util
+
+    def found(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            return False
+
+    absent = [dist for module, dist in OTEL_PACKAGES.items() if not found(module)]
+    return f"OTLP export needs {', '.join(absent)}: pip install 'agentic-rag[otel]'" if absent else None
+
+
 class PathSettings(_Section):
     """Where files go: caches, artifacts, telemetry and checkpoints. None changes an answer."""
 
@@ -465,11 +505,24 @@ class PathSettings(_Section):
         "SQLite file checkpointing every graph step (thread id = question id) for `trace --steps` and replay; None = "
         "off (`eval --checkpoints` puts one in the run folder).",
     )
+    OTLP_ENDPOINT: str | None = setting(
+        None, "URL",
+        "OTLP/HTTP collector (Phoenix, Langfuse) each answered question's spans are sent to (docs/tracing.md); "
+        "None = off. Needs the `otel` extra.",
+    )
     CRAG_ARTIFACTS_DIR: Path = setting(
         USER_CACHE / "crag-kit", "path",
         "ARTIFACTS_DIR of runs inside the CRAG kit (per-question indexes, telemetry), kept out of the kit's working "
         "directory.",
     )
+
+    @field_validator("OTLP_ENDPOINT")
+    @classmethod
+    def _otlp_packages(cls, value: str | None) -> str | None:
+        why = missing_otel_packages() if value else None
+        if why:
+            raise ValueError(why)
+        return value or None
 
 
 class ScaleSettings(_Section):
@@ -702,6 +755,9 @@ class Settings(BaseSettings):
         for secret in SECRET_SETTINGS:
             if data.get(secret):
                 data[secret] = "***"
+        for name, field in self.flat_fields().items():  # a key inside a URL (user:key@host, ?api-key=) is masked too
+            if unit_of(field) == "URL" and data.get(name):
+                data[name] = redact_url(data[name])
         return data
 
     def backend_error(self) -> str | None:
@@ -904,8 +960,9 @@ def _explain(exc: ValidationError) -> str:
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
         if loc and not (len(loc) == 1 and loc[0] in SECTIONS and err["type"] == "value_error"):
-            shown = "a hidden value" if loc[-1] in SECRET_SETTINGS else repr(err.get("input"))
-            lines.append(f"setting {'.'.join(loc)}: {err['msg']} (got {shown})")
+            shown = "a hidden value" if loc[-1] in SECRET_SETTINGS else redact_text(repr(err.get("input")))
+            hint = "; for no practical limit give a large number" if err["type"] == "finite_number" else ""
+            lines.append(f"setting {'.'.join(loc)}: {err['msg']} (got {shown}){hint}")
         else:  # a rule across fields of a section, or a key the model does not know
             lines.append(str(err["msg"]).removeprefix("Value error, "))
     return "; ".join(lines)

@@ -5,7 +5,9 @@ one added later) is recorded the same way, keyed by its name. What an event hold
 *state keys* the node wrote, not by which node it is: a node that writes ``paths`` gets its passages
 kept and pruned with their scores, one that writes ``decision`` its action and reason, and so on.
 Texts are cut to ``TRACE_TEXT_CHARS`` so a results file stays small; the full text of the chunks a
-quote comes from is kept apart (:func:`quoted_chunks`) so the quoted span can be shown in place.
+quote comes from is kept apart (:func:`quoted_chunks`) so the quoted span can be shown in place. The LLM
+calls a node made are kept whole under ``llm`` (``llm.usage.call_record``, added by ``timed``): what the
+model was asked and said is the one text a trace cannot rebuild.
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ SUMMARIES: dict[str, Summary] = {
     "validation": _as_is,
     "flags": _as_is,
     "extension_flags": _as_is,
+    "extension_error": _as_is,
     "decision": lambda d, limit: {k: d.get(k) for k in ("action", "reason", "explanation", "final_check") if k in d},
     "extra_terms": _as_is,
     "reflected": _as_is,

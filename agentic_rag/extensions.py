@@ -5,7 +5,8 @@ node function, the edge it is inserted on (``after`` and/or ``before`` an existi
 state keys it reads and writes; graphs/extend.py inserts it and checks the result before the graph
 compiles. It is named in the ``EXTENSIONS`` setting, either by a ``module:attribute`` path or by a
 name registered under the ``agentic_rag.extensions`` entry-point group, so adding one never means
-editing graphs/agent.py. The guide is docs/extending.md; examples/freshness.py is a working one.
+editing graphs/agent.py. What the entry names must be an ``Extension`` or a function marked with
+``extension_factory``: nothing else is called. The guide is docs/extending.md; examples/freshness.py is a working one.
 
 An extension influences BAUG through ``extension_flags``: a request to abstain or to retrieve more,
 with a reason code and a message that the refusal shows (gate/policy.py, generator/finalize.py).
@@ -28,6 +29,8 @@ from agentic_rag.state import RAGState
 
 ENTRY_POINT_GROUP = "agentic_rag.extensions"
 FLAGS_KEY = "extension_flags"
+ERROR_KEY = "extension_error"  # state: the extension that failed and its error
+EXTENSION_FAILED = "ABSTAIN_EXTENSION_FAILED"  # the reason code of a question an extension failed
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -42,7 +45,7 @@ class ExtensionSettings(BaseModel):
     """Base of an extension's own settings: unknown keys are errors, values are fixed for a run.
     Give every field a description with its unit, as for the core settings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,10 @@ def state_keys() -> list[str]:
 def check_declaration(ext: Any, source: str) -> Extension:
     """The checks that need no graph: the object, its name, its callables and its state keys."""
     if not isinstance(ext, Extension):
-        raise ExtensionError(f"extension {source!r} is a {type(ext).__name__}, not an agentic_rag.extensions.Extension")
+        hint = (" (a function that builds one must be marked @agentic_rag.extensions.extension_factory)"
+                if callable(ext) else "")
+        raise ExtensionError(f"extension {source!r} is a {type(ext).__name__}, not an "
+                             f"agentic_rag.extensions.Extension{hint}")
     if not isinstance(ext.name, str) or not _NAME.match(ext.name):
         raise ExtensionError(f"extension {source!r}: name {ext.name!r} must be lower_snake_case")
     if not callable(ext.node):
@@ -146,6 +152,23 @@ def check_declaration(ext: Any, source: str) -> Extension:
     return ext
 
 
+FACTORY_MARK = "__agentic_rag_extension_factory__"
+
+
+def extension_factory(fn: Callable[[], Extension]) -> Callable[[], Extension]:
+    """Mark a function of no arguments that builds an ``Extension`` (its node or settings made at load
+    time), so that ``EXTENSIONS`` may name it. Nothing unmarked is ever called: a setting naming
+    ``os:system`` or ``sys:exit`` is refused, not run."""
+    setattr(fn, FACTORY_MARK, True)
+    return fn
+
+
+def _import_failed(spec: str, module_name: str, exc: BaseException) -> ExtensionError:
+    text = str(exc).strip().splitlines()
+    return ExtensionError(f"extension {spec!r}: importing module {module_name} failed: {type(exc).__name__}"
+                          + (f": {text[0]}" if text else ""))
+
+
 def _from_path(spec: str) -> Any:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
@@ -153,7 +176,11 @@ def _from_path(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        raise ExtensionError(f"extension {spec!r}: no module named {exc.name!r}") from None
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise ExtensionError(f"extension {spec!r}: no module named {exc.name!r}") from None
+        raise _import_failed(spec, module_name, exc) from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a module that raises or does not parse: one line
+        raise _import_failed(spec, module_name, exc) from None
     try:
         return getattr(module, attribute)
     except AttributeError:
@@ -166,14 +193,23 @@ def _from_entry_point(name: str) -> Any:
         registered = ", ".join(sorted(found)) or "none"
         raise ExtensionError(f"extension {name!r}: not a 'module:attribute' path, and no entry point of that name in "
                              f"group {ENTRY_POINT_GROUP} (registered: {registered})")
-    return found[name].load()
+    try:
+        return found[name].load()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - as for a path: one line naming the module
+        raise _import_failed(name, found[name].module, exc) from None
 
 
 def load_extension(spec: str) -> Extension:
-    """The extension a ``EXTENSIONS`` entry names (an Extension, or a function returning one)."""
+    """The extension a ``EXTENSIONS`` entry names: an ``Extension``, or a function marked with
+    ``extension_factory`` that returns one (called here, once)."""
     obj = _from_path(spec) if ":" in spec else _from_entry_point(spec)
-    if callable(obj) and not isinstance(obj, Extension):
-        obj = obj()
+    if not isinstance(obj, Extension) and getattr(obj, FACTORY_MARK, False) is True and callable(obj):
+        try:
+            obj = obj()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the factory's own error, in one line
+            text = str(exc).strip().splitlines()
+            raise ExtensionError(f"extension {spec!r}: its factory raised {type(exc).__name__}"
+                                 + (f": {text[0]}" if text else "")) from None
     return check_declaration(obj, spec)
 
 

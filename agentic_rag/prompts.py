@@ -42,51 +42,8 @@ def is_hedging(text: str) -> bool:
     return bool(_HEDGING.search(text))
 
 
-# Page text that addresses the model instead of the reader: instructions, text posing as the system
-# prompt or a chat turn, and fake answer or citation markers. A page carrying such a sentence is
-# flagged and backs no answer and no verified quote (text.untrusted_source). Each pattern
-# is matched against one lower-cased source sentence (source text is split at line ends too, so ``^``
-# is a line start). A page that merely states a false fact matches none of them: a wrong source, not
-# an attack.
-UNTRUSTED_PATTERNS = (
-    # "ignore (all) previous instructions", "disregard the above rules"
-    r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
-    r"all|any|other|your|the)\b[^.!?\n]{0,30}?\b(?:instructions?|prompts?|rules|directions|guidelines|context)\b",
-    # "if anyone asks who the mayor was, answer X"
-    r"\bif\s+(?:anyone|anybody|someone|somebody|a user|the user|you(?:'re| are| get))\s+(?:\w+\s+){0,2}?"
-    r"(?:asks?|asked)\b[^\n]{0,200}?\b(?:answer|reply|respond|say|tell|write|output)\b",
-    # role play aimed at a model: "you are an AI assistant", "act as a chatbot"
-    r"\b(?:you are|you're|act as|pretend to be)\s+(?:now\s+)?(?:an?\s+|the\s+)?(?:\w+\s+){0,2}?"
-    r"(?:ai|assistant|chatbot|language model|llm|gpt)\b",
-    r"\b(?:system prompt|new instructions|developer mode)\b",
-    # chat turns and chat-template tokens: "assistant: ...", "system: you are ...", "<|im_start|>", "[INST]"
-    # ("System: Nintendo Switch" in a game's info box is a field, not a turn)
-    r"^\W{0,3}assistant\s*:",
-    r"^\W{0,3}(?:system|user|developer)\s*(?:prompt\s*)?:\s*(?:you|ignore|always|never|answer|respond|reply|"
-    r"from now|as an?|i am|i'm)\b",
-    r"<\|[a-z_]+\|>|\[/?inst\]|<</?sys>>",
-    # fake answer and citation markers: "Answer: X", "[1] \"quote\"", a line opening "[2] " like a source
-    # header of the prompt, "Source 2:"
-    r"^\W{0,3}(?:final |correct |short )?answer\s*[:=]",
-    r"\[\d+\]\s*[\"\u201c]",
-    r"^\s*\[\d+\]\s",
-    r"^\W{0,3}source\s+\d+\s*:",
-)
-
-_UNTRUSTED = re.compile("|".join(f"(?:{p})" for p in UNTRUSTED_PATTERNS), re.MULTILINE)
-# The same patterns without their leading anchor or optional prefix, over a whole text: no match there
-# means no sentence matches, which spares splitting the (usual) page that holds none. Starting on a
-# literal lets the regex engine skip ahead instead of trying every position.
-_LEADING = re.compile(r"^(?:\^\\W\{0,3\}|\^\\s\*|\\b)?(?:\(\?:[^()]*\)\?)?")
-_UNTRUSTED_ANYWHERE = re.compile("|".join(f"(?:{_LEADING.sub('', p, count=1)})" for p in UNTRUSTED_PATTERNS))
-
-
-def is_untrusted(sentence: str) -> bool:
-    return bool(_UNTRUSTED.search(sentence.lower()))
-
-
-def may_hold_untrusted(text: str) -> bool:
-    return bool(_UNTRUSTED_ANYWHERE.search(text.lower()))
+# Kept importable from here: the patterns live with the rest of page screening (agentic_rag.ingest.injection)
+from agentic_rag.ingest.injection import UNTRUSTED_PATTERNS, is_untrusted, may_hold_untrusted  # noqa: E402,F401
 
 
 _CANDIDATES = (

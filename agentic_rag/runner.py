@@ -27,6 +27,17 @@ def register_graphs(factory: GraphFactory) -> None:
     _factory = factory
 
 
+Observer = Callable[[AnswerRecord, Settings], None]
+_observers: list[Observer] = []
+
+
+def register_observer(observer: Observer) -> None:
+    """Have ``observer(result, settings)`` see every question :func:`answer` completes (the app layer
+    registers the OTLP exporter, agentic_rag/trace/otel.py, which this layer may not import)."""
+    if observer not in _observers:
+        _observers.append(observer)
+
+
 def graph_registrar() -> str | None:
     """The module that registered the graphs in this process, for a worker process to import in turn."""
     return getattr(_factory, "__module__", None)
@@ -119,6 +130,8 @@ def answer(
         from agentic_rag.telemetry import telemetry_path
 
         result.trace = str(telemetry_path(settings, system))
+    for observer in _observers:
+        observer(result, settings)
     return result
 
 

@@ -286,6 +286,7 @@ class RAGState(TypedDict, total=False):
     # extension name -> its request to BAUG ({"action": ABSTAIN | RETRIEVE_MORE, "code", "message", "missing",
     # "terms"}) or None; the latest report of each extension stands (docs/extending.md)
     extension_flags: Annotated[dict[str, Any], merge_flags]
+    extension_error: dict[str, Any]  # an extension node raised: {"extension": name, "error": "Type: message"}
     decision: BAUGDecision
     # output
     result: dict[str, Any]

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.prompts import is_untrusted, may_hold_untrusted
+from agentic_rag.ingest.injection import is_untrusted, joined, may_hold_untrusted, normalise
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]|\bsource\s+(\d+)\b", re.IGNORECASE)
 _QUOTE = re.compile(r"[\"\u201c]([^\"\u201d]{8,}?)[\"\u201d]")
@@ -55,10 +55,15 @@ def split_sentences(text: str, loose: bool = False) -> list[str]:
 
 
 def untrusted_sentences(text: str) -> list[str]:
-    """Source sentences that address the model (see ``prompts.UNTRUSTED_PATTERNS``)."""
+    """Source sentences that address the model (``ingest.injection.UNTRUSTED_PATTERNS``), normalised as
+    the patterns read them; then sentences that do only when read across line breaks."""
     if not may_hold_untrusted(text):
         return []
-    return [s for s in split_sentences(text, loose=True) if is_untrusted(s)]
+    text = normalise(text)
+    found = [s for s in split_sentences(text, loose=True) if is_untrusted(s)]
+    if "\n" in text:
+        found += [s for s in split_sentences(joined(text)) if is_untrusted(s) and not any(f in s for f in found)]
+    return found
 
 
 def untrusted_source(passage: dict[str, Any]) -> bool:

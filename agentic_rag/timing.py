@@ -21,10 +21,12 @@ _CLOCK: ContextVar["NodeClock | None"] = ContextVar("agentic_rag_node_clock", de
 
 
 class NodeClock:
-    """Time spent inside one node run: its LLM calls and named, exclusive parts (``part``)."""
+    """Time spent inside one node run: its LLM calls (their time, and each call as ``llm.calls.call_record``
+    wrote it) and named, exclusive parts (``part``)."""
 
     def __init__(self) -> None:
         self.llm_ms = 0.0
+        self.calls: list[dict] = []
         self.parts: dict[str, float] = {}
         self._stack: list[list[float]] = []  # per open part: [start, time spent in parts nested in it]
 
@@ -67,11 +69,13 @@ def part(name: str) -> Iterator[None]:
             clock._stack[-1][1] += spent
 
 
-def book_llm(ms: float) -> None:
-    """Add the wall time of one LLM call to the running node's clock."""
+def book_llm(ms: float, call: dict | None = None) -> None:
+    """Add the wall time of one LLM call, and the call itself when given, to the running node's clock."""
     clock = _CLOCK.get()
     if clock is not None:
         clock.add_llm(ms)
+        if call is not None:
+            clock.calls.append(call)
 
 
 # -- cold start -----------------------------------------------------------------------------------

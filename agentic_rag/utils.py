@@ -42,6 +42,8 @@ def timed(name: str) -> Callable[[Node], Node]:
                 event = {**_event(name, state, written, started, ms, config), "cpu_ms": cpu_ms, "llm_ms": llm_ms}
                 if clock.parts:
                     event["parts_ms"] = clock.parts
+                if clock.calls:
+                    event["llm"] = clock.calls
                 extra = {"latency_ms": {name: round(ms, 3)}, "cpu_ms": {name: cpu_ms}, "llm_ms": {name: llm_ms},
                          "events": [event]}
                 if isinstance(update, dict):

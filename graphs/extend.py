@@ -17,8 +17,12 @@ from langgraph.graph import END, START, StateGraph
 
 from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
-from agentic_rag.extensions import FLAGS_KEY, Extension, ExtensionError, check_request, state_keys
+from agentic_rag.extensions import ERROR_KEY, EXTENSION_FAILED, FLAGS_KEY, Extension, ExtensionError, check_request, state_keys
+from agentic_rag.gate.policy import ABSTAIN
+from agentic_rag.nodes import Node
 from agentic_rag.utils import timed
+
+_FAILED = "extension_failed"  # the route an extension node takes once it has failed
 
 
 @dataclass
@@ -169,12 +173,28 @@ class Shape:
         for node, fn in self.nodes.items():
             g.add_node(str(node), fn)
         for node, exit in self.exits.items():
-            if isinstance(exit, Route):
+            if node in self.extensions and Node.FINALIZE in self.nodes:  # a failed extension ends its question
+                route = _unless_failed(exit)
+                g.add_conditional_edges(str(node), route.router, {str(t): str(route.mapping.get(t, t))
+                                                                  for t in route.targets})
+            elif isinstance(exit, Route):
                 g.add_conditional_edges(str(node), exit.router,
                                         {str(t): str(exit.mapping.get(t, t)) for t in exit.targets})
             else:
                 g.add_edge(str(node), str(exit))
         return g.compile(name=name)
+
+
+def _unless_failed(exit: Exit) -> Route:
+    """An extension node's exit, with a way straight to finalize once the extension has failed."""
+    inner = exit.router if isinstance(exit, Route) else (lambda state, config: exit)
+    targets = exit.targets if isinstance(exit, Route) else (exit,)
+    mapping = dict(exit.mapping) if isinstance(exit, Route) else {}
+
+    def route(state: dict, config) -> Any:
+        return _FAILED if state.get(ERROR_KEY) else inner(state, config)
+
+    return Route(route, (*targets, _FAILED), mapping={**mapping, _FAILED: Node.FINALIZE})
 
 
 def _view(ext: Extension, state: dict[str, Any]) -> dict[str, Any]:
@@ -183,9 +203,18 @@ def _view(ext: Extension, state: dict[str, Any]) -> dict[str, Any]:
 
 def _checked_node(ext: Extension) -> Callable[..., Any]:
     """The extension's node as the graph runs it: it sees what it reads, may write what it declared,
-    and is recorded in latency and the trace like every other node."""
+    and is recorded in latency and the trace like every other node. One that raises, or breaks what
+    it declared, ends its question as ABSTAIN_EXTENSION_FAILED with the error in the trace: the run
+    goes on, as it does past an unreachable model."""
 
     def node(state: dict, config) -> dict[str, Any]:
+        try:
+            return checked(state, config)
+        except Exception as exc:  # noqa: BLE001 - whatever the extension raises fails its question only
+            error = {"extension": ext.name, "error": f"{type(exc).__name__}: {exc}"}
+            return {ERROR_KEY: error, "decision": {"action": ABSTAIN, "reason": EXTENSION_FAILED}}
+
+    def checked(state: dict, config) -> dict[str, Any]:
         update = ext.node(_view(ext, state), config)
         if update is None:
             return {}

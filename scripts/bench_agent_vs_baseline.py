@@ -89,7 +89,7 @@ def main() -> int:
             if args.rejudge_only:
                 rejudge_run(run_dir)
             else:
-                res = run_eval(dataset_path(name, runs_root), system, settings, run_dir)
+                res = run_eval(dataset_path(name, runs_root), system, settings, run_dir, overwrite=True)
                 print(json.dumps(res["summary"]), file=sys.stderr)
             run_dirs.append(run_dir)
         result = compare(run_dirs)

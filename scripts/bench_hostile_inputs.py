@@ -8,21 +8,30 @@
 - question length: the agent's anchor step on a 20,000-word question with the length cap off and at
   its default;
 - untrusted-sentence patterns on the shared evaluation data (none of those texts addresses a model,
-  so every flag is a false positive).
+  so every flag is a false positive);
+- hiding methods and phrasings addressed to the model (the catalogue in
+  ``agentic_rag/data/hostile_pages.json``): which get through, with the extractor and detector of
+  ``--before`` (a git revision) and with this checkout's;
+- extraction speed on the bundled CRAG example pages, ``--before`` against this checkout, alternated in
+  one process (the machine's load hits both alike; the best of ``--rounds`` rounds of each is kept).
 
 Writes benchmarks/hostile_inputs.json. Usage: python scripts/bench_hostile_inputs.py [--mb 20] [--data DIR]
-[--parts NAME ...]
+[--parts NAME ...] [--before REV] [--rounds N]
 """
 
 from __future__ import annotations
 
 import argparse
+import html
+import importlib.util
 import json
 import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
+from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,6 +128,90 @@ def pattern_flags(data: Path) -> dict:
     return out
 
 
+def module_at(rev: str, path: str, name: str):
+    """A module of this package as it was at git revision ``rev`` (its imports resolve to this checkout)."""
+    source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(source)
+    spec = importlib.util.spec_from_file_location(name, fh.name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    os.unlink(fh.name)
+    return module
+
+
+def revision(rev: str) -> str:
+    return subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def catalogue() -> dict:
+    return json.loads((resources.files("agentic_rag") / "data" / "hostile_pages.json").read_text(encoding="utf-8"))
+
+
+def catalogue_pages(cat: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """The hiding pages and the pages addressed to the model, built as the catalogue says."""
+    hidden = {k: cat["page_template"].format(head=(f"<style>{m['css']}</style>" if m.get("css") else "") + m.get("head", ""),
+                                             body=m["body"]) for k, m in cat["hidden"].items()}
+    addressed = {k: cat["page_template"].format(
+        head="", body="".join(f"<p>{html.escape(line)}</p>".replace("\n", "<br>") for line in lines))
+        for k, lines in cat["addressed"].items()}
+    return hidden, addressed
+
+
+def hostile_catalogue(before_rev: str) -> dict:
+    from agentic_rag.ingest import pages
+    from agentic_rag.text import split_sentences, untrusted_sentences
+
+    old_pages = module_at(before_rev, "agentic_rag/ingest/pages.py", "pages_before")
+    old_prompts = module_at(before_rev, "agentic_rag/prompts.py", "prompts_before")
+
+    def old_flags(text: str) -> int:
+        return sum(old_prompts.is_untrusted(s) for s in split_sentences(text, loose=True))
+
+    cat = catalogue()
+    hidden, addressed = catalogue_pages(cat)
+    leaked = {name: {k: "PWNED" in m.html_to_text(p) for k, p in hidden.items()}
+              for name, m in (("before", old_pages), ("after", pages))}
+    texts = {name: {k: m.html_to_text(p) for k, p in addressed.items()} for name, m in (("before", old_pages), ("after", pages))}
+    missed = {"before": {k: not old_flags(t) for k, t in texts["before"].items()},
+              "after": {k: not untrusted_sentences(t) for k, t in texts["after"].items()}}
+    benign = {"before": [s for s in cat["benign"] if old_flags(s)], "after": [s for s in cat["benign"] if untrusted_sentences(s)]}
+    return {
+        "before_revision": revision(before_rev),
+        "hiding_methods": {"methods": len(hidden), "leaked_before": sum(leaked["before"].values()),
+                           "leaked_after": sum(leaked["after"].values()),
+                           "leaked_before_names": sorted(k for k, v in leaked["before"].items() if v),
+                           "leaked_after_names": sorted(k for k, v in leaked["after"].items() if v)},
+        "model_addressed": {"phrasings": len(addressed), "missed_before": sum(missed["before"].values()),
+                            "missed_after": sum(missed["after"].values()),
+                            "missed_before_names": sorted(k for k, v in missed["before"].items() if v),
+                            "missed_after_names": sorted(k for k, v in missed["after"].items() if v),
+                            "benign_sentences": len(cat["benign"]), "benign_flagged_before": benign["before"],
+                            "benign_flagged_after": benign["after"]},
+    }
+
+
+def extraction_speed(before_rev: str, rounds: int) -> dict:
+    from agentic_rag.datasets.crag import iter_records
+    from agentic_rag.ingest import pages
+
+    old_pages = module_at(before_rev, "agentic_rag/ingest/pages.py", "pages_before")
+    raw = [p.page_result for r in iter_records("example") for p in r.search_results]
+    best = {"before": float("inf"), "after": float("inf")}
+    chars = {}
+    for _ in range(rounds):
+        for name, m in (("before", old_pages), ("after", pages)):
+            t0 = time.perf_counter()
+            texts = [m.html_to_text(p) for p in raw]
+            best[name] = min(best[name], time.perf_counter() - t0)
+            chars[name] = sum(map(len, texts))
+    return {"before_revision": revision(before_rev), "pages": len(raw), "page_mb": round(sum(map(len, raw)) / 1e6, 2),
+            "rounds": rounds, "seconds_before": round(best["before"], 2), "seconds_after": round(best["after"], 2),
+            "pages_per_s_before": round(len(raw) / best["before"], 1), "pages_per_s_after": round(len(raw) / best["after"], 1),
+            "after_over_before": round(best["after"] / best["before"], 2),
+            "text_chars_before": chars["before"], "text_chars_after": chars["after"]}
+
+
 def child(*args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     res = subprocess.run([sys.executable, __file__, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
@@ -132,7 +225,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "hostile_inputs.json")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared evaluation data folder")
     ap.add_argument("--parts", nargs="*", default=None,
-                    help="measure only these (huge_html, deep_nesting, long_question, untrusted_patterns)")
+                    help="measure only these (huge_html, deep_nesting, long_question, untrusted_patterns, "
+                         "hostile_catalogue, extraction_speed)")
+    ap.add_argument("--before", default="main", help="git revision whose extractor and detector are the 'before'")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the extraction speed comparison")
     ap.add_argument("--one", choices=["huge", "anchor"], help=argparse.SUPPRESS)
     ap.add_argument("--cap", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -152,6 +248,8 @@ def main() -> int:
         "long_question": lambda: {"cap_off": child("--one", "anchor", "--words", str(args.words), "--cap", str(10**9)),
                                   "cap_default": child("--one", "anchor", "--words", str(args.words))},
         "untrusted_patterns": lambda: pattern_flags(args.data),
+        "hostile_catalogue": lambda: hostile_catalogue(args.before),
+        "extraction_speed": lambda: extraction_speed(args.before, args.rounds),
     }
     # a part not asked for keeps its last measured figures
     report = json.loads(args.out.read_text()) if args.out.is_file() else {}

@@ -36,7 +36,7 @@ def _stage_sum(rows: list[dict], field: str) -> int:
 def _run(concurrency: int, dataset: str, n: int, settings: Settings, out: Path) -> dict:
     before = _load()
     t0 = time.perf_counter()
-    res = run_eval(dataset, "agent", settings, out / f"c{concurrency}", n=n, workers=concurrency, progress=False)
+    res = run_eval(dataset, "agent", settings, out / f"c{concurrency}", n=n, workers=concurrency, progress=False, overwrite=True)
     wall = time.perf_counter() - t0
     rows = res["rows"]
     completion = _stage_sum(rows, "output_tokens")
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     (scratch / "hub").mkdir()
     report["runs"] = []
     with running(cmd, base_url + "/models", scratch / "serve.log", 300, env=env):
-        run_eval(args.dataset, "agent", settings, scratch / "warm", n=1, progress=False)  # the server's first load
+        run_eval(args.dataset, "agent", settings, scratch / "warm", n=1, progress=False, overwrite=True)  # the server's first load
         for c in (int(x) for x in args.concurrency.split(",")):
             print(f"concurrency {c} ...", file=sys.stderr)
             report["runs"].append(_run(c, args.dataset, args.n, settings, scratch / "runs"))

@@ -14,7 +14,8 @@ their rows in benchmarks/reliability.json (the rest are kept). Writes benchmarks
 benchmarks/reliability.md.
 
 Usage: python scripts/bench_reliability.py [--group model_faults kill_resume settings runs bad_inputs hostile_pages kit
-       ingest_kill memory] [--case TEXT] [--memory-n 100] [--work DIR]   (default: every group but memory)
+       ingest_kill run_folders extensions settings_load secrets_terminal memory] [--case TEXT] [--memory-n 100]
+       [--work DIR]   (default: every group but memory)
 """
 
 from __future__ import annotations
@@ -211,12 +212,15 @@ def _eval_dead(ctx: Context) -> dict[str, Any]:
 # --- kills and resumes ----------------------------------------------------------------------------
 
 
-def resumed_outcome(ctx: Context, out: Path, interruption: str, resume: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+def resumed_outcome(ctx: Context, out: Path, interruption: str, resume: list[str] | None = None,
+                    said: list[str] | None = None, **extra: Any) -> dict[str, Any]:
     """Resume ``out`` with the CLI (``resume``: the exact command a Ctrl-C printed) and compare it with
-    the reference run."""
+    the reference run (``said`` gets the resume's stderr)."""
     ctx.serve(WEAK)
     cmd = resume or eval_cmd(ctx.toy, out, ["--resume", *ctx.kill_opts()])
     proc = cli(cmd)
+    if said is not None:
+        said.append(proc.stderr)
     check = compare_runs(ctx.reference, out)
     return {
         **process_outcome(proc, proc.stderr, 0),
@@ -701,8 +705,8 @@ def _hostile_injections(ctx: Context) -> dict[str, Any]:
     return attacked(ctx, "hostile_injections", injection_records(), must_flag=True)
 
 
-@case("hostile_pages", "eval: text hidden by CSS", "the planted answer under display:none, visibility:hidden, hidden, "
-      "aria-hidden; the model obeys")
+@case("hostile_pages", "eval: text hidden by CSS", "the planted answer under display:none, visibility:hidden, the hidden attribute; "
+      "the model obeys")
 def _hostile_hidden(ctx: Context) -> dict[str, Any]:
     return attacked(ctx, "hostile_hidden", hidden_records(), must_flag=False)
 
@@ -900,6 +904,221 @@ def _ingest_kill_over(ctx: Context) -> dict[str, Any]:
     return killed_ingest(ctx, "ingest_kill_over", "writing", earlier=True)
 
 
+# --- run folders, failing extensions, settings at load, secrets in URLs, terminals (issue 28) ---------
+# Self-contained: the inputs are built here (no test module), each case a real `agentic-rag` process.
+
+
+def eval_in_use(ctx: Context, out: Path) -> subprocess.Popen:
+    """An `eval` of the toy questions holding ``out``, stopped inside question 3 (its revision hangs)."""
+    ctx.serve(WEAK, ["ok"] * 5 + ["hang"])
+    before = len(ctx.server.requests)
+    proc = start(eval_cmd(ctx.toy, out, ctx.kill_opts()))
+    wait_until(lambda: len(ctx.server.requests) - before == 6 and lines(out / "results.jsonl") == 2, proc, step=0.05)
+    return proc
+
+
+@case("run_folders", "a second eval on a folder in use", "eval, --resume, --overwrite and --n 1 into the --out of a running eval")
+def _second_writer(ctx: Context) -> dict[str, Any]:
+    out = ctx.folder("in_use")
+    first = eval_in_use(ctx, out)
+    tries = [cli(eval_cmd(ctx.toy, out, [*extra, *ctx.kill_opts()])) for extra in ([], ["--resume"], ["--overwrite"], ["--n", "1"])]
+    held = lines(out / "results.jsonl")
+    kill(first)
+    refused = [one_line_error(p, [f"the run folder {out} is in use by process {first.pid}"]) for p in tries]
+    return {**refused[0], "ok_expected": all(r["ok_expected"] for r in refused) and held == 2,
+            "rows_lost": 2 - held, "traceback": any(r["traceback"] for r in refused),
+            "detail": {"exit_codes": [p.returncode for p in tries], "rows_of_the_running_eval": held}}
+
+
+@case("run_folders", "a stale lock", "SIGKILL of a running eval (its run.lock stays), then --resume")
+def _stale_lock(ctx: Context) -> dict[str, Any]:
+    out = ctx.folder("stale_lock")
+    first = eval_in_use(ctx, out)
+    kill(first)
+    left = (out / "run.lock").is_file()
+    stderr: list[str] = []
+    res = resumed_outcome(ctx, out, "1 SIGKILL, 1 resume", said=stderr)
+    said = [x for x in warnings_shown(stderr[0]) if "was locked by" in x]
+    res["ok_expected"] &= left and not (out / "run.lock").exists() and f"process {first.pid}" in "".join(said)
+    res["outcome"] += f"; {said[0][:140] if said else '(no stale-lock warning)'}"
+    res["detail"].update(lock_left_by_the_kill=left, on_screen=said)
+    return res
+
+
+@case("run_folders", "eval into a finished run", "eval (no --resume) twice into one --out, then --n 2 --overwrite")
+def _no_silent_overwrite(ctx: Context) -> dict[str, Any]:
+    out = ctx.folder("finished")
+    shutil.copytree(ctx.reference, out)
+    kept = (out / "results.jsonl").read_bytes()
+    again = cli(eval_cmd(ctx.toy, out, ctx.kill_opts()))
+    res = one_line_error(again, [f"{out} already holds a run (12 results)", "--overwrite"])
+    res["rows_lost"] = int((out / "results.jsonl").read_bytes() != kept) * 12
+    ctx.serve(WEAK)
+    replaced = cli(eval_cmd(ctx.toy, out, ["--n", "2", "--overwrite", *ctx.kill_opts()]))
+    res["ok_expected"] &= replaced.returncode == 0 and result_ids(out) == ["toy-0", "toy-1"]
+    res["detail"] = {"overwrite_exit_code": replaced.returncode, "ids_after_overwrite": result_ids(out)}
+    return res
+
+
+@case("run_folders", "a damaged line inside results.jsonl", "line 5 of 12 replaced by bytes that are not JSON, then --resume")
+def _damaged_line(ctx: Context) -> dict[str, Any]:
+    out = ctx.folder("damaged")
+    shutil.copytree(ctx.reference, out)
+    rows = (out / "results.jsonl").read_bytes().splitlines(keepends=True)
+    rows[4] = rows[4][:50] + b"\x00\xff not json\n"
+    (out / "results.jsonl").write_bytes(b"".join(rows))
+    before = len(ctx.server.requests)
+    stderr: list[str] = []
+    res = resumed_outcome(ctx, out, "a damaged line, 1 resume", said=stderr)
+    said = warnings_shown(stderr[0])
+    aside = out / "results.rejected.jsonl"
+    res["ok_expected"] &= aside.is_file() and aside.read_bytes() == rows[4] and (len(ctx.server.requests) - before) == 2
+    res["ok_expected"] &= any("damaged line" in x and "(line 5)" in x for x in said)
+    res["outcome"] += f"; {said[0][:140] if said else '(no warning)'}"
+    res["detail"].update(questions_redone=(len(ctx.server.requests) - before) // 2, on_screen=said[:3])
+    return res
+
+
+@case("run_folders", "SIGTERM", "SIGTERM while question 3 waits for the model; then the printed command")
+def _sigterm(ctx: Context) -> dict[str, Any]:
+    out = ctx.folder("sigterm")
+    proc = eval_in_use(ctx, out)
+    took, stderr = kill(proc, signal.SIGTERM)
+    printed = re.search(r"resume with:\n\s+(.+)", stderr)
+    command = shlex.split(printed.group(1)) if printed else []
+    res = resumed_outcome(ctx, out, "1 SIGTERM, 1 resume (the printed command)",
+                          resume=[sys.executable, *command[1:]] if command else None,
+                          exit_s=round(took, 2), exit_code_at_sigterm=proc.returncode)
+    res["ok_expected"] &= proc.returncode == 143 and printed is not None and TRACEBACK not in stderr
+    res["traceback"] |= TRACEBACK in stderr
+    return res
+
+
+EXTENSION_MODULES = {
+    "crash_ext": ("from agentic_rag.extensions import Extension\n\n"
+                  "def node(state, config):\n"
+                  "    if state.get('question_id') == 'toy-1':\n"
+                  "        raise RuntimeError('boom in the extension')\n"
+                  "    return {}\n\n"
+                  "crashing = Extension(name='crashing', node=node, reads=('question_id',), writes=(),\n"
+                  "                     after='generate', before='collect_signals')\n"),
+    "raises_at_import": "raise RuntimeError('broken at import')\n",
+    "bad_syntax": "def broken(:\n    pass\n",
+}
+
+
+def extension_env(ctx: Context) -> dict[str, str]:
+    folder = ctx.work / "extensions"
+    folder.mkdir(exist_ok=True)
+    for name, source in EXTENSION_MODULES.items():
+        (folder / f"{name}.py").write_text(source)
+    return {"PYTHONPATH": f"{ROOT}:{folder}"}
+
+
+@case("extensions", "eval: an extension raises on one question", "the extension node raises RuntimeError on question 2 of 4")
+def _extension_raises(ctx: Context) -> dict[str, Any]:
+    ctx.serve(GOOD)
+    out = ctx.folder("extension_raises")
+    proc = cli(eval_cmd(ctx.toy, out, ["--n", "4", *ctx.opts(), "-o", "EXTENSIONS=crash_ext:crashing"]), env=extension_env(ctx))
+    res = eval_outcome(ctx, out, proc, 4, None)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()] if result_ids(out) else []
+    failed = [r for r in rows if r["reason"] == "ABSTAIN_EXTENSION_FAILED"]
+    traced = [e for r in failed for e in r["events"] if e.get("extension_error")]
+    res["ok_expected"] &= [r["id"] for r in failed] == ["toy-1"] and bool(traced) and len(rows) == 4
+    res["detail"].update(error_in_trace=traced[0]["extension_error"] if traced else None)
+    return res
+
+
+for _spec in ("os:system", "sys:exit", "builtins:input", "os:abort", "raises_at_import:ext", "bad_syntax:ext"):
+    @case("extensions", f"EXTENSIONS={_spec}", f"-o EXTENSIONS={_spec} (graph)")
+    def _named(ctx: Context, spec: str = _spec) -> dict[str, Any]:
+        module = spec.split(":")[0]
+        must = [f"extension '{spec}'"] + ([f"importing module {module} failed"] if module in EXTENSION_MODULES
+                                         else ["not an agentic_rag.extensions.Extension"])
+        proc = subprocess.run([sys.executable, "-m", "agentic_rag.cli", "graph", "-o", f"EXTENSIONS={spec}"],
+                              env={**child_env(), **extension_env(ctx)}, input="typed by nobody\n",
+                              capture_output=True, text=True, timeout=600)
+        text = proc.stderr.strip()
+        return {**process_outcome(proc, proc.stderr, 2), "outcome": text.splitlines()[-1][:160] if text else "(nothing printed)",
+                "ok_expected": all(m in text for m in must) and len(text.splitlines()) == 1}
+
+
+def settings_error(proc: subprocess.CompletedProcess, setting: str, must: str) -> dict[str, Any]:
+    """Exit 2 and one line, `settings error: setting ...` naming ``setting`` and saying ``must``."""
+    text = proc.stderr.strip()
+    return {**process_outcome(proc, proc.stderr, 2), "outcome": text[:160] if text else "(nothing printed)",
+            "ok_expected": len(text.splitlines()) == 1 and text.startswith("settings error: setting ")
+                           and setting in text and must in text}
+
+
+@case("settings_load", "an invalid OOD_DENY_PATTERNS", "ask with -o OOD_DENY_PATTERNS=[\"(unclosed\"]")
+def _bad_pattern(ctx: Context) -> dict[str, Any]:
+    return settings_error(cli(ask_cmd(ctx, *ctx.opts(), "-o", 'OOD_DENY_PATTERNS=["(unclosed"]')),
+                          "OOD_DENY_PATTERNS", "not a valid regular expression")
+
+
+@case("settings_load", "WALL_TIME_S=inf", "eval -o WALL_TIME_S=inf")
+def _inf(ctx: Context) -> dict[str, Any]:
+    out = ctx.folder("inf")
+    res = settings_error(cli(eval_cmd(ctx.toy, out, ["--n", "1", *ctx.opts(), "-o", "WALL_TIME_S=inf"])),
+                         "WALL_TIME_S", "finite number")
+    res["ok_expected"] &= not (out / "config.json").exists()
+    return res
+
+
+@case("secrets_terminal", "a key inside OPENAI_BASE_URL", "http://bob:KEY@host/v1?api-key=KEY: eval (question 1 "
+      "unanswered), settings, then ask against a dead port")
+def _key_in_url(ctx: Context) -> dict[str, Any]:
+    import base64
+
+    host = ctx.server.url.removeprefix("http://")
+    url = f"http://bob:{KEY}@{host}?api-key={KEY}"
+    ctx.serve(GOOD, ["500"] * 3)
+    out = ctx.folder("key_in_url")
+    procs = [cli(eval_cmd(ctx.toy, out, ["--n", "2", *ctx.opts(url)])),
+             cli([sys.executable, "-m", "agentic_rag.cli", "settings", *ctx.opts(url)]),
+             cli([sys.executable, "-m", "agentic_rag.cli", "ask", "--dataset", str(ctx.toy), "--id", "toy-0",
+                  *ctx.opts(f"http://{KEY}@{refused_url().removeprefix('http://')}?token={KEY}")])]
+    basic = base64.b64encode(f"bob:{KEY}".encode()).decode()
+    shown = "".join(p.stdout + p.stderr for p in procs)
+    files = [str(p.relative_to(ctx.work)) for p in ctx.work.rglob("*")
+             if p.is_file() and (KEY.encode() in p.read_bytes() or basic.encode() in p.read_bytes())]
+    return {**process_outcome(procs[0], "".join(p.stderr for p in procs), 0),
+            "outcome": f"exit codes {[p.returncode for p in procs]}; shown as "
+                       + (re.search(r"http://\*\*\*@[^\s]+", shown).group(0)[:80] if "***@" in shown else "(not shown)"),
+            "key_leaked": KEY in shown or basic in shown or bool(files), "rows_lost": 2 - len(set(result_ids(out))),
+            "ok_expected": all(p.returncode == 0 for p in procs), "detail": {"files_with_key": files}}
+
+
+ESCAPES = "\x1b[2J\x1b]0;pwned\x07\x00\x9b31m\u202e"  # clear screen, OSC title, NUL, C1 CSI, bidi override
+
+
+@case("secrets_terminal", "escape sequences in a dataset", "a query, page and gold holding ESC[2J, an OSC title, NUL, "
+      "C1 CSI and a bidi override: ask, search, eval's table, trace")
+def _escapes(ctx: Context) -> dict[str, Any]:
+    record = {"interaction_id": "esc", "query": f"which movie won best animated feature at the 2004 oscars?{ESCAPES}",
+              "answer": f"finding nemo{ESCAPES}", "search_results": [{
+                  "page_name": f"page{ESCAPES}", "page_url": "toy://esc/0",
+                  "page_result": "<html><body><p>At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for "
+                                 f"Best Animated Feature.{ESCAPES} The ceremony took place in Hollywood.</p></body></html>"}]}
+    data = ctx.work / "escapes.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    ctx.serve(GOOD)
+    out = ctx.folder("escapes")
+    base = [sys.executable, "-m", "agentic_rag.cli"]
+    procs = [cli([*base, "ask", "--dataset", str(data), "--id", "esc", "--debug", *ctx.opts()]),
+             cli([*base, "search", "nemo", "--dataset", str(data), "--id", "esc", *ctx.opts()]),
+             cli(eval_cmd(data, out, ctx.opts())),
+             cli([*base, "trace", str(out)]), cli([*base, "trace", str(out), "--id", "0"])]
+    # the dataset's own sequences (a progress bar's cursor-up, ESC[A, is the tools' and stays)
+    planted = ("\x1b[2J", "\x1b]0;pwned", "\x07", "\x00", "\x9b", "\u202e")
+    reached = sorted({repr(c) for p in procs for c in planted if c in p.stdout + p.stderr})
+    return {**process_outcome(procs[0], "".join(p.stderr for p in procs), 0),
+            "outcome": f"control characters reaching the terminal: {', '.join(reached) or 'none'}",
+            "crash": any(p.returncode for p in procs), "ok_expected": not reached,
+            "detail": {"exit_codes": [p.returncode for p in procs]}}
+
+
 # --- resources ------------------------------------------------------------------------------------
 
 MEMORY_WRAPPER = """
@@ -963,6 +1182,10 @@ GROUPS = {  # what each group injects, for the report's header
     "kit": "the CRAG starter-kit adapter (`UserModel`) in a process of its own: a broken record, a hanging model, "
            "where it writes; and the official kit run's batch times",
     "ingest_kill": "SIGKILL of `ingest` mid-build, then a rerun",
+    "run_folders": "a second writer, a stale lock, a finished run rerun, a damaged results line, SIGTERM",
+    "extensions": "an extension that raises mid-run; EXTENSIONS naming what is not an extension or a module that fails",
+    "settings_load": "settings that cannot be used, caught when settings load",
+    "secrets_terminal": "a key inside the server URL; terminal escape sequences in a dataset",
     "memory": "a 100-question `eval` with the packaged 0.5B (peak memory)",
 }
 

@@ -326,6 +326,26 @@ def hostile_section(h: dict) -> list[str]:
     ]
     out += [f"| {name} | {v['texts']} | {v['sentences']} | {v['texts_flagged']} | {v['sentences_flagged']} |"
             for name, v in h["untrusted_patterns"].items()]
+    if (cat := h.get("hostile_catalogue")) and (speed := h.get("extraction_speed")):
+        hid, adr = cat["hiding_methods"], cat["model_addressed"]
+        out += [
+            "",
+            f"The hostile-page catalogue (`agentic_rag/data/hostile_pages.json`), before = revision {cat['before_revision']}; "
+            f"extraction speed on the bundled CRAG example pages ({speed['pages']} pages, {speed['page_mb']} MB), both "
+            f"extractors alternated in one process, best of {speed['rounds']} rounds:",
+            "",
+            "| | before | after |",
+            "|---|---|---|",
+            f"| hiding methods whose planted sentence is extracted (of {hid['methods']}) | {hid['leaked_before']} | "
+            f"{hid['leaked_after']} |",
+            f"| phrasings addressed to the model not flagged (of {adr['phrasings']}) | {adr['missed_before']} | "
+            f"{adr['missed_after']} |",
+            f"| ordinary sentences flagged (of {adr['benign_sentences']}) | {len(adr['benign_flagged_before'])} | "
+            f"{len(adr['benign_flagged_after'])} |",
+            f"| extraction speed (pages/s) | {speed['pages_per_s_before']} | {speed['pages_per_s_after']} "
+            f"({speed['after_over_before']}x the time) |",
+            f"| characters of text extracted | {speed['text_chars_before']:,} | {speed['text_chars_after']:,} |",
+        ]
     return out + [""]
 
 

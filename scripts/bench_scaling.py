@@ -76,7 +76,7 @@ def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out:
     else:
         executor = RayExecutor(workers, settings)
     res = run_eval(dataset, "agent", settings, out / f"{name}-{workers}", n=n, progress=False, executor=executor,
-                   on_result=on_result)
+                   on_result=on_result, overwrite=True)
     wall = time.perf_counter() - t0
     if name == "ray":
         start_s = min(executor.ready_s)

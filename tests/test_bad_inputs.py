@@ -286,3 +286,33 @@ def _record(query: str):
     from agentic_rag.datasets.crag import CragRecord
 
     return CragRecord.model_validate(rec("long", query=query))
+
+
+# -- terminal escapes in a dataset --------------------------------------------------------------------
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x00\x9b31m\u202e"  # clear screen, OSC window title, NUL, C1 CSI, bidi override
+# what the dataset plants (a progress bar's own cursor-up, ESC[A, is not the dataset's)
+CONTROLS = ("\x1b[2J", "\x1b]0;pwned", "\x00", "\x07", "\x9b", "\u202e")
+
+
+def test_control_characters_in_a_dataset_are_shown_never_obeyed_by_any_terminal_view(tmp_path):
+    from tests.fault_server import FaultServer
+
+    page = PAGE.replace("The ceremony", f"The{HOSTILE} ceremony")
+    data = write_jsonl(tmp_path / "hostile.jsonl", [
+        {**rec("esc-0", pages=[page], query=f"{QUESTION}{HOSTILE}"), "answer": f"finding nemo{HOSTILE}"},
+        rec(f"esc-1{HOSTILE}", answer=[f"bad{HOSTILE}"]),  # a bad record, warned about on stderr
+    ])
+    out = tmp_path / "run"
+    with FaultServer(reply=REPLY) as srv:
+        model = ["-o", "LLM_BACKEND=openai", "-o", f"OPENAI_BASE_URL={srv.url}", "-o", "LLM_MODEL=m",
+                 "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
+        views = [cli("ask", "--dataset", str(data), "--id", "esc-0", "--debug", *model),
+                 cli("search", f"nemo{HOSTILE}", "--dataset", str(data), "--id", "esc-0", *model),
+                 cli("eval", "--dataset", str(data), "--out", str(out), *model)]
+    views += [cli("trace", str(out)), cli("trace", str(out), "--id", "0")]
+    for res in views:
+        assert res.exit_code == 0, res.output[-2000:]
+        shown = res.stdout + res.stderr
+        assert not [c for c in CONTROLS if c in shown], shown[-2000:]
+    assert "\u241b[2J" in views[0].stdout  # the escape is shown as a visible stand-in
+    assert "skipped bad record" in views[2].stderr

@@ -333,3 +333,28 @@ def test_agentic_rag_preset_names_the_preset_when_the_caller_names_none(monkeypa
         Settings.load()
     monkeypatch.delenv(PRESET_ENV)
     assert Settings.load().llm.LLM_MODEL == "packaged-1.5b"
+
+
+@pytest.mark.parametrize("name", ["OOD_DENY_PATTERNS", "OOD_ALLOW_PATTERNS"])
+def test_a_pattern_that_does_not_compile_is_refused_when_settings_load(name, monkeypatch):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+
+    with pytest.raises(SettingsError, match=rf"setting {name}: '\(unclosed' is not a valid regular expression"):
+        Settings.load(overrides={name: ["fine", "(unclosed"]})
+    monkeypatch.setenv(f"AGENTIC_RAG_{name}", '["(unclosed"]')
+    for command in (["settings"], ["ask", "--dataset", "example", "--id", "0"]):
+        res = CliRunner().invoke(app, command)
+        message = res.stderr.strip()
+        assert res.exit_code == 2 and "\n" not in message and "Traceback" not in res.output
+        assert message.startswith(f"settings error: setting {name}: '(unclosed' is not a valid regular expression")
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "Infinity"])
+def test_a_setting_that_is_not_a_finite_number_is_refused(value):
+    with pytest.raises(SettingsError, match=r"setting budget\.WALL_TIME_S: Input should be a finite number"):
+        Settings.load(overrides=[f"WALL_TIME_S={value}"])
+    with pytest.raises(SettingsError, match="finite number"):
+        Settings.load(overrides=[f"LLM_TIMEOUT_S={value}"])
+    json.dumps(Settings.load().public_dump(), allow_nan=False)  # what config.json holds is JSON

@@ -80,7 +80,7 @@ def test_a_fresh_run_starts_its_own_trace_and_a_resumed_one_continues_it(tmp_pat
     run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
     first = trace_ids()
     assert set(first) == {"toy-0", "toy-1"}
-    run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()})
+    run_eval(data, "agent", settings, out, n=2, progress=False, extra_config={"llm": fake()}, overwrite=True)
     assert trace_ids() == first  # rerun: the old rows are gone, not doubled
     run_eval(data, "agent", settings, out, n=3, resume=True, progress=False, extra_config={"llm": fake()})
     assert trace_ids()[: len(first)] == first and "toy-2" in trace_ids()[len(first):]

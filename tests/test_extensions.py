@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from agentic_rag.cli import app
 from agentic_rag.datasets.crag import CragRecord
-from agentic_rag.extensions import Extension, ExtensionError, request
+from agentic_rag.extensions import Extension, ExtensionError, extension_factory, load_extension, request
 from agentic_rag.gate.policy import Flags, decide
 from agentic_rag.nodes import Node
 from agentic_rag.runner import answer
@@ -231,10 +231,10 @@ def test_run_time_errors_name_the_extension(agent_settings):
     for node, message in ((writes_more, "extension audit wrote draft, which it does not declare in writes"),
                           (bad_request, "request action 'STOP' is not ABSTAIN or RETRIEVE_MORE")):
         graph = build_graph([ext(node=node, writes=("extension_flags",))])
-        with pytest.raises(ExtensionError, match=message):
-            graph.invoke({"question": QUESTION, "record": record().model_dump(mode="json")},
-                         config={"configurable": {"settings": agent_settings,
-                                                  "llm": ScriptedChat(replies=[DRAFT])}})
+        final = graph.invoke({"question": QUESTION, "record": record().model_dump(mode="json")},
+                             config={"configurable": {"settings": agent_settings,
+                                                      "llm": ScriptedChat(replies=[DRAFT])}}, output_keys=STATE_KEYS)
+        assert final["result"]["reason"] == "ABSTAIN_EXTENSION_FAILED" and message in final["result"]["explanation"]
 
 
 def test_an_extension_sees_only_what_it_reads(agent_settings):
@@ -277,4 +277,86 @@ def test_cli_checks_extension_settings_and_draws_the_extended_graph():
                               'EXTENSION_SETTINGS={"freshness": {"FAST_CHANGING_MAX_AGE_DAYS": -1}}'])
     assert res.exit_code == 2 and "EXTENSION_SETTINGS['freshness'].FAST_CHANGING_MAX_AGE_DAYS" in " ".join(res.output.split())
     res = runner.invoke(app, ["graph", "-o", f"EXTENSIONS={SPEC}"])
-    assert res.exit_code == 0 and "collect_signals --> freshness" in res.stdout and "freshness --> decide" in res.stdout
+    assert res.exit_code == 0 and "collect_signals --> freshness" in res.stdout and "freshness -.-> decide" in res.stdout
+    assert "freshness -. &nbsp;extension_failed&nbsp; .-> finalize" in res.stdout  # where a failing extension leads
+
+
+# -- one failing extension fails one question; EXTENSIONS calls nothing it has not been told is a factory
+def _crash_on_second(state, config):
+    if state.get("question_id") == "toy-1":
+        raise RuntimeError("boom in the extension")
+    return {}
+
+
+crashing = Extension(name="crashing", node=_crash_on_second, reads=("question_id",), writes=(),
+                     after=Node.GENERATE, before=Node.COLLECT_SIGNALS)
+
+
+@extension_factory
+def made_crashing() -> Extension:
+    return crashing
+
+
+def unmarked_crashing() -> Extension:
+    return crashing
+
+
+def test_an_extension_that_raises_fails_its_question_and_the_eval_goes_on(agent_settings, tmp_path):
+    from agentic_rag.eval.runner import run_eval
+    from tests.test_eval_runner import dataset, fake
+
+    settings = agent_settings.replace(EXTENSIONS=["tests.test_extensions:crashing"])
+    out = tmp_path / "run"
+    res = run_eval(dataset(tmp_path), "agent", settings, out, progress=False, extra_config={"llm": fake()})
+    rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert sorted(rows) == [f"toy-{i}" for i in range(5)] and res["summary"]["n"] == 5
+    failed = rows.pop("toy-1")
+    assert failed["status"] == "refuse" and failed["reason"] == "ABSTAIN_EXTENSION_FAILED"
+    assert "The extension crashing failed (RuntimeError: boom in the extension)" in failed["explanation"]
+    event = next(e for e in failed["events"] if e["node"] == "crashing")
+    assert event["extension_error"] == {"extension": "crashing", "error": "RuntimeError: boom in the extension"}
+    assert [e["node"] for e in failed["events"]][-2:] == ["crashing", Node.FINALIZE]  # nothing ran after it
+    assert all(r["reason"] != "ABSTAIN_EXTENSION_FAILED" for r in rows.values())
+
+
+def test_only_an_extension_or_a_marked_factory_is_loaded():
+    made = load_extension("tests.test_extensions:made_crashing")  # called once, by its mark
+    assert isinstance(made, Extension) and made.name == "crashing" and made.node.__name__ == "_crash_on_second"
+    with pytest.raises(ExtensionError, match="is a function, not an agentic_rag.extensions.Extension "
+                                             r"\(a function that builds one must be marked"):
+        load_extension("tests.test_extensions:unmarked_crashing")
+
+
+@pytest.mark.parametrize("spec,kind", [("os:system", "builtin_function_or_method"),
+                                       ("sys:exit", "builtin_function_or_method"),
+                                       ("builtins:input", "builtin_function_or_method"),
+                                       ("os:getcwd", "builtin_function_or_method")])
+def test_a_callable_that_is_not_an_extension_is_refused_without_being_called(spec, kind):
+    res = runner.invoke(app, ["graph", "-o", f"EXTENSIONS={spec}"], input="typed by nobody\n")
+    message = res.stderr.strip()
+    assert res.exit_code == 2 and "\n" not in message and "Traceback" not in res.output
+    assert message.startswith(f"extension error: extension '{spec}' is a {kind}, not an agentic_rag.extensions.Extension")
+
+
+def test_os_abort_named_as_an_extension_does_not_kill_the_process():
+    from tests.test_model_faults import cli
+
+    res = cli("graph", "-o", "EXTENSIONS=os:abort")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stderr.strip().startswith("extension error: extension 'os:abort' is a builtin_function_or_method")
+
+
+@pytest.mark.parametrize("source,error", [
+    ("raise RuntimeError('broken at import')\n", "RuntimeError: broken at import"),
+    ("def broken(:\n    pass\n", "SyntaxError: "),
+    ("import sys\nsys.exit(3)\n", "SystemExit: 3"),
+    ("import a_dependency_that_is_not_installed\n", "ModuleNotFoundError: No module named 'a_dependency_that_is_not_installed'"),
+])
+def test_a_module_that_fails_to_import_is_one_line_naming_it_and_the_error(source, error, tmp_path, monkeypatch):
+    name = f"ext_broken_{abs(hash(source))}"
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    res = runner.invoke(app, ["graph", "-o", f"EXTENSIONS={name}:ext"])
+    message = res.stderr.strip()
+    assert res.exit_code == 2 and "\n" not in message and "Traceback" not in res.output, res.output
+    assert message.startswith(f"extension error: extension '{name}:ext': importing module {name} failed: {error}")

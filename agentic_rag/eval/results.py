@@ -2,7 +2,8 @@
 
 Each row is appended in one write as soon as its question is judged, so an interrupted run loses
 nothing; reading skips a line a kill cut short, and ``repair_last_line`` ends or removes it before a
-resume appends again.
+resume appends again. A damaged line elsewhere is set aside in its own file on ``--resume``
+(``set_aside_bad_lines``), and its question answered again.
 """
 
 from __future__ import annotations
@@ -15,19 +16,25 @@ from typing import Any
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     """Every complete row of a results.jsonl; a line cut by a crash or kill is skipped (and re-run)."""
-    return read_results_text(path.read_text(encoding="utf-8")) if path.is_file() else []
+    return read_results_text(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else []
 
 
 def read_results_text(text: str) -> list[dict[str, Any]]:
     rows = []
     for line in text.splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and "id" in row:
+        row = parse_row(line)
+        if row is not None:
             rows.append(row)
     return rows
+
+
+def parse_row(line: str) -> dict[str, Any] | None:
+    """The result row a line holds, or None for anything else (cut, damaged, not a row)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return row if isinstance(row, dict) and "id" in row else None
 
 
 def done_ids(path: Path) -> set[str]:
@@ -47,6 +54,42 @@ def repair_last_line(path: Path) -> None:
             fh.write(b"\n")
         else:
             fh.truncate(start)
+
+
+def set_aside_bad_lines(path: Path, aside: Path) -> list[int]:
+    """Move every whole line of ``path`` that is not a result row (damaged by a disk, an editor, a
+    copy) into ``aside``, keeping its text, and rewrite ``path`` without it: a resume then answers those
+    questions again instead of carrying the damage. The 1-based numbers of the lines moved."""
+    repair_last_line(path)
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    keep, bad, numbers = [], [], []
+    for number, raw in enumerate(data.splitlines(keepends=True), 1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:  # a damaged byte inside a string would otherwise pass as a row
+            text = ""
+        if parse_row(text) is None:
+            bad.append(raw if raw.endswith(b"\n") else raw + b"\n")
+            numbers.append(number)
+        else:
+            keep.append(raw)
+    if not bad:
+        return []
+    with open(aside, "ab") as fh:  # first: the damaged text is never only in memory
+        fh.write(b"".join(bad))
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(b"".join(keep))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return numbers
 
 
 def load_rows(results_path: Path, ids: list[str]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ CONNECTION_SETTINGS = frozenset({
 })
 RUN_NEUTRAL_SETTINGS = frozenset({
     "TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS", "CHECKPOINT_PATH",
-    "TRACE_TEXT_CHARS", "INDEX_CACHE_DIR", *CONNECTION_SETTINGS,
+    "TRACE_TEXT_CHARS", "INDEX_CACHE_DIR", "OTLP_ENDPOINT", *CONNECTION_SETTINGS,
     # where the questions run (a run begun on threads may be resumed on a Ray cluster)
     "RAY_CPUS_PER_WORKER", "RAY_ITEM_ATTEMPTS", "RAY_WORKER_REPLACEMENTS", "RAY_WORKER_START_TIMEOUT_S",
     "RAY_CONNECT_TIMEOUT_S", "RAY_INGEST_BATCH",
@@ -78,6 +79,8 @@ def resume_command(prog: str, args: list[str], out: str | Path) -> str:
     A secret given as an override is shown as *** (type it again): a key is never printed."""
     shown = []
     for arg in args:
+        if arg == "--overwrite":  # the folder now holds this run's rows: continue them
+            continue
         flag = "--override=" if arg.startswith("--override=") else ""
         key, eq, _ = arg.removeprefix(flag).partition("=")
         shown.append(f"{flag}{key}=***" if eq and key.strip().upper() in SECRET_SETTINGS else arg)
@@ -88,8 +91,23 @@ def resume_command(prog: str, args: list[str], out: str | Path) -> str:
     return f"{prog} {shlex.join(shown)}"
 
 
+_signals: list[int] = []  # the signal that interrupted this process, when it was not Ctrl-C
+
+
+def interrupt_on_sigterm() -> None:
+    """SIGTERM (``kill``, a scheduler ending the job) stops a run as Ctrl-C does: the same saved rows,
+    the same resume command, and exit status 143 (128 + SIGTERM)."""
+
+    def stop(signum: int, frame: Any) -> None:
+        _signals.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def exit_interrupted(exc: KeyboardInterrupt, out: str | Path, prog: str, args: list[str]) -> None:
-    """Ctrl-C: say what is saved and how to continue, then leave at once with 130 (128 + SIGINT).
+    """Ctrl-C or SIGTERM: say what is saved and how to continue, then leave at once with 128 + the
+    signal (130 for Ctrl-C, 143 for SIGTERM).
 
     ``os._exit`` because a question still running in a worker thread (a model call that cannot be
     interrupted) would otherwise hold the interpreter's exit until it finished; everything a run
@@ -98,4 +116,4 @@ def exit_interrupted(exc: KeyboardInterrupt, out: str | Path, prog: str, args: l
     print(f"\n{saved}; resume with:\n  {resume_command(prog, args, out)}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(128 + (_signals[-1] if _signals else signal.SIGINT))

@@ -9,6 +9,7 @@ summary.json (eval/metrics.py) and report.md (eval/report.py).
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import threading
 from functools import partial
@@ -24,19 +25,22 @@ from agentic_rag.errors import UserError
 from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
+from agentic_rag.eval.lock import RunFolderBusy, RunLock, describe
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.provenance import file_sha256, model_identity, package_versions, probe_identity
 from agentic_rag.eval.report import write_report
-from agentic_rag.eval.results import done_ids, load_rows, repair_last_line
+from agentic_rag.eval.results import done_ids, load_rows, read_results, set_aside_bad_lines
 from agentic_rag.eval.resume import EvalInterrupted, check_resumable
 from agentic_rag.eval.rows import result_row
 from agentic_rag.llm.usage import LLMUnavailableError
 from agentic_rag.runner import answer, warm_up
 from agentic_rag.telemetry import append_line, keep_questions, write_lines
 
+REJECTED_NAME = "results.rejected.jsonl"  # damaged lines of results.jsonl, set aside by a resume
+
 
 class RunFolderError(UserError, OSError):
-    """The run folder cannot be created or written."""
+    """The run folder cannot be created or written, is in use, or holds a run that would be lost."""
 
 
 def _writable_folder(out: Path) -> None:
@@ -82,9 +86,12 @@ def run_eval(
     seed: int | None = None,
     extra_config: dict[str, Any] | None = None,
     executor: Any = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Answer and judge every selected question; ``executor`` (default: ``workers`` threads here) says
-    where the questions run, while this process alone writes the run folder."""
+    where the questions run, while this process alone writes the run folder (holding its lock).
+    A folder that holds results is continued with ``resume`` or replaced with ``overwrite``, never
+    emptied otherwise."""
     # the dataset is read before the run folder is touched: an unusable one leaves an earlier run intact
     report = ReadReport(str(dataset))
     warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
@@ -95,11 +102,33 @@ def run_eval(
         raise DataError(f"no records in {report.path}" + (f" ({len(report.bad)} bad lines skipped)" if report.bad else ""))
     out = Path(out_dir)
     _writable_folder(out)
+    try:
+        lock = RunLock(out).acquire()
+    except RunFolderBusy as exc:
+        raise RunFolderError(str(exc)) from None
+    if lock.stale is not None:
+        print(f"warning: {out} was locked by {describe(lock.stale)}, which is gone; the lock is taken over",
+              file=sys.stderr)
+    try:
+        return _run_locked(out, selected, report, system, settings, dataset, resume, overwrite, progress,
+                           on_result, workers, seed, extra_config, executor)
+    finally:
+        lock.release()
+
+
+def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, system: str, settings: Settings,
+                dataset: str | Path, resume: bool, overwrite: bool, progress: bool, on_result, workers: int,
+                seed: int | None, extra_config: dict[str, Any] | None, executor: Any) -> dict[str, Any]:
     results_path = out / "results.jsonl"
-    if not resume and results_path.exists():
-        results_path.unlink()
-    elif resume:
-        repair_last_line(results_path)
+    if not resume:
+        if (held := len(read_results(results_path))) and not overwrite:
+            raise RunFolderError(f"{out} already holds a run ({held} results): give --resume to continue it, "
+                                 "--overwrite to replace it, or another --out")
+        results_path.unlink(missing_ok=True)
+    elif moved := set_aside_bad_lines(results_path, out / REJECTED_NAME):
+        print(f"warning: {len(moved)} damaged line{'s' if len(moved) > 1 else ''} of {results_path} "
+              f"(line {', '.join(map(str, moved))}) set aside in {out / REJECTED_NAME}; "
+              "their questions are answered again", file=sys.stderr)
     done = done_ids(results_path)
     own_telemetry = out / "telemetry.jsonl"
     if settings.paths.TELEMETRY_PATH is None:

@@ -36,7 +36,7 @@ class Reason:
     when: str
     layer: str = ""  # abstention layer; "" for answers, retrievals and revisions
     stage: str = ""  # INPUT or PRE_GENERATION when decided before any generation, else ""
-    policy: bool = True  # returned by gate/policy.decide (False: the baseline's own code)
+    policy: bool = True  # returned by gate/policy.decide (False: the baseline's, or set by the extension runner)
 
     @property
     def pre_generation(self) -> bool:
@@ -70,6 +70,8 @@ REASON_LIST: tuple[Reason, ...] = (
     Reason("ABSTAIN_LLM_UNAVAILABLE", ABSTAIN, "the model could not be reached after `LLM_RETRIES` within the "
            "question's `WALL_TIME_S`", "llm_unavailable"),
     Reason("ABSTAIN_EMPTY_ANSWER", ABSTAIN, "the model replied with an empty text", "empty_answer"),
+    Reason("ABSTAIN_EXTENSION_FAILED", ABSTAIN, "an extension node raised or broke its declaration; the question "
+           "goes straight to finalize (docs/extending.md)", "extension_failed", policy=False),
     Reason("ABSTAIN_LOW_BUDGET", ABSTAIN, "no draft, and no budget left for one", "budget"),
     Reason("ABSTAIN_HEDGING", ABSTAIN, "the draft hedges (\"I think\", \"not mentioned\")", "hedging_detected"),
     Reason("ABSTAIN_NOT_ANSWERABLE", ABSTAIN, "the answerability probe reads the sources as not answering the "

@@ -152,6 +152,7 @@ class Refusal:
     settings: Any
     confidence: dict[str, Any]
     llm_error: dict[str, Any]
+    extension_error: dict[str, Any]
     question: str
     context: str  # question and draft: what a missing piece must be written in
     missing: list[str]  # anchors and validator findings, as missing_pieces keeps them
@@ -162,6 +163,7 @@ def explain_refusal(
     requests: list[dict[str, Any]] | tuple = (),
     llm_error: dict[str, Any] | None = None,
     question: str = "", draft: str = "",
+    extension_error: dict[str, Any] | None = None,
 ) -> tuple[str, list[str]]:
     """A sentence with the figures, and the information that would be needed (what is missing is
     checked against the ``question`` and ``draft`` it was taken from; see ``missing_pieces``).
@@ -176,7 +178,7 @@ def explain_refusal(
     if reason not in EXPLANATIONS:
         raise KeyError(f"no explanation for refusal code {reason!r}: add one to generator/finalize.py EXPLANATIONS")
     return EXPLANATIONS[reason](Refusal(reason, signals, validation, settings, confidence or {}, llm_error or {},
-                                        question, context, missing_anchors))
+                                        extension_error or {}, question, context, missing_anchors))
 
 
 def _llm_unavailable(r: Refusal) -> tuple[str, list[str]]:
@@ -188,6 +190,12 @@ def _llm_unavailable(r: Refusal) -> tuple[str, list[str]]:
         f"{e.get('last_error', 'unknown')}), so no answer could be written or checked.",
         ["a reachable language model"],
     )
+
+
+def _extension_failed(r: Refusal) -> tuple[str, list[str]]:
+    e = r.extension_error
+    return (f"The extension {e.get('extension', '?')} failed ({e.get('error', 'unknown error')}), so the "
+            "question was not answered.", [f"a working {e.get('extension', '?')} extension"])
 
 
 def _retrieval_gate(r: Refusal) -> tuple[str, list[str]]:
@@ -281,6 +289,7 @@ def _fixed(text: str) -> Callable[[Refusal], tuple[str, list[str]]]:
 # refusals are worded from the state in build_record: INPUT_EXPLANATIONS)
 EXPLANATIONS: dict[str, Callable[[Refusal], tuple[str, list[str]]]] = {
     "ABSTAIN_LLM_UNAVAILABLE": _llm_unavailable,
+    "ABSTAIN_EXTENSION_FAILED": _extension_failed,
     "ABSTAIN_EMPTY_ANSWER": _fixed("The generator was asked and replied with an empty text, so there is no answer "
                                    "to check or show."),
     "ABSTAIN_LOW_RETRIEVAL_SCORE": _retrieval_gate,
@@ -359,6 +368,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         explanation, missing = explain_refusal(
             decision["reason"], signals, state.get("validation") or {}, settings, confidence, requests,
             state.get("llm_error"), question=state["question"], draft=state.get("draft", ""),
+            extension_error=state.get("extension_error"),
         )
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(

@@ -1,8 +1,9 @@
 """Page extraction: the main text of a fetched page, as a reader of the rendered page sees it.
 
-Extraction keeps what a reader of the rendered page sees: elements hidden by CSS or by the
-``hidden`` / ``aria-hidden`` attributes are dropped (hidden text is a way to plant claims no reader
-would see). Pages are hostile input, so extraction is bounded (``MAX_PAGE_RAW_CHARS``) and a page the
+Extraction keeps what a reader of the rendered page sees: what the page's CSS (its style sheets and
+``style`` attributes) or the ``hidden`` attribute keeps off the screen or unreadable is dropped
+(hidden text is a way to plant claims no reader would see; :mod:`agentic_rag.ingest.visibility` decides
+what a browser shows). Pages are hostile input, so extraction is bounded (``MAX_PAGE_RAW_CHARS``) and a page the
 tree parser cannot hold (libxml2 stops at 256 levels of nesting and drops what is deeper) is read by
 a flat tokenizer instead. Sentences that address the model rather than the reader are counted on the
 page (``untrusted``, copied to its chunks as ``page_untrusted``) so such a page backs no answer and a
@@ -14,27 +15,22 @@ from __future__ import annotations
 import hashlib
 import re
 from html.parser import HTMLParser
-from typing import Mapping
 
 import trafilatura
 from lxml import html as lxml_html
 from trafilatura.utils import load_html
 
 from agentic_rag.datasets.crag import clean_text
+from agentic_rag.ingest.visibility import GONE, ROOT, Context, context, inline_styles
 from agentic_rag.retrieval.chunks import Page
 from agentic_rag.text import untrusted_sentences
 
 _TAG = re.compile(r"<\s*(html|body|div|p|span|head|table|!doctype|a|br)\b", re.IGNORECASE)
 _DROP = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "iframe")
 # a bump re-extracts every cached page (ingest's cache key includes it)
-EXTRACTOR_VERSION = 2
+EXTRACTOR_VERSION = 3
 # libxml2's nesting limit without XML_PARSE_HUGE: content deeper than this is dropped by the parser
 _PARSER_MAX_DEPTH = 256
-_HIDDEN_DECL = re.compile(
-    r"(?:^|[;{\s])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|opacity\s*:\s*0(?:\.0*)?"
-    r"|font-size\s*:\s*0(?:\.0*)?(?:px|pt|em|rem|%)?)\s*(?:!important\s*)?(?:;|}|$)",
-    re.IGNORECASE,
-)
 
 
 def looks_like_html(raw: str) -> bool:
@@ -53,6 +49,7 @@ def html_to_text(raw: str) -> str:
         return ""
     if not looks_like_html(raw):
         return normalise_space(raw)
+    raw = inline_styles(raw)
     try:
         tree = load_html(raw)
     except (ValueError, TypeError, lxml_html.etree.ParserError):
@@ -69,20 +66,27 @@ def html_to_text(raw: str) -> str:
     return normalise_space(flat_text(raw))
 
 
-def hides(attrs: Mapping[str, str | None]) -> bool:
-    """Whether an element's own attributes keep it from being shown: ``hidden``, ``aria-hidden="true"``,
-    or an inline style with ``display:none``, ``visibility:hidden``, zero opacity or zero font size.
-
-    Stylesheet rules are not read: which of them apply needs the whole cascade (media queries, more
-    specific selectors that show the element again), and guessing drops real article text."""
-    if "hidden" in attrs or (attrs.get("aria-hidden") or "").strip().lower() == "true":
-        return True
-    return bool(_HIDDEN_DECL.search(attrs.get("style") or ""))
-
-
 def drop_hidden(tree) -> None:
-    """Remove the elements a browser would not show from a parsed page (the root is kept)."""
-    for el in [el for el in tree.iter() if isinstance(el.tag, str) and hides(el.attrib)]:
+    """Remove from a parsed page what a browser would not show: hidden elements go whole, and an
+    element whose own text is unreadable loses that text (its children decide for themselves)."""
+    contexts: dict = {}
+    removed, muted = [], []
+    for el in tree.iter():
+        if not isinstance(el.tag, str):
+            continue
+        parent = el.getparent()
+        ctx = context(ROOT if parent is None else contexts[parent], el.tag.lower(), el.attrib)
+        contexts[el] = ctx
+        if ctx.removed:
+            if parent is None or not contexts[parent].removed:
+                removed.append(el)
+        elif ctx.text_hidden:
+            muted.append(el)
+    for el in muted:
+        el.text = None
+        for child in el:
+            child.tail = None
+    for el in removed:
         if el.getparent() is not None:
             el.drop_tree()
 
@@ -101,17 +105,15 @@ class _FlatText(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
-        self.stack: list[tuple[str, bool]] = []  # (tag, hides its content)
-        self.hiding = 0
+        self.stack: list[tuple[str, Context]] = []  # (tag, what it shows)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _BLOCK:
             self.parts.append("\n")
         if tag in _VOID:
             return
-        hidden = tag in _FLAT_DROP or hides(dict(attrs))
-        self.stack.append((tag, hidden))
-        self.hiding += hidden
+        parent = self.stack[-1][1] if self.stack else ROOT
+        self.stack.append((tag, GONE if tag in _FLAT_DROP else context(parent, tag, dict(attrs))))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _BLOCK:
@@ -120,14 +122,13 @@ class _FlatText(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         for i in range(len(self.stack) - 1, -1, -1):  # close up to the matching open tag, if any
             if self.stack[i][0] == tag:
-                self.hiding -= sum(h for _, h in self.stack[i:])
                 del self.stack[i:]
                 break
         if tag in _BLOCK:
             self.parts.append("\n")
 
     def handle_data(self, data: str) -> None:
-        if not self.hiding:
+        if not self.stack or self.stack[-1][1].shows_text():
             self.parts.append(data)
 
 

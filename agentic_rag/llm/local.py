@@ -10,7 +10,6 @@ float32 for this 0.5B model: decoding is memory-bound and bf16 halves the bytes 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field, PrivateAttr, model_validator
 from transformers import StoppingCriteria
 
+from agentic_rag import usable_cpus
 from agentic_rag.budget import current_deadline, hard_deadline, stop_modules_at_deadline
 from agentic_rag.llm.packaged import converted_source_key
 from agentic_rag.timing import startup_step
@@ -150,7 +150,7 @@ class ChatLocalTransformers(BaseChatModel):
     def _load_now(self) -> "ChatLocalTransformers":
         # Load at construction so a bad path fails where it is configured, not mid-graph.
         self.model_path = str(self.model_path)
-        torch.set_num_threads(self.threads or os.cpu_count() or 1)
+        torch.set_num_threads(self.threads or usable_cpus())
         _load(self.model_path, self.dtype)
         # A converted folder is known by the GGUF it came from, not by where it lies: replayed calls
         # then survive a moved folder, and another model put at a reused path is never replayed.

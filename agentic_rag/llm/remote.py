@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from typing import Any, Callable, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from langchain_core.outputs import ChatResult
@@ -20,6 +19,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
 from agentic_rag.llm.usage import LLMUnavailableError, seconds_left
+from agentic_rag.redact import redact_text, redact_url, url_secrets
 
 T = TypeVar("T")
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -46,14 +46,14 @@ class RemoteChat(ChatOpenAI):
 
     @property
     def display_url(self) -> str:
-        return safe_url(self.openai_api_base or OPENAI_DEFAULT_URL)
+        return redact_url(self.openai_api_base or OPENAI_DEFAULT_URL)
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         secret = self.openai_api_key.get_secret_value() if self.openai_api_key else ""
         return call_with_retries(
             lambda timeout: super(RemoteChat, self)._generate(messages, stop, run_manager, timeout=timeout, **kwargs),
             url=self.display_url, timeout_s=float(self.request_timeout or 600.0), retries=self._retries,
-            backoff_s=self._backoff_s, secrets=(secret,),
+            backoff_s=self._backoff_s, secrets=(secret, *url_secrets(self.openai_api_base)),
         )
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
@@ -84,7 +84,7 @@ def call_with_retries(attempt: Callable[[float], T], *, url: str, timeout_s: flo
             if fault is None:
                 raise
             text, retryable, retry_after = fault
-            faults.append(redact(text, secrets))
+            faults.append(redact_text(text, secrets))
         if not retryable or n == retries:
             break
         wait = retry_after if retry_after is not None else backoff_s * 2 ** n
@@ -133,19 +133,3 @@ def _root_cause(exc: BaseException) -> str:
     while exc.__cause__ is not None or exc.__context__ is not None:
         exc = exc.__cause__ or exc.__context__
     return str(exc) or type(exc).__name__
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
-
-
-def safe_url(url: str) -> str:
-    """``url`` without a user or password (``http://user:key@host`` would otherwise print the key)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))

@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
+from agentic_rag.redact import redact_text, redact_url
 from agentic_rag.timing import book_llm
 
 _FIELDS = ("input_tokens", "output_tokens", "total_tokens")
@@ -28,9 +29,10 @@ class LLMUnavailableError(RuntimeError):
     Graph nodes turn it into the refusal ABSTAIN_LLM_UNAVAILABLE, so one unreachable server costs a
     question, never the run; with no attempt at all (the question's wall time ran out before the call
     could start) the model is not to blame, and the refusal is ABSTAIN_LOW_BUDGET. ``url`` and
-    ``last_error`` are already free of credentials."""
+    ``last_error`` are kept free of credentials (agentic_rag/redact.py)."""
 
     def __init__(self, url: str, last_error: str, attempts: int, elapsed_s: float) -> None:
+        url, last_error = redact_url(url), redact_text(last_error)  # whoever raised it: stored and shown
         self.url, self.last_error, self.attempts, self.elapsed_s = url, last_error, attempts, elapsed_s
         super().__init__(f"the model at {url} did not answer ({attempts} attempt{'s' if attempts != 1 else ''} "
                          f"in {elapsed_s:.1f} s; last error: {last_error})")
@@ -143,10 +145,31 @@ def invoke_llm(
     """
     bound = {**({"max_tokens": max_tokens} if max_tokens else {}), **call_kwargs}
     runnable = llm.bind(**bound) if bound else llm
-    t0 = time.perf_counter()
-    message = runnable.invoke(list(messages))
+    started, t0 = time.time(), time.perf_counter()
+    try:
+        message = runnable.invoke(list(messages))
+    except Exception as exc:
+        ms = (time.perf_counter() - t0) * 1000.0
+        book_llm(ms, call_record(llm, messages, stage, started, ms, error=exc))
+        raise
     ms = (time.perf_counter() - t0) * 1000.0
-    book_llm(ms)
+    book_llm(ms, call_record(llm, messages, stage, started, ms, message))
     if ledger is not None:
         ledger.record(stage, message, ms)
     return message
+
+
+def call_record(llm: BaseChatModel, messages: Sequence[BaseMessage], stage: str, started: float, ms: float,
+                message: AIMessage | None = None, error: Exception | None = None) -> dict[str, Any]:
+    """One LLM call as a run folder keeps it (in its node's trace event, under ``llm``): the whole prompt
+    and raw completion, so a trace shows what the model was asked and said, and an exporter
+    (trace/otel.py) re-sends it with its own times."""
+    meta = (getattr(message, "response_metadata", None) or {}) if message is not None else {}
+    model = meta.get("model_name") or getattr(llm, "model_name", None) or getattr(llm, "_llm_type", "")
+    out: dict[str, Any] = {"stage": stage, "model": str(model), "start": round(started, 4), "ms": round(ms, 3),
+                           "messages": [{"role": m.type, "content": str(m.content)} for m in messages]}
+    if message is not None:
+        out.update(output=str(message.content), **usage_of(message))
+    if error is not None:
+        out["error"] = str(error)
+    return out
