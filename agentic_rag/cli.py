@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -12,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from agentic_rag.configuration import Settings, SettingsError, env_warnings
+from agentic_rag.configuration import RemovedSettingWarning, Settings, SettingsError, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
 from agentic_rag.errors import UserError
 from agentic_rag.events import clip
@@ -54,8 +55,14 @@ AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --exe
 
 
 def _settings(preset: str | None, overrides: list[str] | None, needs_llm: bool = False) -> Settings:
-    settings = Settings.load(preset=preset, overrides=overrides or [])
-    for warning in env_warnings(settings):
+    with warnings.catch_warnings(record=True) as removed:  # a removed setting or preset: one line each
+        warnings.simplefilter("always", RemovedSettingWarning)
+        settings = Settings.load(preset=preset, overrides=overrides or [])  # a SettingsError: one line, by the group
+    for other in [w for w in removed if w.category is not RemovedSettingWarning]:
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    warnings.filterwarnings("ignore", category=RemovedSettingWarning)  # said once, here; not again on a reread
+    for warning in [*dict.fromkeys(str(w.message) for w in removed if w.category is RemovedSettingWarning),
+                    *env_warnings(settings)]:
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         _fail(problem)
@@ -472,7 +479,8 @@ def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
     """The settings as markdown, one table per section, with the section's own description; paths
     under the user cache are written from ``<user cache>`` and others under the home folder from
     ``~``, so the tables read the same on every machine and for every user's environment."""
-    from agentic_rag.configuration import SECTIONS, USER_CACHE
+    from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, USER_CACHE, unit_of
+    from agentic_rag.gate.checks import checks_markdown
 
     home, cache = str(Path.home()), str(USER_CACHE)
     out: list[str] = []
@@ -488,9 +496,6 @@ def _settings_markdown(rows: list[tuple[str, ...]]) -> str:
             cells = [f"`{name}`", f"`{value}`", unit, meaning]
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         out.append("")
-    from agentic_rag.configuration import FIELD_SECTIONS, unit_of
-    from agentic_rag.gate.checks import checks_markdown
-
     units = {name: unit_of(SECTIONS[section].model_fields[name]) for name, section in FIELD_SECTIONS.items()}
     out += ["### checks", "", "What each threshold is held against (gate/checks.py): a reading passes when it reaches "
             "its setting; a check whose on-switch is off does not apply.", "", checks_markdown(units), ""]

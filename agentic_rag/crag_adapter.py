@@ -16,7 +16,7 @@ question. The adapter keeps the kit's rules:
   the one an unconstrained run gives);
 - a question that fails answers "i don't know" and is logged (a malformed record in one line, like any
   bad record; an unexpected error with its traceback); the batch goes on;
-- answers are cut to ``CRAG_ANSWER_TOKENS`` tokens of the kit's own tokenizer, at a word boundary, so
+- answers are cut to ``KIT_ANSWER_TOKENS`` tokens of the kit's own tokenizer, at a word boundary, so
   the kit's trim does not cut them again;
 - per-question indexes and telemetry go to ``CRAG_ARTIFACTS_DIR``, not the kit's working directory.
 
@@ -41,6 +41,8 @@ from agentic_rag.telemetry import write_row
 import graphs  # noqa: F401  (the app layer: registers the agent and baseline graphs with the runner)
 
 CRAG_IDK = "i don't know"
+KIT_ANSWER_TOKENS = 75  # the kit trims every prediction to this many of its tokenizer's tokens (tokens)
+KIT_BATCH_SIZE = 4  # questions per batch asked of the kit, which allows 1-16 (questions); UserModel(batch_size=...)
 
 
 def kit_logger() -> Any:
@@ -78,7 +80,7 @@ class AnswerTrimmer:
     """
 
     def __init__(self, settings: Settings) -> None:
-        self.cap = settings.crag.CRAG_ANSWER_TOKENS
+        self.cap = KIT_ANSWER_TOKENS
         self.tokenizer = kit_tokenizer(settings)
         self.unit = "kit tokens" if self.tokenizer is not None else "UTF-8 bytes (kit tokenizer not found)"
 
@@ -117,7 +119,7 @@ class UserModel:
         given = settings or Settings.load()
         self.settings = given.replace(ARTIFACTS_DIR=str(given.paths.CRAG_ARTIFACTS_DIR))
         self.system = system
-        self.batch_size = batch_size or self.settings.crag.CRAG_BATCH_SIZE
+        self.batch_size = batch_size or KIT_BATCH_SIZE
         self._extra = {"llm": llm} if llm is not None else None
         self.log = kit_logger()
         self.last_batch: list[dict[str, Any]] = []  # one row per question of the last batch (status, seconds)

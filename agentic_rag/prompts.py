@@ -42,8 +42,8 @@ def is_hedging(text: str) -> bool:
     return bool(_HEDGING.search(text))
 
 
-# Kept importable from here: the patterns live with the rest of page screening (agentic_rag.ingest.injection)
-from agentic_rag.ingest.injection import UNTRUSTED_PATTERNS, is_untrusted, may_hold_untrusted  # noqa: E402,F401
+# Kept importable from here: the patterns live with the rest of page screening (agentic_rag.injection)
+from agentic_rag.injection import UNTRUSTED_PATTERNS, is_untrusted, may_hold_untrusted  # noqa: E402,F401
 
 
 _CANDIDATES = (

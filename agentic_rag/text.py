@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.ingest.injection import is_untrusted, joined, may_hold_untrusted, normalise
+from agentic_rag.injection import is_untrusted, joined, may_hold_untrusted, normalise
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]|\bsource\s+(\d+)\b", re.IGNORECASE)
 _QUOTE = re.compile(r"[\"\u201c]([^\"\u201d]{8,}?)[\"\u201d]")
@@ -55,7 +55,7 @@ def split_sentences(text: str, loose: bool = False) -> list[str]:
 
 
 def untrusted_sentences(text: str) -> list[str]:
-    """Source sentences that address the model (``ingest.injection.UNTRUSTED_PATTERNS``), normalised as
+    """Source sentences that address the model (``injection.UNTRUSTED_PATTERNS``), normalised as
     the patterns read them; then sentences that do only when read across line breaks."""
     if not may_hold_untrusted(text):
         return []
@@ -133,9 +133,10 @@ def evidence_quote(text: str, m: re.Match, source_sentences: list[str] = ()) -> 
         return False
     before, after = text[: m.start()].rstrip(), text[m.end() :].lstrip()
     marker_before, marker_after = bool(_MARKER_BEFORE.search(before)), bool(_MARKER_AFTER.match(after))
-    opens = not before or before[-1] in ".!?(" or marker_before or bool(_QUOTING.search(before))
+    # a run of quotes side by side ("q1" "q2") stands apart as a whole: each opens after the last's close
+    opens = not before or before[-1] in ".!?(\"" or marker_before or bool(_QUOTING.search(before))
     ends = m.group(1).rstrip()[-1:] in (".", "!", "?")  # "... 2020." So the mayor was ...
-    closes = not after or bool(re.match(r"[.!?;)]", after)) or marker_after or (ends and after[:1].isupper())
+    closes = (not after or bool(re.match(r"[.!?;)\"]", after)) or marker_after or (ends and after[:1].isupper()))
     return (opens and closes) or ((marker_before or marker_after) and _source_sentence(m.group(1), source_sentences))
 
 

@@ -15,17 +15,40 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.datasets.prepare import prepare_rgb, prepare_squad2
 from agentic_rag.eval.compare import compare, copy_run_files, to_markdown, write_plots
-from agentic_rag.eval.report import rejudge_run
+from agentic_rag.eval.judge import judge
+from agentic_rag.eval.metrics import run_summary
+from agentic_rag.eval.report import write_report
+from agentic_rag.eval.results import read_results
+from agentic_rag.eval.rows import matches_world_answer
 from agentic_rag.eval.runner import run_eval
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SHARED = ROOT.parent / "shared" / "data"
+
+
+def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
+    """Re-score a finished run with the current judge (no model call); rewrites results and summary."""
+    out = Path(out_dir)
+    results_path = out / "results.jsonl"
+    rows = read_results(results_path)
+    for row in rows:
+        j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok")
+        row.update(judgement=j.label, judge_rule=j.rule, score=j.score, em=j.em, f1=j.f1)
+        if row.get("world_answer"):
+            row["matches_world_answer"] = matches_world_answer(row)
+    results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
+    summary = run_summary(old.get("system", rows[0].get("system", "")) if rows else "", rows, old.get("bad_records", 0))
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_report(out, summary, rows)
+    return summary
 
 
 def dataset_path(name: str, work: Path) -> str:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentic_rag.eval.frontier import READINGS, frontier  # noqa: E402
-from agentic_rag.eval.plots import _plt  # noqa: E402
+from agentic_rag.eval.plots import pyplot  # noqa: E402
 
 MAX_FALSE_REFUSAL = 0.15
 MIN_REFUSAL = 0.70
@@ -69,7 +69,7 @@ def summary(curves: dict[str, dict], answerable: str) -> dict[str, dict]:
 
 
 def plot(curves: dict[str, dict], answerable: str, path: Path) -> Path:
-    plt = _plt()
+    plt = pyplot()
     runs = [r for r in curves if any(p["refusal_unanswerable"] is not None for p in curves[r]["answerability"])]
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.8), squeeze=False)
     for ax, run in zip(axes[0], runs):

@@ -25,20 +25,11 @@ import transformers
 
 from agentic_rag.configuration import Settings
 from agentic_rag.llm import local, packaged
+from agentic_rag.testing.bench import cpu_model
 
 PREFILL_TOKENS = 800
 DECODE_TOKENS = 128
 REPEATS = 3
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _first_load(cache_dir: Path, model: packaged.PackagedModel) -> dict:
@@ -83,7 +74,7 @@ def main() -> None:
     torch.set_num_threads(threads)
     result: dict = {
         "machine": {
-            "cpu": _cpu_model(),
+            "cpu": cpu_model(),
             "cpu_count": os.cpu_count(),
             "torch": torch.__version__,
             "transformers": transformers.__version__,

@@ -23,10 +23,8 @@ from pathlib import Path
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.llm.packaged import FAST_MODEL, ensure_converted
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scripts.bench_scaling import HIGH_LOAD, _cpu_model, _index_all, _load, write_outputs  # noqa: E402
-from tests.servers import console_script, free_port, running  # noqa: E402
+from agentic_rag.testing.bench import HIGH_LOAD, cpu_model, index_all, load_average, write_outputs
+from agentic_rag.testing.servers import console_script, free_port, running
 
 
 def _stage_sum(rows: list[dict], field: str) -> int:
@@ -34,7 +32,7 @@ def _stage_sum(rows: list[dict], field: str) -> int:
 
 
 def _run(concurrency: int, dataset: str, n: int, settings: Settings, out: Path) -> dict:
-    before = _load()
+    before = load_average()
     t0 = time.perf_counter()
     res = run_eval(dataset, "agent", settings, out / f"c{concurrency}", n=n, workers=concurrency, progress=False, overwrite=True)
     wall = time.perf_counter() - t0
@@ -53,7 +51,7 @@ def _run(concurrency: int, dataset: str, n: int, settings: Settings, out: Path) 
         "llm_unavailable": res["summary"]["llm_unavailable"],
         "accuracy": res["summary"]["accuracy"],
         "load_before": before,
-        "load_after": _load(),
+        "load_after": load_average(),
     }
 
 
@@ -106,12 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     settings = local.replace(LLM_BACKEND="openai", LLM_MODEL=str(model_dir), OPENAI_BASE_URL=base_url,
                              MAX_OUTPUT_TOKENS=args.max_tokens)
     report = {
-        "machine": {"cores": os.cpu_count(), "cpu": _cpu_model()},
+        "machine": {"cores": os.cpu_count(), "cpu": cpu_model()},
         "dataset": args.dataset, "questions": args.n, "max_tokens": args.max_tokens, "preset": args.preset,
-        "continuous_batching": args.continuous_batching, "load_at_start": _load(),
+        "continuous_batching": args.continuous_batching, "load_at_start": load_average(),
     }
     print(f"indexing {args.n} questions ...", file=sys.stderr)
-    report["indexing"] = _index_all(args.dataset, args.n, settings)
+    report["indexing"] = index_all(args.dataset, args.n, settings)
     cmd = [*console_script("transformers"), "serve", "--host", "127.0.0.1", "--port", str(port), str(model_dir)]
     if args.continuous_batching:
         cmd.append("--continuous-batching")
@@ -124,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"concurrency {c} ...", file=sys.stderr)
             report["runs"].append(_run(c, args.dataset, args.n, settings, scratch / "runs"))
             print(json.dumps(report["runs"][-1]), file=sys.stderr)
-    report["load_at_end"] = _load()
+    report["load_at_end"] = load_average()
     write_outputs(args.out, report, to_markdown(report))
     return 0
 

@@ -5,9 +5,10 @@ adapter class in a process of its own), injects one fault (a model server that r
 rate-limits, hangs or answers garbage; SIGKILL or Ctrl-C at a chosen point; a bad setting; an
 unwritable folder; a defective data file or record; a hostile page; a broken kit batch) and records:
 did the process crash, did it print a traceback, were results lost or doubled, did the API key leak,
-and what the user got. Where a model answers, it is the scripted reply of tests/fault_server.py over
+and what the user got. Where a model answers, it is the scripted reply of agentic_rag/testing/fault_server.py over
 real HTTP (openai backend); the Ctrl-C exit time and the memory of a 100-question run use the
-packaged 0.5B. Bad files, hostile pages and ingest folders come from the test suite's own builders.
+packaged 0.5B. Bad files, hostile pages and ingest folders come from agentic_rag.testing, the builders
+the test suite uses.
 
 Cases live in groups (`@case(group, name, injected)`); `--group` reruns some groups, replacing only
 their rows in benchmarks/reliability.json (the rest are kept). Writes benchmarks/reliability.json and
@@ -35,17 +36,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-from bench_resume import ROOT, child_env, compare_runs, eval_cmd, kill, lines, result_ids, start, wait_until
-
-sys.path.insert(0, str(ROOT))
-from tests.fault_server import FaultServer, refused_url  # noqa: E402
-from tests.test_bad_inputs import (  # noqa: E402 - builders of bad files and records
+from agentic_rag.testing.bad_inputs import (
     ELF, LONG, REPLY, WRONG_TYPES, bom_dataset_with_a_latin1_line, empty_files_folder, folder_with_a_binary, latin1_dataset,
     rec, screen_lines, surrogate_line, write_jsonl,
 )
-from tests.test_hostile_pages import (  # noqa: E402 - builders of hostile pages
+from agentic_rag.testing.fault_server import FaultServer, refused_url
+from agentic_rag.testing.hostile import (
     DEEP_ANSWER, FALSE_FACT, INJECTIONS, INTRO, OBEDIENT, QUESTION, deep_page, hidden_records, html, injection_records, record,
 )
+from agentic_rag.testing.processes import (
+    ROOT, child_env, compare_runs, eval_cmd, kill, lines, result_ids, start, start_ingest, wait_until,
+)
+from agentic_rag.testing.records import docs_folder, kit_batches, toy_dataset
 
 OUT_JSON, OUT_MD = ROOT / "benchmarks" / "reliability.json", ROOT / "benchmarks" / "reliability.md"
 KEY = "sk-bench-5e1f0a9b77c4"  # distinctive: grepped for in every output of the fault cases
@@ -90,9 +92,7 @@ class Context:
 
     @cached_property
     def toy(self) -> Path:
-        from tests.test_eval_runner import dataset
-
-        return dataset(self.work, n=12)  # the test suite's toy questions; every other gold is "i don't know"
+        return toy_dataset(self.work, n=12)  # the test suite's toy questions; every other gold is "i don't know"
 
     def opts(self, url: str | None = None, **extra: Any) -> list[str]:
         values = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url or self.server.url, "LLM_MODEL": "m",
@@ -443,7 +443,7 @@ def _two_writers(ctx: Context) -> dict[str, Any]:
 
 
 # --- bad inputs -----------------------------------------------------------------------------------
-# The files and records are the test suite's (tests/test_bad_inputs.py); here each goes to a real process.
+# The files and records are the test suite's (agentic_rag/testing/bad_inputs.py); here each goes to a real process.
 
 
 def bad_data(ctx: Context, name: str, rows: list, raw_lines: dict[int, bytes] | None = None) -> Path:
@@ -630,10 +630,7 @@ def _ask_long(ctx: Context) -> dict[str, Any]:
 def _served(ctx: Context) -> dict[str, Any]:
     import urllib.request
 
-    import pytest
-
-    from tests.servers import console_script
-    from tests.test_server import graph_server, post
+    from agentic_rag.testing.servers import ServerDidNotStart, console_script, graph_server, post
 
     langgraph = console_script("langgraph")
     if langgraph is None:
@@ -646,7 +643,7 @@ def _served(ctx: Context) -> dict[str, Any]:
             wrong = post(port, {"assistant_id": "baseline", "input": {"question": 3}})
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/ok", timeout=30) as resp:
                 alive = resp.status == 200  # the bad inputs did not take the server down
-    except pytest.fail.Exception as exc:  # the server never came up: a failed row, not a lost report
+    except ServerDidNotStart as exc:  # the server never came up: a failed row, not a lost report
         raise RuntimeError(str(exc)[:300]) from None
     text = log.read_text(errors="replace")
     return {"exit_code": 0, "crash": not alive, "traceback": TRACEBACK in text,
@@ -658,7 +655,7 @@ def _served(ctx: Context) -> dict[str, Any]:
 
 
 # --- hostile pages --------------------------------------------------------------------------------
-# The pages are the test suite's (tests/test_hostile_pages.py). The scripted model obeys them: it answers
+# The pages are the test suite's (agentic_rag/testing/hostile.py). The scripted model obeys them: it answers
 # PWNED and quotes every planted sentence, so any that verifies would show as a fabricated quote.
 
 
@@ -742,7 +739,6 @@ print(json.dumps({"answers": answers, "rows": model.last_batch, "batch_s": round
 
 def kit_batch(ctx: Context, n: int) -> dict[str, list]:
     from agentic_rag.datasets.crag import iter_records
-    from tests.test_crag_adapter import kit_batches
 
     return next(kit_batches(list(iter_records(ctx.toy))[:n], n))
 
@@ -842,7 +838,7 @@ def _kit_official(ctx: Context) -> dict[str, Any]:
 
 
 # --- killed ingest --------------------------------------------------------------------------------
-# tests/test_index_integrity.py's folder and process; here also the rerun, and a kill while the index is written.
+# The test suite's folder and process (agentic_rag/testing/); here also the rerun, and a kill while the index is written.
 
 
 def temp_folders(out: Path) -> list[Path]:
@@ -850,8 +846,6 @@ def temp_folders(out: Path) -> list[Path]:
 
 
 def killed_ingest(ctx: Context, name: str, when: str, earlier: bool = False) -> dict[str, Any]:
-    from tests.test_index_integrity import docs_folder, start_ingest
-
     n = 20
     folder, out = docs_folder(ctx.folder(name + "_docs"), n), ctx.folder(name)
     base = ctx.work / "artifacts"
@@ -1197,9 +1191,9 @@ def to_markdown(report: dict[str, Any]) -> str:
            f"Generated by `scripts/bench_reliability.py` ({report['generated']}). Every case is a real process run as a "
            "user runs it: an `agentic-rag` command, `langgraph dev` for the served graph, or the CRAG kit adapter class "
            "in a process of its own. Where a model answers, it is a scripted reply served over HTTP by "
-           "`tests/fault_server.py` (openai backend), which also injects the model faults, unless the case names the "
-           "0.5B; the bad files and hostile pages are built by the test suite (`tests/test_bad_inputs.py`, "
-           "`tests/test_hostile_pages.py`, `tests/test_index_integrity.py`). `ok` = the expected outcome, no crash, no "
+           "`agentic_rag/testing/fault_server.py` (openai backend), which also injects the model faults, unless the case "
+           "names the 0.5B; the bad files, hostile pages and ingest folders are the test suite's own builders "
+           "(`agentic_rag/testing/`). `ok` = the expected outcome, no crash, no "
            "traceback, nothing lost or doubled (result rows of an eval, answers of a kit batch, pages of a rerun ingest), "
            "the fake API key in no output. Seconds are wall time on a shared CPU, judged only where a deadline is the "
            "point (the kit).", "",

@@ -287,16 +287,23 @@ def calibration_section() -> list[str]:
     return out + ([""] + joint if joint else []) + [""]
 
 
-def crag_kit_section(ck: dict) -> list[str]:
-    from bench_crag_kit import summary_table  # this folder is on sys.path when the script runs
+def table_in(markdown_file: str, header: str) -> list[str]:
+    """The table whose header line starts with ``header`` in a benchmark's own markdown (which its script
+    writes beside the JSON): shown here as written there, never rendered a second way."""
+    lines = (BENCH / markdown_file).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return lines[start:end]
 
+
+def crag_kit_section(ck: dict) -> list[str]:
     return [
         "## Inside the official CRAG starter kit (`scripts/bench_crag_kit.py KIT_DIR`)",
         "",
         f"The kit's own prediction loop ({ck['kit']}) over its 10 example questions; each batch timed against",
         "batch size x the per-query seconds. Per-question answers in `crag_kit.md`.",
         "",
-        *summary_table(ck),
+        *table_in("crag_kit.md", "| run | adapter |"),
         "",
     ]
 
@@ -382,10 +389,10 @@ def risk_coverage_section(rc: dict) -> list[str]:
     return out
 
 
-def latency_section(lat: dict, name: str = "latency.json") -> list[str]:
-    from bench_latency import markdown  # this folder is on sys.path when the script runs
-
-    return [f"## Where a question's time goes (`scripts/bench_latency.py`, {name})", "", *markdown(lat), ""]
+def latency_section(name: str = "latency.json") -> list[str]:
+    """benchmarks/latency.md as scripts/bench_latency.py wrote it beside latency.json."""
+    text = (BENCH / name).with_suffix(".md").read_text().rstrip("\n")
+    return [f"## Where a question's time goes (`scripts/bench_latency.py`, {name})", "", *text.split("\n"), ""]
 
 
 def main() -> int:
@@ -428,8 +435,8 @@ def main() -> int:
     if (rel := _load("reliability.json")) is not None:
         lines += reliability_section(rel)
     for name in ("latency.json", "latency_fast.json"):
-        if (lat := _load(name)) is not None:
-            lines += latency_section(lat, name)
+        if _load(name) is not None:
+            lines += latency_section(name)
     (BENCH / "README.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return 0

@@ -120,7 +120,7 @@ def main() -> int:
     settings = Settings.load()
     report = {
         "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
-        "settings": {k: getattr(settings, k) for k in ("CHUNK_SIZE_CHARS", "CHUNK_OVERLAP_CHARS", "RETRIEVAL_POOL_K", "RETRIEVAL_K", "MMR_LAMBDA", "RRF_K")},
+        "settings": {k: settings.value(k) for k in ("CHUNK_SIZE_CHARS", "CHUNK_OVERLAP_CHARS", "RETRIEVAL_POOL_K", "RETRIEVAL_K", "MMR_LAMBDA", "RRF_K")},
         "squad2_corpus": bench_squad(settings, args.squad, args.limit),
         "crag_example_ingest": bench_ingest(settings),
     }

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -27,39 +26,14 @@ from pathlib import Path
 
 from agentic_rag.configuration import Settings
 from agentic_rag.runner import warm_up
-from agentic_rag.datasets.crag import iter_records
 from agentic_rag.eval.executors import LocalExecutor, RayExecutor
-from agentic_rag.eval.runner import run_eval, select
-from agentic_rag.ingest.ingest import index_for_record
+from agentic_rag.eval.runner import run_eval
+from agentic_rag.testing.bench import HIGH_LOAD, cpu_model, index_all, load_average, write_outputs
 import graphs  # noqa: F401,E402  (registers the agent's graph with the runner, as the CLI does)
-
-HIGH_LOAD = 1.0  # load average per core above which a row is flagged as measured on a busy machine
-
-
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def _index_all(dataset: str, n: int, settings: Settings) -> dict:
-    """Build every question's index once (cold), timing each: what a full run pays per question."""
-    seconds = []
-    for record in select(iter_records(dataset), n, None):
-        t0 = time.perf_counter()
-        index_for_record(record, settings)
-        seconds.append(time.perf_counter() - t0)
-    return {"questions": len(seconds), "total_s": round(sum(seconds), 2),
-            "median_s": round(statistics.median(seconds), 2), "max_s": round(max(seconds), 2)}
 
 
 def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out: Path) -> dict:
-    before = _load()
+    before = load_average()
     finished: list[float] = []
     memory: list[int] = []
 
@@ -96,7 +70,7 @@ def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out:
         "accuracy": res["summary"]["accuracy"],
         "judgements": {r["id"]: r["judgement"] for r in rows},
         "load_before": before,
-        "load_after": _load(),
+        "load_after": load_average(),
     }
 
 
@@ -185,34 +159,25 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "model": settings.llm.LLM_MODEL,
         "preset": args.preset or "default",
-        "machine": {"cores": os.cpu_count(), "cpu": _cpu_model(),
+        "machine": {"cores": os.cpu_count(), "cpu": cpu_model(),
                     "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
         "dataset": args.dataset,
         "questions": args.n,
         "cpus_per_worker": settings.scale.RAY_CPUS_PER_WORKER,
         "torch_threads_per_worker": RayExecutor(1, settings).worker_settings(settings).llm.TORCH_THREADS,
-        "load_at_start": _load(),
+        "load_at_start": load_average(),
     }
     print(f"indexing {args.n} questions (cold) ...", file=sys.stderr)
-    report["indexing"] = _index_all(args.dataset, args.n, settings)
+    report["indexing"] = index_all(args.dataset, args.n, settings)
     configs = ([] if args.no_local else [("local", 1)]) + [("ray", int(w)) for w in args.workers.split(",")]
     report["runs"] = []
     for name, workers in configs:
         print(f"{name} executor, {workers} worker(s) ...", file=sys.stderr)
         report["runs"].append(_run(name, workers, args.dataset, args.n, settings, scratch / "runs"))
         print(json.dumps({k: v for k, v in report["runs"][-1].items() if k != "judgements"}), file=sys.stderr)
-    report["load_at_end"] = _load()
+    report["load_at_end"] = load_average()
     write_outputs(args.out, report, to_markdown(report))
     return 0
-
-
-def write_outputs(out: str, report: dict, markdown: str) -> None:
-    """OUT.json and OUT.md, and the table on stdout."""
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".json").write_text(json.dumps(report, indent=2))
-    path.with_suffix(".md").write_text(markdown)
-    print(markdown)
 
 
 if __name__ == "__main__":

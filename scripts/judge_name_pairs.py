@@ -29,7 +29,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from agentic_rag.eval.judge import TYPE_WORDS, _fold_word, judge, normalize
+from agentic_rag.eval.judge import TYPE_WORDS, fold_word, judge, normalize
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "judge_agreement"
@@ -69,7 +69,7 @@ def passages(data: Path) -> list[tuple[str, list[str], str]]:
 def index_words(key: str, rule: str) -> list[str]:
     """The words of a normalised gold that a prediction must hold for ``rule`` to decide: the first word
     of a name for ``full_name``, the name less its type word for ``type_name`` (none: the rule never applies)."""
-    words = [_fold_word(w) for w in key.split()]
+    words = [fold_word(w) for w in key.split()]
     if not 2 <= len(words) <= 4 or any(c.isdigit() for c in key):
         return []
     if rule == "full_name":
@@ -121,7 +121,7 @@ def main() -> int:
         if len(words) > MAX_PREDICTION_WORDS:
             continue
         pred = shown[pkey]
-        for gkey in {g for w in words for g in by_first.get(_fold_word(w), [])}:
+        for gkey in {g for w in words for g in by_first.get(fold_word(w), [])}:
             if gkey == pkey:
                 continue
             tried += 1

@@ -7,7 +7,7 @@ with BM25 near-miss passages (the probe's second training source) has the second
 questions keep their gold passage among near misses, half get near misses only.
 
 Every question whose NQ id is in a probe's training rows is left out, so no dev question was seen
-by a probe. ``--snippets`` writes the same questions as web-search snippets (``train_probe.as_snippets``),
+by a probe. ``--snippets`` writes the same questions as web-search snippets (``datasets.probe_sets.as_snippets``),
 the form CRAG and RGB give. Usage:
 python scripts/make_nq_dev.py [--n 100] [--seed 11] [--snippets] [--out data/nq_dev100.jsonl]
 """
@@ -20,13 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_probe import as_snippets, base_id, nq_records, probe_training_ids  # noqa: E402
-
-from agentic_rag.datasets.crag import IDK  # noqa: E402
+from agentic_rag.datasets.crag import IDK
+from agentic_rag.datasets.probe_sets import as_snippets, base_id, nq_records, probe_training_ids
 
 ROOT = Path(__file__).resolve().parents[1]
+NQ = ROOT.parent / "shared" / "data" / "nq" / "nq_open_oracle.jsonl"
 
 
 def main() -> int:
@@ -40,7 +38,7 @@ def main() -> int:
     args = ap.parse_args()
     seen = probe_training_ids(args.exclude)
     with tempfile.TemporaryDirectory() as tmp:
-        records = nq_records(args.n * 4, args.seed, Path(tmp))
+        records = nq_records(NQ, args.n * 4, args.seed, Path(tmp))
     fresh = [r for r in records if base_id(r.interaction_id) not in seen]
     answerable = [r for r in fresh if r.answer != IDK][: args.n // 2]
     negative = [r.model_copy(update={"question_type": "unanswerable"}) for r in fresh if r.answer == IDK][: args.n // 2]

@@ -3,7 +3,7 @@
 SQuAD 2.0 and NQ-open questions with a year in them ("Who won the oscar for best picture in 1976"),
 taken from neither the SQuAD test sample nor any probe's training rows: SQuAD's as prepared (own
 paragraph plus four of the same article; its unanswerable ones are often the same question with
-the year changed), NQ's as the near-miss records of ``train_probe.nq_records`` shown as web-search
+the year changed), NQ's as the near-miss records of ``datasets.probe_sets.nq_records`` shown as web-search
 snippets (half keep the gold passage, half get near misses only). The general dev split has six
 such questions; this one has enough to see what a period rule costs answerable questions.
 
@@ -18,14 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_probe import as_snippets, nq_records, probe_training_ids  # noqa: E402
-
-from agentic_rag.anchors.matching import RE_YEAR  # noqa: E402
-from agentic_rag.datasets.crag import IDK, iter_records  # noqa: E402
+from agentic_rag.anchors.matching import RE_YEAR
+from agentic_rag.datasets.crag import IDK, iter_records
+from agentic_rag.datasets.probe_sets import as_snippets, nq_records, probe_training_ids
 
 ROOT = Path(__file__).resolve().parents[1]
+NQ = ROOT.parent / "shared" / "data" / "nq" / "nq_open_oracle.jsonl"
 
 
 def main() -> int:
@@ -40,7 +38,7 @@ def main() -> int:
     seen |= {r.interaction_id for r in iter_records(args.test)}
     squad = [r for r in iter_records(args.squad) if RE_YEAR.search(r.query) and r.interaction_id not in seen]
     with tempfile.TemporaryDirectory() as tmp:
-        nq = [as_snippets(r) for r in nq_records(10_000, 11, Path(tmp), exclude=frozenset(seen))
+        nq = [as_snippets(r) for r in nq_records(NQ, 10_000, 11, Path(tmp), exclude=frozenset(seen))
               if RE_YEAR.search(r.query)]
     rows = squad + nq
     args.out.parent.mkdir(parents=True, exist_ok=True)

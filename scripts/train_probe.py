@@ -32,10 +32,10 @@ Usage:
   python scripts/train_probe.py score --data data/squad200.jsonl --out benchmarks/probe/score_squad200.json
 
 The optional 1.5B generator's probe (benchmarks/probe/qwen2.5-coder-1.5b/) is the same three steps
-with ``--preset qwen-1.5b`` (or ``--model DIR`` for any local folder) and
+with ``--preset default`` (or ``--model DIR`` for any local folder) and
 ``fit --data artifacts/probe/train15.npz --out agentic_rag/data/probes/answerability-qwen2.5-coder-1.5b.json
 --report benchmarks/probe/qwen2.5-coder-1.5b/training.json``. The shipped one holds 1,574 prompts: the
-1,170 of the earlier draws plus ``collect --preset qwen-1.5b --squad 300 --nq 150 --seed 4`` resumed into
+1,170 of the earlier draws plus ``collect --preset default --squad 300 --nq 150 --seed 4`` resumed into
 the same file, fitted with ``--layers 18 --c 0.003`` (the layer the generation calls already return, so
 the cached generations replay unchanged).
 """
@@ -45,8 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import re
 import sys
 from pathlib import Path
 
@@ -57,160 +55,49 @@ os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")
 
 import numpy as np
 
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
 from agentic_rag.configuration import Settings
-from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult, iter_records
-from agentic_rag.datasets.prepare import prepare_nq, prepare_squad2
+from agentic_rag.datasets.crag import IDK, CragRecord, iter_records
+from agentic_rag.datasets.probe_sets import (
+    answer_removed, as_snippets, base_id, group_of, nq_records, source_of, squad_records,
+)
+from agentic_rag.eval.probe_report import auc_by_source, learning_curve, refusal_rates, required_auc, source_pairs
+from agentic_rag.eval.plots import pyplot
 from agentic_rag.gate.probe import PACKAGED_PROBE
-from agentic_rag.gate.probe_training import auc, cross_validated_scores, fit_probe
+from agentic_rag.gate.probe_training import auc, fit_probe
 from agentic_rag.llm.packaged import FAST_MODEL
-from agentic_rag.retrieval.hybrid import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
+SQUAD = SHARED / "squad2" / "squad2_dev_half.jsonl"  # the training draws; the evaluated splits are excluded
+NQ = SHARED / "nq" / "nq_open_oracle.jsonl"
 
 
-def squad_records(n: int, exclude_files: list[Path], seed: int, tmp: Path) -> list[CragRecord]:
-    for f in exclude_files:
-        if not f.is_file():
-            raise SystemExit(f"{f} not found: run scripts/make_squad_splits.py and scripts/make_nq_dev.py first "
-                             "(the training set must exclude it)")
-    exclude = {r.interaction_id for f in exclude_files for r in iter_records(f)}
-    path, _ = prepare_squad2(SHARED / "squad2" / "squad2_dev_half.jsonl", tmp / "squad_all.jsonl", progress=False)
-    rows = [r for r in iter_records(path) if r.interaction_id not in exclude]
-    rng = random.Random(seed)
-    ans = [r for r in rows if r.answer != IDK]
-    una = [r for r in rows if r.answer == IDK]
-    return rng.sample(ans, min(n // 2, len(ans))) + rng.sample(una, min(n - n // 2, len(una)))
+class RecordingChat(BaseChatModel):
+    """A chat model that records the prompts it is sent and answers with a fixed reply: injected as
+    ``configurable.llm``, the real graph runs (anchors, workers, packing, the confidence gate) and the
+    exact generator prompts are collected without paying for decoding."""
 
+    reply: str = "I don't know."
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
 
-def base_id(interaction_id: str) -> str:
-    """An NQ record's question id without its "-answerable"/"-negative" variant (and "-snippets" view) suffix."""
-    interaction_id = interaction_id.removesuffix(SNIPPETS_SUFFIX)
-    return interaction_id.rsplit("-", 1)[0] if interaction_id.endswith(("-answerable", "-negative")) else interaction_id
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
 
-
-SNIPPETS_SUFFIX = "-snippets"
-
-
-def probe_training_ids(files: list[Path]) -> set[str]:
-    """The question ids in probe training files (``collect`` outputs), variant suffixes dropped: what
-    a dev split must leave out so that no probe has seen its questions."""
-    return {base_id(str(i)) for f in files for i in np.load(f, allow_pickle=True)["ids"]}
-
-
-def as_snippets(record: CragRecord, words: int = 40) -> CragRecord:
-    """The record as a web search shows it (CRAG's and RGB's form): each passage cut to a window of
-    about ``words`` words, "..." where it was cut; around the answer in a gold passage, elsewhere
-    where it shares most words with the question. The probe otherwise sees only whole Wikipedia
-    paragraphs, and short snippets on the topic are where it reads "answerable" most wrongly."""
-    answers = [a.lower() for a in [record.answer, *record.alternative_answers] if a and a != IDK]
-    asked = set(tokenize(record.query))
-
-    def window(text: str, gold: bool) -> str:
-        toks = text.split()
-        if len(toks) <= words:
-            return text
-        starts = range(0, len(toks) - words + 1, max(1, words // 4))
-
-        def rank(i: int) -> tuple[bool, int]:
-            piece = " ".join(toks[i : i + words]).lower()
-            return (gold and any(a in piece for a in answers), len(asked & set(tokenize(piece))))
-
-        i = max(starts, key=rank)
-        return ("... " if i else "") + " ".join(toks[i : i + words]) + (" ..." if i + words < len(toks) else "")
-
-    gold = set(record.gold_page_urls)
-    pages = [p.model_copy(update={"page_snippet": (w := window(p.page_result or p.page_snippet, p.page_url in gold)),
-                                  "page_result": w}) for p in record.search_results]
-    return record.model_copy(update={"interaction_id": record.interaction_id + SNIPPETS_SUFFIX, "search_results": pages})
-
-
-def nq_records(n: int, seed: int, tmp: Path, distractors: int = 4, exclude: frozenset[str] = frozenset()) -> list[CragRecord]:
-    """Half answerable (gold + near passages), half negative (near passages only, none with an answer).
-
-    ``exclude`` holds question ids (without variant suffix) never to draw, e.g. an NQ dev split's."""
-    import bm25s
-
-    path, _ = prepare_nq(SHARED / "nq" / "nq_open_oracle.jsonl", tmp / "nq_all.jsonl", progress=False)
-    rows = list(iter_records(path))
-    passages = {p.page_url: p for r in rows for p in r.search_results}
-    urls = list(passages)
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([passages[u].page_result for u in urls], stopwords="en", show_progress=False),
-                    show_progress=False)
-    rng = random.Random(seed)
-    pool = [r for r in rows if r.interaction_id not in exclude]
-    chosen = rng.sample(pool, min(n, len(pool)))
-    out = []
-    for i, r in enumerate(chosen):
-        negative = i % 2 == 1
-        answers = [a.lower() for a in [r.answer, *r.alternative_answers]]
-        gold = {p.page_url for p in r.search_results}
-        hits, _ = retriever.retrieve(bm25s.tokenize([r.query], stopwords="en", show_progress=False),
-                                     k=min(40, len(urls)), show_progress=False)
-        near = [urls[j] for j in hits[0] if urls[j] not in gold]
-        near = [u for u in near if not any(a in passages[u].page_result.lower() for a in answers)]
-        pages = [passages[u] for u in near[: distractors + (1 if negative else 0)]]
-        if not negative:
-            pages = [*r.search_results[:1], *pages]
-            rng.shuffle(pages)
-        out.append(r.model_copy(update={
-            "interaction_id": f"{r.interaction_id}-{'negative' if negative else 'answerable'}",
-            "answer": IDK if negative else r.answer,
-            "alternative_answers": [] if negative else r.alternative_answers,
-            "search_results": [SearchResult.model_validate(p.model_dump()) for p in pages],
-            "gold_page_urls": [] if negative else r.gold_page_urls,
-        }))
-    return out
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def answer_removed(record: CragRecord, min_sentences: int = 2) -> CragRecord | None:
-    """The negative twin of an answerable record: every sentence that states an answer string is cut
-    from every passage, so the context stays on the question's topic (same article, same entity) but
-    no longer answers it; this is the "on topic, answer missing" case that near-miss passages from
-    other questions do not teach. None when the gold passage keeps fewer than ``min_sentences``
-    sentences, or when an answer string survives anywhere."""
-    answers = [a.lower() for a in [record.answer, *record.alternative_answers] if a and a != IDK]
-    if not answers or not record.gold_page_urls:
-        return None
-
-    def cut(text: str) -> str:
-        return " ".join(s for s in _SENTENCE_END.split(text) if not any(a in s.lower() for a in answers))
-
-    pages = [p.model_copy(update={"page_result": cut(p.page_result), "page_snippet": cut(p.page_snippet)})
-             for p in record.search_results]
-    gold = [p for p in pages if p.page_url in record.gold_page_urls]
-    if not gold or any(len(_SENTENCE_END.split(p.page_result)) < min_sentences for p in gold):
-        return None
-    if any(a in f"{p.page_result} {p.page_snippet}".lower() for p in pages for a in answers):
-        return None
-    base = record.interaction_id.removesuffix("-answerable")
-    return record.model_copy(update={"interaction_id": f"{base}-removed", "answer": IDK, "alternative_answers": [],
-                                     "question_type": "unanswerable", "search_results": pages, "gold_page_urls": []})
-
-
-def source_of(record_id: str, group: str) -> str:
-    """Report rows by where they came from; answer-removed twins and snippet views apart, since they are built here."""
-    source = "squad2" if group.startswith("squad2:") else "nq"
-    return f"{source}_removed" if record_id.endswith("-removed") else (
-        f"{source}_snippets" if record_id.endswith(SNIPPETS_SUFFIX) else source)
-
-
-def group_of(record: CragRecord) -> str:
-    """Cross-validation group: the SQuAD article (all its paragraphs share questions' topics), or the NQ id."""
-    url = record.search_results[0].page_url if record.search_results else ""
-    if url.startswith("squad2://"):
-        return "squad2:" + url.split("/")[2]
-    return base_id(record.interaction_id)
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.prompts.append(list(messages))
+        usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply, usage_metadata=usage))])
 
 
 def generator_prompt(record: CragRecord, settings: Settings):
     """The exact prompt the agent sends its generator for this record (None: refused before generation)."""
     import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
-    from agentic_rag.llm.recording import RecordingChat
     from agentic_rag.runner import answer
 
     recorder = RecordingChat()
@@ -243,9 +130,12 @@ def collect(args: argparse.Namespace) -> int:
 
     tmp = args.out.parent
     tmp.mkdir(parents=True, exist_ok=True)
-    records = squad_records(args.squad, args.exclude, args.seed, tmp) if args.squad else []
+    try:
+        records = squad_records(SQUAD, args.squad, args.exclude, args.seed, tmp) if args.squad else []
+    except FileNotFoundError as exc:
+        raise SystemExit(str(exc)) from None
     held_out = frozenset(base_id(r.interaction_id) for f in args.exclude for r in iter_records(f))
-    records += nq_records(args.nq, args.seed, tmp, exclude=held_out) if args.nq else []
+    records += nq_records(NQ, args.nq, args.seed, tmp, exclude=held_out) if args.nq else []
     if args.removed:
         twins = [t for r in records if r.answer != IDK and (t := answer_removed(r)) is not None]
         print(f"{len(twins)} answer-removed negatives from {sum(r.answer != IDK for r in records)} answerable records")
@@ -314,15 +204,6 @@ def score(args: argparse.Namespace) -> int:
     return 0
 
 
-def refusal_rates(p: np.ndarray, y: np.ndarray, threshold: float) -> dict[str, float | None]:
-    """Refusing below ``threshold``: the share of unanswerable rows refused and of answerable rows
-    refused (None for a class the rows do not have)."""
-    def share(mask: np.ndarray) -> float | None:
-        return round(float((p[mask] < threshold).mean()), 3) if mask.any() else None
-
-    return {"refusal_unanswerable": share(y == 0), "false_refusal": share(y == 1)}
-
-
 def _save(path: Path, done: dict[str, dict], model_key: str) -> None:
     ids = list(done)
     np.savez(path, X=np.stack([done[i]["X"] for i in ids]), y=np.array([done[i]["y"] for i in ids]),
@@ -359,54 +240,12 @@ def fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def source_pairs(y: np.ndarray, sources: np.ndarray) -> dict[str, np.ndarray]:
-    """Rows to score each source on: its own rows, and for a negatives-only source (answer-removed
-    twins) also the answerable rows of the source it was built from."""
-    out = {}
-    for src in sorted(set(sources)):
-        m = sources == src
-        if not (m & (y == 1)).any():
-            m = m | ((sources == src.removesuffix("_removed")) & (y == 1))
-        if (m & (y == 0)).any() and (m & (y == 1)).any():
-            out[str(src)] = m
-    return out
-
-
-def auc_by_source(oof: np.ndarray, y: np.ndarray, sources: np.ndarray) -> dict[str, float]:
-    return {src: round(auc(y[m], oof[m]), 4) for src, m in source_pairs(y, sources).items()}
-
-
-def learning_curve(X: np.ndarray, y: np.ndarray, groups: list[str], c: float,
-                   fractions=(0.25, 0.5, 0.75, 1.0), draws: int = 3) -> dict[str, float]:
-    """Article-grouped CV AUC when each training fold keeps only a fraction of its rows (mean of
-    ``draws`` random subsets): whether more rows of the same kind would still help."""
-    rng = np.random.default_rng(0)
-    curve = {}
-    for fraction in fractions:
-        n = 1 if fraction >= 1.0 else draws
-        aucs = [auc(y, cross_validated_scores(X, y, groups, c, train_fraction=fraction, rng=rng)) for _ in range(n)]
-        curve[str(fraction)] = round(float(np.mean(aucs)), 3)
-    return curve
-
-
-def required_auc(refusal: float, false_refusal: float) -> float:
-    """The AUC a score needs for its ROC to pass through (false_refusal, refusal), under an
-    equal-variance binormal model: d' = z(refusal) + z(1 - false_refusal), AUC = Phi(d' / sqrt 2)."""
-    from scipy.stats import norm
-
-    d_prime = norm.ppf(refusal) + norm.ppf(1.0 - false_refusal)
-    return round(float(norm.cdf(d_prime / np.sqrt(2.0))), 3)
-
-
 def roc_plot(oof: np.ndarray, y: np.ndarray, sources: np.ndarray, path: Path, auc: float) -> Path:
     """Out-of-fold ROC per source, with the issue's operating point (refuse >= 70% of unanswerable
     questions at <= 15% false refusals) marked: a curve that passes below it cannot meet the targets."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from sklearn.metrics import roc_curve
 
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 5))
     for src, m in source_pairs(y, sources).items():
         # "refuse" is the positive class and a lower P(answerable) refuses first:

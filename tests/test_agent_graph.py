@@ -12,38 +12,10 @@ from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.state import STATE_KEYS
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
-from tests.fakes import ScriptedChat, real_tokens, sources_in
+from agentic_rag.testing.fakes import ScriptedChat, real_tokens, sources_in
+from agentic_rag.testing.records import PAGES, QUESTION, QUOTE_2004, QUOTE_2005, record  # noqa: F401 - other tests import them from here
 
-PAGES = {
-    "Oscars 2004": (
-        "At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best Animated Feature. "
-        "The ceremony took place at the Kodak Theatre in Hollywood. Pixar produced the film."
-    ),
-    "Oscars 2005": (
-        "At the 77th Academy Awards in 2005, The Incredibles won the Oscar for Best Animated Feature. "
-        "Brad Bird directed The Incredibles for Pixar."
-    ),
-    "Pixar history": (
-        "Pixar Animation Studios is an American animation studio based in Emeryville, California. "
-        "It was founded in 1986 and was bought by Disney in 2006."
-    ),
-    "Gardening": "Tomatoes grow best in warm soil with six hours of sun a day and regular watering.",
-}
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-QUESTION = "which movie won best animated feature at the 2004 oscars?"
-QUOTE_2004 = "At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best Animated Feature"
-QUOTE_2005 = "At the 77th Academy Awards in 2005, The Incredibles won the Oscar for Best Animated Feature"
-
-
-def record(question: str = QUESTION, pages: dict[str, str] = PAGES) -> CragRecord:
-    return CragRecord(
-        interaction_id="toy-1",
-        query=question,
-        answer="finding nemo",
-        search_results=[
-            {"page_name": name, "page_url": f"toy://{i}", "page_result": text} for i, (name, text) in enumerate(pages.items())
-        ],
-    )
 
 
 def run(settings: Settings, replies: list[str], rec: CragRecord | None = None, tokenizer: bool = False, **overrides):

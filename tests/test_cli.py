@@ -31,9 +31,27 @@ def test_unknown_record_id_is_a_clear_error(tmp_path):
     assert res.exit_code == 2 and "no record" in res.output
 
 
-def test_settings_table_lists_units():
+def test_settings_table_shows_every_setting_with_the_models_unit_and_where_its_value_comes_from(monkeypatch):
+    import os
+
+    from agentic_rag.configuration import PRESETS_DIR, Settings, unit_of
+
+    for name in [n for n in os.environ if n.startswith(("AGENTIC_RAG_", "OPENAI_"))]:
+        monkeypatch.delenv(name)
     res = runner.invoke(app, ["settings", "--preset", "lean"])
-    assert res.exit_code == 0 and "MAX_CONTEXT_TOKENS" in res.stdout and "tokens" in res.stdout
+    assert res.exit_code == 0, res.output
+    rows = {cells[1]: cells for line in res.stdout.splitlines() if line.count("\u2502") == 7
+            and (cells := [c.strip() for c in line.split("\u2502")[1:-1]])[1]}
+    fields = Settings.flat_fields()
+    assert set(fields) <= set(rows), f"settings missing from the table: {set(fields) - set(rows)}"
+    lean = {k: v for section in json.loads((PRESETS_DIR / "lean.json").read_text()).values() for k, v in section.items()}
+    values = Settings.load(preset="lean").public_dump()
+    for name, field in fields.items():
+        section, _, value, unit, source = rows[name][:5]
+        assert (section, unit) == (Settings.section_of(name), unit_of(field)), name
+        assert source == ("preset lean" if name in lean else "default"), name
+        if name in lean:
+            assert value == str(values[name]) == str(lean[name]), name
 
 
 def test_graph_prints_the_agent_shape_offline():

@@ -20,7 +20,8 @@ from agentic_rag.datasets.crag import CragRecord, iter_records
 from agentic_rag.ingest.ingest import index_for_record, record_cache_key
 from agentic_rag.llm.factory import get_tokenizer
 from agentic_rag.llm.packaged import resolve_local_model
-from tests.fakes import ScriptedChat
+from agentic_rag.testing.fakes import ScriptedChat
+from agentic_rag.testing.records import kit_batches
 
 KIT_DIR = Path(os.environ.get("CRAG_KIT_DIR", "/nonexistent-crag-kit"))
 needs_kit = pytest.mark.skipif(
@@ -28,18 +29,6 @@ needs_kit = pytest.mark.skipif(
     reason="set CRAG_KIT_DIR to a checkout of the official CRAG starter kit (facebookresearch/CRAG)",
 )
 UNIVERSAL = "DreamWorks Animation is owned by Universal Pictures {cite:universal}. "
-
-
-def kit_batches(records, batch_size):
-    """As the kit does: chunk the stream, and turn each chunk into a dict of lists."""
-    for i in range(0, len(records), batch_size):
-        chunk = records[i : i + batch_size]
-        yield {
-            "interaction_id": [r.interaction_id for r in chunk],
-            "query": [r.query for r in chunk],
-            "search_results": [[s.model_dump() for s in r.search_results] for r in chunk],
-            "query_time": [r.query_time for r in chunk],
-        }
 
 
 @pytest.fixture(scope="module")

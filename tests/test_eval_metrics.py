@@ -169,7 +169,7 @@ def test_targets_plot_has_a_row_per_rate_target_and_each_generators_own_bar(tmp_
             "refused before generation without an LLM call": {"refused_before_generation": 2, "with_llm_call": 0},
         }}}
 
-    plt = plots._plt()
+    plt = plots.pyplot()
     drawn = []  # (x, middle y) of every vertical target bar
     subplots = plt.subplots
 

@@ -4,25 +4,11 @@ import json
 
 import pytest
 
-from agentic_rag.datasets.crag import write_records
 from agentic_rag.eval.runner import run_eval
-from tests.fakes import ScriptedChat
-from tests.test_agent_graph import QUOTE_2004, record
-
-TIMING = {"latency_p50_ms", "latency_p95_ms"}
-
-
-def dataset(tmp_path, n: int = 5):
-    recs = []
-    for i in range(n):
-        r = record()
-        r.interaction_id = f"toy-{i}"
-        if i % 2:
-            r.answer = "i don't know"
-        recs.append(r)
-    path = tmp_path / "toy.jsonl"
-    write_records(recs, path)
-    return path
+from agentic_rag.testing.fakes import ScriptedChat
+from agentic_rag.testing.processes import TIMING  # noqa: F401 - other tests import it from here
+from agentic_rag.testing.records import QUOTE_2004
+from agentic_rag.testing.records import toy_dataset as dataset  # other tests import it from here
 
 
 def fake():

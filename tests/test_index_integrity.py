@@ -21,32 +21,16 @@ from agentic_rag.ingest.ingest import build_corpus_index, index_for_record, reco
 from agentic_rag.ingest.pages import make_page
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import BrokenIndexError, HybridIndex
+from agentic_rag.testing.processes import start_ingest
+from agentic_rag.testing.records import REGATTA, docs_folder
 
 ROOT = Path(__file__).resolve().parents[1]
-TEXT = ("The {i}th annual regatta on Lake Minnetonka was won by crew {i} in a time of {m} minutes, "
-        "a record for the {i}th edition of the race held every summer since 1901. ")
-
-
-def docs_folder(path: Path, n: int) -> Path:
-    path.mkdir()
-    for i in range(n):
-        (path / f"doc{i:04d}.txt").write_text(TEXT.format(i=i, m=40 + i % 9) * 12)
-    return path
+TEXT = REGATTA
 
 
 def _record(rid: str = "r1") -> CragRecord:
     return CragRecord(interaction_id=rid, query="who won the regatta?", search_results=[
         {"page_name": "regatta", "page_url": "toy://regatta", "page_result": TEXT.format(i=7, m=41) * 20}])
-
-
-def start_ingest(folder: Path, out: Path, artifacts: Path) -> tuple[subprocess.Popen, list[bytes]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentic_rag.cli", "ingest", str(folder), "--out", str(out), "-o", f"ARTIFACTS_DIR={artifacts}"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    seen: list[bytes] = []
-    threading.Thread(target=lambda: seen.extend(iter(lambda: proc.stderr.read(64), b"")), daemon=True).start()
-    return proc, seen
 
 
 def _kill_when(proc: subprocess.Popen, seen: list[bytes], marker: bytes, timeout: float = 300) -> None:

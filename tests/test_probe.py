@@ -164,22 +164,13 @@ def test_real_model_state_from_the_generation_call_matches_a_forward_pass(settin
         model.invoke(messages, prompt_state_layer=len(states))
 
 
-def _train_probe_script():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "train_probe.py"
-    spec = importlib.util.spec_from_file_location("train_probe", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_gold(shared_data, tmp_path):
     from agentic_rag.datasets.crag import IDK, iter_records
 
-    tp = _train_probe_script()
-    records = tp.nq_records(8, seed=3, tmp=tmp_path)
+    from agentic_rag.datasets import probe_sets as tp
+
+    source = shared_data / "nq" / "nq_open_oracle.jsonl"
+    records = tp.nq_records(source, 8, seed=3, tmp=tmp_path)
     originals = {r.interaction_id: r for r in iter_records(tmp_path / "nq_all.jsonl")}
     negatives = [r for r in records if r.answer == IDK]
     answerable = [r for r in records if r.answer != IDK]
@@ -194,14 +185,14 @@ def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_g
         assert r.answer == originals[tp.group_of(r)].answer
     # a held-out split's questions are never drawn again, whichever variant they were
     held_out = frozenset(tp.base_id(r.interaction_id) for r in records)
-    again = tp.nq_records(8, seed=3, tmp=tmp_path, exclude=held_out)
+    again = tp.nq_records(source, 8, seed=3, tmp=tmp_path, exclude=held_out)
     assert len(again) == 8 and not {tp.base_id(r.interaction_id) for r in again} & held_out
 
 
 def test_answer_removed_twin_keeps_the_topic_and_loses_every_answer_sentence():
+    from agentic_rag.datasets import probe_sets as tp
     from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult
-
-    tp = _train_probe_script()
+    from agentic_rag.eval.probe_report import auc_by_source, source_pairs
     gold = SearchResult(page_name="Normans (paragraph 1)", page_url="squad2://Normans/1", page_result=(
         "The Normans were the people who gave their name to Normandy. Rollo swore fealty to King Charles III. "
         "Their identity emerged in the first half of the 10th century. It continued to evolve."))
@@ -222,9 +213,9 @@ def test_answer_removed_twin_keeps_the_topic_and_loses_every_answer_sentence():
     # the twin is scored against the answerable rows of the source it came from
     y = np.array([1, 0, 0, 1, 0])
     sources = np.array(["squad2", "squad2", "squad2_removed", "nq", "nq"])
-    pairs = tp.source_pairs(y, sources)
+    pairs = source_pairs(y, sources)
     assert pairs["squad2_removed"].tolist() == [True, False, True, False, False]
-    assert set(tp.auc_by_source(np.array([0.9, 0.2, 0.1, 0.3, 0.8]), y, sources)) == {"squad2", "squad2_removed", "nq"}
+    assert set(auc_by_source(np.array([0.9, 0.2, 0.1, 0.3, 0.8]), y, sources)) == {"squad2", "squad2_removed", "nq"}
 
 
 def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_passage_lacks(settings):
@@ -241,7 +232,8 @@ def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_pas
 
 
 def test_required_auc_is_chance_at_the_diagonal_and_grows_with_the_target():
-    tp = _train_probe_script()
+    from agentic_rag.eval import probe_report as tp
+
     assert tp.required_auc(refusal=0.5, false_refusal=0.5) == pytest.approx(0.5)
     assert tp.required_auc(refusal=0.7, false_refusal=0.15) == pytest.approx(0.865, abs=1e-3)
     assert tp.required_auc(refusal=0.9, false_refusal=0.05) > tp.required_auc(refusal=0.7, false_refusal=0.15)
@@ -249,8 +241,9 @@ def test_required_auc_is_chance_at_the_diagonal_and_grows_with_the_target():
 
 def test_learning_curve_subsamples_training_folds():
     X, y, groups = _synthetic()
-    tp = _train_probe_script()
-    curve = tp.learning_curve(X[:, 2, :], y, groups, c=0.05, fractions=(0.1, 1.0), draws=2)
+    from agentic_rag.eval.probe_report import learning_curve
+
+    curve = learning_curve(X[:, 2, :], y, groups, c=0.05, fractions=(0.1, 1.0), draws=2)
     assert set(curve) == {"0.1", "1.0"} and curve["1.0"] > 0.9 and curve["0.1"] <= curve["1.0"] + 0.05
 
 
@@ -281,20 +274,24 @@ def test_real_model_quote_probe_reads_the_quoted_sentences_alone_in_one_booked_c
 @pytest.mark.model
 def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_model(settings, tmp_path):
     """score runs the agent's own prompt building, reads the real model's states and fits nothing."""
-    import argparse
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
 
     from agentic_rag.datasets.crag import IDK, write_records
-    from tests.test_agent_graph import record
+    from agentic_rag.testing.records import record
 
-    tp = _train_probe_script()
     answerable = record()
     unanswerable = record().model_copy(update={"interaction_id": "toy-2", "answer": IDK})
     data = tmp_path / "two.jsonl"
     write_records([answerable, unanswerable], data)
     out = tmp_path / "score.json"
-    args = argparse.Namespace(data=data, probe=None, model=None, out=out, preset=None,
-                              override=[f"ARTIFACTS_DIR={settings.paths.ARTIFACTS_DIR}"])
-    assert tp.score(args) == 0
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "train_probe.py"), "score", "--data", str(data),
+                           "--out", str(out), "--override", f"ARTIFACTS_DIR={settings.paths.ARTIFACTS_DIR}"],
+                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["scored"] + report["refused_before_generation"] == 2 and report["layer"] == load_probe(None).layer
     assert report["probe"] == "agentic_rag/data/probes/" + PACKAGED_PROBE.name  # the shipped probe of the model
@@ -349,9 +346,9 @@ def test_quote_bundle_keeps_only_the_quoted_sentences_under_their_own_source():
 
 
 def test_snippet_view_keeps_the_answer_window_of_the_gold_page_and_groups_with_its_question():
+    from agentic_rag.datasets import probe_sets as tp
     from agentic_rag.datasets.crag import CragRecord, SearchResult
 
-    tp = _train_probe_script()
     filler = " ".join(f"word{i}" for i in range(60))
     gold = SearchResult(page_name="Titanic", page_url="nq://1", page_result=(
         f"{filler} Titanic's keel was laid down on 31 March 1909 at Harland and Wolff. {filler}"))

@@ -1,7 +1,7 @@
 """Eval runs lose or double nothing: killed at any point, interrupted with Ctrl-C, resumed under a new
 server port, written by two processes at once, pointed at a folder that cannot be written.
 
-The model is the scripted reply served over real HTTP by tests/fault_server.py (openai backend), so the
+The model is the scripted reply served over real HTTP by agentic_rag/testing/fault_server.py (openai backend), so the
 runs are real `agentic-rag eval` processes, killed and resumed for real; one check uses the 0.5B."""
 
 from __future__ import annotations

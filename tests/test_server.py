@@ -4,20 +4,12 @@ the settings schema published for LangGraph Studio."""
 from __future__ import annotations
 
 import json
-import os
-import urllib.error
 import urllib.request
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
 
 import pytest
 
+from agentic_rag.testing.servers import console_script, graph_server, post
 from graphs.server import input_problem, settings_problem
-from tests.servers import console_script, free_port, running
-
-REPO = Path(__file__).resolve().parents[1]
-STARTUP_S = 300
 
 
 def test_input_problem_names_the_field():
@@ -58,30 +50,6 @@ def test_graphs_declare_their_input_output_and_working_shapes():
     assert "terminated_by" in TypeAdapter(WorkerPath).json_schema()["properties"]
     assert TypeAdapter(Signals).json_schema()["properties"]["verified_score"]["anyOf"][1] == {"type": "null"}
     assert get_type_hints(RAGState)["bundle"] is Bundle
-
-
-def post(port: int, body: dict, timeout: float = 600, path: str = "/runs/wait") -> tuple[int, dict]:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
-                                 headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, json.load(resp)
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
-
-
-@contextmanager
-def graph_server(langgraph: list[str], folder: Path, env: dict[str, str] | None = None) -> Iterator[tuple[int, Path]]:
-    """`langgraph dev` serving this checkout's graphs, its artifacts and log in ``folder``: (port, log).
-    Shared with scripts/bench_reliability.py."""
-    port = free_port()
-    env = {**(os.environ if env is None else env), "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false",
-           "AGENTIC_RAG_ARTIFACTS_DIR": str(folder)}
-    cmd = [*langgraph, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-           "--config", str(REPO / "langgraph.json")]
-    # from the repo: langgraph.json's http.app path is read relative to the working directory
-    with running(cmd, f"http://127.0.0.1:{port}/ok", folder / "server.log", STARTUP_S, cwd=REPO, env=env):
-        yield port, folder / "server.log"
 
 
 @pytest.fixture

@@ -35,6 +35,9 @@ RIVER = "The Mississippi takes its name from an Ojibwe word meaning Great Water.
     (f'Source 1 says: "{MAYOR}" So the mayor was Christine Lundberg.', "So the mayor was Christine Lundberg."),
     (f'She wrote The Tenant of Wildfell Hall, "{BRONTE[:60]}" [1].', "She wrote The Tenant of Wildfell Hall."),
     (f'The name means Great Water ("{RIVER[:-1]}") [3].', "The name means Great Water."),
+    # a run of evidence quotes side by side after the answer sentence goes as a whole
+    (f'Christine Lundberg was the mayor in 2019 [1]. "{MAYOR[:-1]}" "{RIVER[:-1]}" "Dear reader, the mayor was her"',
+     "Christine Lundberg was the mayor in 2019."),
     # a source sentence beside its marker that the sentence's grammar needs stays (removed, "said" would hang)
     ('He said "we will fight on the beaches" [1].', 'He said "we will fight on the beaches".'),
     # an answer that is only a quote keeps its words

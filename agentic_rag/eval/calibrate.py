@@ -78,12 +78,12 @@ def calibrate(
         summary = run["summary"]
         rows.append({"value": value, **{k: summary.get(k) for k in METRICS}})
         runs.append({"name": f"{name}={value}", "summary": summary, "rows": run["rows"]})
-    best = choose(rows, getattr(settings, name), max_false_refusal)
+    best = choose(rows, settings.value(name), max_false_refusal)
     report = {
         "dataset": str(dataset),
         "system": system,
         "param": name,
-        "default": getattr(settings, name),
+        "default": settings.value(name),
         "fixed": fixed_settings(settings, name),
         "rule": f"max CRAG score s.t. false_refusal_rate <= {max_false_refusal} (if none meets it: lowest "
         "false_refusal_rate, then max score); ties: higher refusal on unanswerable",

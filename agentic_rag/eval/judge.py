@@ -107,7 +107,7 @@ _NAME_PARTICLES = frozenset("de da das do dos du del della der den van von la le
 _NAME_WORD = re.compile(r"^[^\W\d_][\w'\u2019.-]*$")
 
 
-def _fold_word(word: str) -> str:
+def fold_word(word: str) -> str:
     """Lower case without accents or dots: "Andr\u00e9s" meets "andres", "J." meets "j"."""
     return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c)).strip(".")
 
@@ -120,7 +120,7 @@ def _name_runs(text: str) -> list[list[str]]:
     for raw in re.findall(r"[^\s,;:()\[\]\"/]+|[,;:()\[\]\"/]", str(text)):
         word = raw.rstrip(".") if not re.fullmatch(r"(?:[A-Z]\.)+", raw) else raw
         if _NAME_WORD.match(word) and (word[0].isupper() or (runs[-1] and word in _NAME_PARTICLES)):
-            runs[-1].append(_fold_word(word))
+            runs[-1].append(fold_word(word))
         else:
             runs.append([])
         if raw.endswith(".") and not re.fullmatch(r"(?:[A-Z]\.)+|(?:Jr|Sr|St|Dr|Mr|Mrs|Ms)\.", raw):
@@ -136,7 +136,7 @@ def _name_runs(text: str) -> list[list[str]]:
 
 def _full_name_match(prediction: str, gold: str) -> bool:
     """Does a name in ``prediction`` extend the gold name (every gold word, in order, first word first)?"""
-    g = [_fold_word(w) for w in normalize(gold).split()]
+    g = [fold_word(w) for w in normalize(gold).split()]
     if not 2 <= len(g) <= 4 or any(ch.isdigit() for ch in gold) or g[0] in _NAME_PARTICLES:
         return False
     for run in _name_runs(prediction):
@@ -165,14 +165,14 @@ def _type_name_match(prediction: str, gold: str) -> bool:
     whole run of capitalised words, followed by nothing, punctuation, a function word or a past-tense
     verb ("Ivan formed ..."): before a noun it is an adjective ("Vistula terraces", "Islamic revolution"),
     and beside a comma and another name it is part of that name ("Massillon, Ohio")."""
-    g = [_fold_word(w) for w in normalize(gold).split()]
+    g = [fold_word(w) for w in normalize(gold).split()]
     if not 2 <= len(g) <= 4 or any(ch.isdigit() for ch in gold):
         return False
     name = g[1:] if g[0] in TYPE_WORDS else g[:-1] if g[-1] in TYPE_WORDS else []
     if not name or any(w in TYPE_WORDS or w in _NAME_PARTICLES for w in name):
         return False
     raw = re.findall(r"[\w'\u2019.-]+|[^\w\s]", str(prediction))
-    words = [_fold_word(t) for t in raw]
+    words = [fold_word(t) for t in raw]
     k = len(name)
     for i in range(len(raw) - k + 1):
         if words[i : i + k] != name or not all(t[:1].isupper() for t in raw[i : i + k]):

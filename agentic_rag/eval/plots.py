@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-def _plt():
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (plots are written, never shown), imported on first use."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -68,7 +69,7 @@ def common_coverage(curves: list[list[tuple[float, float]]]) -> float | None:
 def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Risk-coverage") -> Path:
     """One curve per run; a run may carry its own ``score`` (how its answers are ranked) and the
     legend gives each curve's area."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     curves = [risk_coverage(run["rows"], run.get("score", confidence_of)) for run in runs]
     common = common_coverage(curves)
@@ -87,7 +88,7 @@ def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Ris
 
 def plot_pareto(runs: list[dict[str, Any]], path: Path) -> Path:
     """Evidence consistency (mean overlap of answered questions) against tokens per question."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for run in runs:
         s = run["summary"]
@@ -103,7 +104,7 @@ def plot_targets(reports: list[tuple[str, dict[str, Any]]], path: Path) -> Path:
     """Each rate target of the abstention reports, one row per target: every generator's figure with
     its 95% interval, and beside it a black bar at its target, marked with the side that passes.
     ``reports`` are (generator label, report) pairs, each report as ``bench_abstention`` writes it."""
-    plt = _plt()
+    plt = pyplot()
     rows = list(dict.fromkeys((dataset, name) for _, report in reports for dataset, v in report.items()
                               for name, t in v["targets"].items() if "interval_95" in t))
     fig, ax = plt.subplots(figsize=(6.5, 0.75 * len(rows) + 1.2))

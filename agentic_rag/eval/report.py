@@ -1,17 +1,12 @@
-"""A finished run's report.md (summary, breakdowns, refusals by reason, the risk-coverage plot), and
-re-scoring a finished run with the current judge."""
+"""A finished run's report.md (summary, breakdowns, refusals by reason, the risk-coverage plot)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.eval.judge import judge
-from agentic_rag.eval.metrics import metric_label, run_summary
+from agentic_rag.eval.metrics import metric_label
 from agentic_rag.eval.refusals import refusal_table
-from agentic_rag.eval.results import read_results
-from agentic_rag.eval.rows import matches_world_answer
 
 
 def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
@@ -33,21 +28,3 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]])
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
-
-
-def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
-    """Re-score a finished run with the current judge (no model call); rewrites results and summary."""
-    out = Path(out_dir)
-    results_path = out / "results.jsonl"
-    rows = read_results(results_path)
-    for row in rows:
-        j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok")
-        row.update(judgement=j.label, judge_rule=j.rule, score=j.score, em=j.em, f1=j.f1)
-        if row.get("world_answer"):
-            row["matches_world_answer"] = matches_world_answer(row)
-    results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
-    summary = run_summary(old.get("system", rows[0].get("system", "")) if rows else "", rows, old.get("bad_records", 0))
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    write_report(out, summary, rows)
-    return summary

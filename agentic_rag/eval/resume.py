@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.configuration import SECRET_SETTINGS
+from agentic_rag.configuration import REMOVED_SETTINGS, SECRET_SETTINGS
 from agentic_rag.errors import UserError
+
 
 # Settings that change where files go, how fast a run is or how the model server is reached, never
 # what it answers: a run resumes across them (the server moved to another port, a longer timeout).
@@ -63,7 +64,8 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
     new = json.loads(json.dumps(config, default=str))
     diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe")}
     a, b = old.get("settings") or {}, new.get("settings") or {}
-    diffs |= {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS}
+    diffs |= {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS
+              and not (k in REMOVED_SETTINGS and k not in b and a.get(k) == REMOVED_SETTINGS[k][0])}  # now a constant
     changed = [f"{k}: {was!r} -> {now!r}" for k, (was, now) in diffs.items() if was != now]
     if changed:
         more = len(changed) - MISMATCHES_SHOWN

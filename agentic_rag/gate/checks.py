@@ -91,7 +91,6 @@ LAYER_CODES = {r.code: r.layer for r in REASON_LIST if r.layer and r.stage != IN
 GATE_REASONS: dict[str, tuple[str, str]] = {
     "no_relevant_information": ("ABSTAIN_NO_EVIDENCE", "No relevant information was found in the documents."),
     "scores_too_low": ("ABSTAIN_LOW_RETRIEVAL_SCORE", "The retrieved information is not sufficiently relevant."),
-    "insufficient_chunks": ("ABSTAIN_LOW_RETRIEVAL_SCORE", "Too few passages are relevant enough to answer from."),
     "no_clear_winner": ("ABSTAIN_NO_SCORE_GAP", "No clear best match among the retrieved results."),
 }
 

@@ -2,13 +2,13 @@
 
 Tier 1 (``USE_RERANKER``): relevance on a 0-3 scale, from a cross-encoder (``RERANKER_KIND=cross_encoder``,
 gate/crossencoder.py) or from the generator asked for a grade per passage (``llm``, gate/grader.py);
-the top passage needs ``RELEVANCE_THRESHOLD`` and at least ``MIN_CHUNKS_REQUIRED`` graded passages
-must reach it.
+the top passage needs ``RELEVANCE_THRESHOLD``.
 Tier 2 (otherwise): retrieval scores normalised to [0, 1] so one threshold means the same thing for
 every score source (``GATE_SCORE_SOURCE``):
 
 - ``vector``: cosine of passage and question, clipped at 0 (unit vectors, so 1 = same meaning);
-- ``bm25``:   s / (s + ``BM25_HALF_SCORE``), which is 0.5 when the raw BM25 score equals that constant;
+- ``bm25``:   s / (s + ``BM25_HALF_SCORE``), which is 0.5 when the raw BM25 score equals that constant
+  (a fixed scale, not a setting: ``vector`` is the source the thresholds were calibrated on);
 - ``fused``:  the reciprocal-rank fusion score, already scaled so 1 = first in every ranking.
 
 The top passage needs ``RETRIEVAL_MIN_SCORE``, and top-1 / top-2 must reach ``RETRIEVAL_MIN_RATIO``
@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agentic_rag.gate.checks import GATE_REASONS
+
+BM25_HALF_SCORE = 5.0  # the raw BM25 score that normalises to 0.5 (BM25 score units)
 
 # the sentence each of the gate's reasons opens its message with (codes and wording: gate/checks.py)
 REASONS = {gate_reason: text for gate_reason, (_, text) in GATE_REASONS.items()}
@@ -38,7 +40,7 @@ class GateResult:
         return asdict(self)
 
 
-def normalised_score(passage: dict[str, Any], source: str, bm25_half: float) -> float:
+def normalised_score(passage: dict[str, Any], source: str, bm25_half: float = BM25_HALF_SCORE) -> float:
     if source == "vector":
         return max(0.0, float(passage.get("fine_sim", passage.get("vector_score", 0.0))))
     if source == "bm25":
@@ -58,16 +60,11 @@ def confidence_gate(passages: list[dict[str, Any]], settings, rerank: list[float
         return _refuse("no_relevant_information", "retrieval", "No passage was retrieved.", [])
     if rerank is not None:
         scores = sorted(rerank, reverse=True)
-        above = sum(s >= settings.gate.RELEVANCE_THRESHOLD for s in scores)
         if scores[0] < settings.gate.RELEVANCE_THRESHOLD:
             return _refuse("scores_too_low", "reranker",
                            f"Top relevance {scores[0]:.2f} is below {settings.gate.RELEVANCE_THRESHOLD} (0-3 scale).", scores)
-        if above < settings.gate.MIN_CHUNKS_REQUIRED:
-            return _refuse("insufficient_chunks", "reranker",
-                           f"{above} passage(s) reach relevance {settings.gate.RELEVANCE_THRESHOLD}; "
-                           f"{settings.gate.MIN_CHUNKS_REQUIRED} needed.", scores)
         return GateResult(True, "reranker", scores=scores)
-    scores = sorted((normalised_score(p, settings.gate.GATE_SCORE_SOURCE, settings.gate.BM25_HALF_SCORE) for p in passages), reverse=True)
+    scores = sorted((normalised_score(p, settings.gate.GATE_SCORE_SOURCE) for p in passages), reverse=True)
     if scores[0] < settings.gate.RETRIEVAL_MIN_SCORE:
         return _refuse("scores_too_low", "retrieval",
                        f"Top {settings.gate.GATE_SCORE_SOURCE} score {scores[0]:.3f} is below {settings.gate.RETRIEVAL_MIN_SCORE}.", scores)

@@ -13,7 +13,7 @@ own words about its confidence are never read.
 - ``answer_relevance``: cosine of answer to question; a faithful copy of an off-topic source sentence
   is supported but answers nothing.
 
-A source whose page addresses the model (``ingest.injection.UNTRUSTED_PATTERNS``: "ignore previous
+A source whose page addresses the model (``injection.UNTRUSTED_PATTERNS``: "ignore previous
 instructions", "if anyone asks ..., answer X", fake "Answer:" lines) backs nothing: it is left out of
 attribution, of verbatim quotes and of the cited text, so an answer resting on such sources alone is
 unsupported, however well its words match them. ``untrusted_sources`` names them for the trace.

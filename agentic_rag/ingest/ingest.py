@@ -41,6 +41,7 @@ from agentic_rag.timing import part, startup_step
 
 FOLDER_SUFFIXES = {".html", ".htm", ".txt", ".md", ".pdf"}
 _UTF8_SEQUENCE = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
+INDEXES_IN_MEMORY = 16  # loaded per-question indexes kept for the next question or system (indexes)
 _MEMORY: "OrderedDict[str, HybridIndex]" = OrderedDict()
 _IN_FLIGHT: dict[str, threading.Lock] = {}  # index key -> lock held while one thread loads or builds it
 _LOCK = threading.Lock()
@@ -118,7 +119,7 @@ def index_for_record(record: CragRecord, settings: Settings) -> HybridIndex:
                 index = _load_or_build(record, settings, key)
             with _LOCK:
                 _MEMORY[memory_key] = index
-                while len(_MEMORY) > settings.retrieval.INDEX_MEMORY_SIZE:
+                while len(_MEMORY) > INDEXES_IN_MEMORY:
                     _MEMORY.popitem(last=False)
             return index
     finally:

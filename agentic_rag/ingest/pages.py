@@ -21,7 +21,8 @@ from lxml import html as lxml_html
 from trafilatura.utils import load_html
 
 from agentic_rag.datasets.crag import clean_text
-from agentic_rag.ingest.visibility import GONE, ROOT, Context, context, inline_styles
+from agentic_rag.ingest.stylesheets import inline_styles
+from agentic_rag.ingest.visibility import GONE, ROOT, Context, context
 from agentic_rag.retrieval.chunks import Page
 from agentic_rag.text import untrusted_sentences
 

@@ -18,13 +18,17 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from agentic_rag.llm.local import ChatLocalTransformers, load_tokenizer
 from agentic_rag.llm.packaged import FAST_MODEL, ensure_converted, resolve_local_model
 
+# The local backend's penalty on repeated tokens (a factor; 1 = off): it stops the greedy loops small
+# models fall into ("the the the ..."); it never varied, so it is not a setting.
+REPETITION_PENALTY = 1.1
+
 
 def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
     """The configured chat model, capped at ``max_tokens`` (default ``settings.MAX_OUTPUT_TOKENS``)."""
     cap = int(max_tokens or settings.llm.MAX_OUTPUT_TOKENS)
     if settings.llm.LLM_BACKEND == "local":
         path = resolve_local_model(settings)
-        model = _local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, settings.llm.REPETITION_PENALTY)
+        model = _local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, REPETITION_PENALTY)
         return _with_cache(model, settings)
     if settings.llm.LLM_BACKEND == "openai":
         if problem := settings.backend_error():

@@ -25,7 +25,7 @@ class Page:
     truncated_chars: int = 0
     links: list[str] = field(default_factory=list)
     raw_truncated_chars: int = 0  # raw page characters cut before extraction (MAX_PAGE_RAW_CHARS)
-    untrusted: int = 0  # sentences that address the model (ingest.injection.UNTRUSTED_PATTERNS)
+    untrusted: int = 0  # sentences that address the model (injection.UNTRUSTED_PATTERNS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -42,7 +42,7 @@ class Chunk:
     page_last_modified: str
     start: int
     end: int
-    page_untrusted: int = 0  # the page's sentences that address the model (ingest.injection.UNTRUSTED_PATTERNS)
+    page_untrusted: int = 0  # the page's sentences that address the model (injection.UNTRUSTED_PATTERNS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -50,7 +50,5 @@ def retrieve(index: HybridIndex, query: str, settings: Settings, bonus: BonusFn 
             pool_k=settings.retrieval.RETRIEVAL_POOL_K,
             mmr_lambda=settings.retrieval.MMR_LAMBDA,
             rrf_k=settings.retrieval.RRF_K,
-            vector_weight=settings.retrieval.HYBRID_VECTOR_WEIGHT,
-            bm25_weight=settings.retrieval.HYBRID_BM25_WEIGHT,
             bonus=bonus,
         )

@@ -20,6 +20,10 @@ from agentic_rag.retrieval.hybrid import HybridIndex, Passage, tokenize
 from agentic_rag.retrievers.source import retrieve
 
 HOP_DECAY = 0.5  # a hop-1 passage inherits this share of its parent's fused score (fraction)
+WORKER_PASSAGES = 4  # passages a worker keeps after pruning (passages); hop 1 starts from these
+# Rough prune: the share of the question's content words (fraction, 0-1) a passage must hold when it
+# lacks the anchor; low on purpose, the fine prune (FINE_MIN_SIM, a setting) does the real cut.
+ROUGH_MIN_OVERLAP = 0.2
 
 
 def path_order(passage: dict[str, Any]) -> tuple[float, str]:
@@ -56,14 +60,14 @@ def explore(
         query = f"{query} {' '.join(extra_terms)}"
     qv = index.embedder.embed_each([question])[0]
     q_tokens = set(tokenize(question))
-    candidates = retrieve(index, query, settings, k=max(settings.agent.WORKER_K * 3, settings.retrieval.RETRIEVAL_K))
+    candidates = retrieve(index, query, settings, k=max(WORKER_PASSAGES * 3, settings.retrieval.RETRIEVAL_K))
     kept, rejected = _prune(candidates, anchor, q_tokens, qv, index, settings, hop=0)
     pruned = len(rejected)
     terminated_by = "complete"
-    if settings.agent.WORKER_HOPS >= 1 and kept and (deadline is None or time.time() < deadline):
+    if kept and (deadline is None or time.time() < deadline):
         seen = {p["chunk_id"] for p in kept} | {c.chunk_id for c in candidates}
         reached: list[tuple] = []
-        for parent in kept[: settings.agent.WORKER_K]:
+        for parent in kept[:WORKER_PASSAGES]:
             for chunk in index.neighbours(parent["chunk_id"]) + index.linked_chunks(parent["page_id"]):
                 if chunk.chunk_id in seen:
                     continue
@@ -76,7 +80,7 @@ def explore(
     elif deadline is not None and time.time() >= deadline:
         terminated_by = "time"
     kept.sort(key=path_order)
-    kept = kept[: settings.agent.WORKER_K]
+    kept = kept[:WORKER_PASSAGES]
     path_score = max((p["path_score"] for p in kept), default=0.0)
     new = [p for p in kept if p["chunk_id"] not in held_ids]
     new_hits_ratio = len(new) / len(kept) if kept else 0.0
@@ -128,7 +132,7 @@ def _prune(
             # path score blends semantic fit with the lexical evidence of the anchor (both 0-1)
             path_score=round(0.7 * max(sim, 0.0) + 0.3 * (1.0 if has_anchor else overlap), 4),
         )
-        if not has_anchor and overlap < settings.agent.ROUGH_MIN_OVERLAP:
+        if not has_anchor and overlap < ROUGH_MIN_OVERLAP:
             rejected.append({**row, "pruned_by": "rough"})  # neither the anchor nor enough of the question's words
         elif sim < settings.agent.FINE_MIN_SIM:
             rejected.append({**row, "pruned_by": "fine"})  # semantically off the question

@@ -1,47 +1,22 @@
-"""One settings object for the whole system, in sections.
-
-Every threshold, cap and budget is a named field with its unit, so a run's `config.json` says
-everything that shaped it. The fields live in sections (``llm``, ``retrieval``, ``agent``, ``gate``,
-``baug``, ``budget``, and apart from the graph's decisions ``eval``, ``crag``, ``scale`` and ``paths``); every
-field name is unique across sections, so a name alone still says which setting is meant.
-
-Values come, lowest priority first, from the field defaults, a JSON preset (``presets/NAME.json`` or
-a path; ``AGENTIC_RAG_PRESET`` when the caller names none), environment variables, and explicit
-overrides (CLI ``-o``, a LangGraph run's ``configurable``). Each of them may spell a setting flat (``RETRIEVAL_K``, ``AGENTIC_RAG_RETRIEVAL_K``)
-or nested (``retrieval.RETRIEVAL_K``, ``{"retrieval": {"RETRIEVAL_K": 8}}``,
-``AGENTIC_RAG_RETRIEVAL__RETRIEVAL_K``): the flat names are what existing presets, scripts and
-exported variables use, the nested ones what LangGraph Studio shows. An unknown key or a bad value
-is a one-line error that names the key. In code, ``settings.retrieval.RETRIEVAL_K`` is the form to
-write; ``settings.RETRIEVAL_K`` still reads the same value, so older code and extensions keep working.
-"""
+"""The settings' declarations: one model per section, one field per setting with its default, unit and
+meaning, and the names they are known by. How values are read (presets, the environment, overrides, in
+either spelling) is loading.py; the ``Settings`` object that holds the sections is settings.py."""
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Mapping, get_origin
+from typing import Annotated, Any, Literal
 
 from platformdirs import user_cache_dir
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict,
-)
-from pydantic_settings import SettingsError as EnvParseError
+from pydantic_settings import NoDecode
 
 from agentic_rag.errors import UserError
-from agentic_rag.redact import redact_text, redact_url
 
-PRESETS_DIR = Path(__file__).parent / "presets"
-ENV_PREFIX = "AGENTIC_RAG_"
-PRESET_ENV = ENV_PREFIX + "PRESET"  # the preset used when a caller names none
-NESTED_DELIMITER = "__"
-# The OpenAI SDK's own variables, read when the prefixed ones are unset (anyone with an OpenAI-compatible
-# server has them exported already); every other unprefixed name is ignored with a warning.
-ENV_FALLBACKS = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
+NESTED_DELIMITER = "__"  # retrieval__RETRIEVAL_K, AGENTIC_RAG_RETRIEVAL__RETRIEVAL_K
 USER_CACHE = Path(user_cache_dir("agentic-rag"))  # ~/.cache/agentic-rag on Linux; written `<user cache>` in docs
 
 
@@ -111,10 +86,6 @@ class LLMSettings(_Section):
     )
     MAX_OUTPUT_TOKENS: int = setting(160, "tokens", "Cap on generated tokens per LLM call.", ge=1, le=4096)
     TEMPERATURE: float = setting(0.0, "unitless", "Sampling temperature; 0 = greedy (deterministic).", ge=0.0, le=2.0)
-    REPETITION_PENALTY: float = setting(
-        1.1, "factor", "Local backend: penalty on repeated tokens (1 = off); stops greedy loops of small models.",
-        ge=1.0, le=2.0,
-    )
     TORCH_THREADS: int = setting(0, "threads", "Torch intra-op threads; 0 = number of CPU cores.", ge=0)
     LLM_TIMEOUT_S: float = setting(
         300.0, "s", "Timeout of one remote LLM call attempt, cut to what is left of the question's WALL_TIME_S.", gt=0
@@ -149,9 +120,6 @@ class RetrievalSettings(_Section):
         "Keep chunk vectors on disk by embedding model and chunk text, so a page is embedded once across questions "
         "and runs.",
     )
-    INDEX_MEMORY_SIZE: int = setting(
-        16, "indexes", "Loaded per-question indexes kept in memory for the next question or system.", ge=1
-    )
     VECTOR_STORE: str = setting(
         "faiss", "store name",
         "LangChain vector store of the dense retrieval: 'faiss' (exact inner product), 'inmemory' (langchain_core's "
@@ -175,8 +143,6 @@ class RetrievalSettings(_Section):
         0.45, "unitless, 0-1", "MMR trade-off: 1 = pure relevance, 0 = pure diversity.", ge=0.0, le=1.0
     )
     RRF_K: int = setting(60, "ranks", "Reciprocal-rank-fusion constant k in 1/(k+rank).", ge=1)
-    HYBRID_VECTOR_WEIGHT: float = setting(1.0, "unitless", "Weight of the vector ranking in RRF.", ge=0.0)
-    HYBRID_BM25_WEIGHT: float = setting(1.0, "unitless", "Weight of the BM25 ranking in RRF.", ge=0.0)
 
     @field_validator("VECTOR_STORE")
     @classmethod
@@ -201,12 +167,6 @@ class AgentSettings(_Section):
     ANCHOR_TOP_M: int = setting(6, "anchors", "Anchors proposed per question.", ge=1)
     ANCHOR_MIN_SCORE: float = setting(0.5, "0-1", "Confidence an anchor needs to be selected.", ge=0.0, le=1.0)
     MAX_WORKERS: int = setting(4, "workers", "Retriever-Workers per round, one per selected anchor.", ge=1)
-    WORKER_K: int = setting(4, "passages", "Passages a worker keeps after pruning.", ge=1)
-    WORKER_HOPS: int = setting(1, "hops", "Hops beyond hop 0 (1 = follow sections/links once).", ge=0, le=1)
-    ROUGH_MIN_OVERLAP: float = setting(
-        0.2, "0-1", "Rough prune: share of the question's content words a passage must hold when it lacks the anchor.",
-        ge=0.0, le=1.0,
-    )
     FINE_MIN_SIM: float = setting(
         0.2, "cosine", "Fine prune: similarity of passage to question needed to keep it.", ge=-1.0, le=1.0
     )
@@ -269,7 +229,6 @@ class GateSettings(_Section):
     GATE_SCORE_SOURCE: Literal["vector", "bm25", "fused"] = setting(
         "vector", "choice", "Tier-2 score the gate reads, normalised to [0,1] (see gate/confidence.py)."
     )
-    BM25_HALF_SCORE: float = setting(5.0, "BM25 score", "Raw BM25 score that normalises to 0.5.", gt=0)
     RETRIEVAL_MIN_SCORE: float = setting(
         0.15, "0-1", "Tier 2: normalised score the top passage needs; calibrated on a SQuAD dev split.", ge=0.0, le=1.0
     )
@@ -291,9 +250,6 @@ class GateSettings(_Section):
         4, "passages", "RERANKER_KIND=llm: passages graded, in rank order; each is one LLM call.", ge=1
     )
     RELEVANCE_THRESHOLD: float = setting(2.0, "grade, 0-3", "Tier 1: relevance the top passage needs.", ge=0.0, le=3.0)
-    MIN_CHUNKS_REQUIRED: int = setting(
-        1, "passages", "Tier 1: passages needed at or above RELEVANCE_THRESHOLD.", ge=1
-    )
 
     @model_validator(mode="after")
     def _reranker_needs_a_model(self) -> "GateSettings":
@@ -441,19 +397,10 @@ class CragSettings(_Section):
     CRAG_MIN_START_S: float = setting(
         2.0, "s", "A question with less time than this before its deadline is not started: 'i don't know'.", ge=0
     )
-    CRAG_BATCH_SIZE: int = setting(
-        4, "questions", "Questions per batch the adapter asks the kit for (the kit allows 1-16).", ge=1, le=16
-    )
-    CRAG_ANSWER_TOKENS: int = setting(
-        75, "tokens",
-        "Answers are cut to this many tokens of the kit's own tokenizer, at a word boundary (the kit trims "
-        "predictions to 75).",
-        ge=2,
-    )
     CRAG_TOKENIZER_PATH: Path | None = setting(
         None, "path",
         "Folder of the kit's trimming tokenizer (its tokenizer/); None = the kit's models.utils tokenizer when "
-        "importable, else at most CRAG_ANSWER_TOKENS - 1 UTF-8 bytes (no Llama token is shorter than a byte).",
+        "importable, else one UTF-8 byte fewer than the kit's token cap (no Llama token is shorter than a byte).",
     )
 
 
@@ -585,201 +532,6 @@ class SettingNames(frozenset):
 SECRET_SETTINGS = SettingNames({"OPENAI_API_KEY", "EVAL_JUDGE_API_KEY"})
 
 
-class _EnvSource(EnvSettingsSource):
-    """pydantic-settings' reading of the environment (prefix, ``__`` for nesting), plus the flat names
-    (``AGENTIC_RAG_RETRIEVAL_K``) and the OpenAI SDK's variables; values are parsed as ``-o`` parses them,
-    so a variable means the same in either spelling. The nested spelling wins over the flat one."""
-
-    def __call__(self) -> dict[str, Any]:
-        return self.read()[0]
-
-    def read(self) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-        """Nested values, and for each flat name the variable it came from."""
-        try:
-            raw = super().__call__()
-        except EnvParseError:  # a list or object setting whose value is not JSON
-            raise SettingsError(_bad_json_variable()) from None
-        values: dict[str, dict[str, Any]] = {}
-        origins: dict[str, str] = {}
-        for section, given in raw.items():
-            if not isinstance(given, Mapping):
-                var = f"{ENV_PREFIX}{section.upper()}"
-                raise SettingsError(f"environment variable {var} must be a JSON object of {section} settings")
-            for key, value in given.items():
-                var = f"{ENV_PREFIX}{section.upper()}{NESTED_DELIMITER}{key.upper()}"
-                name = _check_key(section, key.upper(), f"environment variable {var}")
-                values.setdefault(section, {})[name] = _parse_value(name, value) if isinstance(value, str) else value
-                origins[name] = var
-        for name, section in FIELD_SECTIONS.items():
-            if name in origins:
-                continue
-            var = ENV_PREFIX + name
-            value = os.environ.get(var)
-            if value is None and name in ENV_FALLBACKS:
-                var, value = name, os.environ.get(name) or None
-            if value is not None:
-                values.setdefault(section, {})[name] = _parse_value(name, value)
-                origins[name] = var
-        return values, origins
-
-
-def _bad_json_variable() -> str:
-    """The variable pydantic-settings could not decode (its error names only the section)."""
-    for var, value in sorted(os.environ.items()):
-        if not var.upper().startswith(ENV_PREFIX):
-            continue
-        section, _, name = var.upper()[len(ENV_PREFIX):].partition(NESTED_DELIMITER)
-        model = SECTIONS.get(section.lower())
-        field = model.model_fields.get(name) if model is not None else None
-        if model is None or name and (field is None or get_origin(field.annotation) not in (list, dict)
-                                      or NoDecode in field.metadata):
-            continue  # not a variable pydantic-settings decodes as JSON
-        try:
-            json.loads(value)
-        except json.JSONDecodeError as exc:
-            return f"environment variable {var} is not valid JSON ({exc})"
-    return "an environment variable of a list or object setting is not valid JSON"
-
-
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter=NESTED_DELIMITER, extra="forbid", case_sensitive=False,
-        validate_assignment=True,
-    )
-
-    llm: LLMSettings = Field(default_factory=LLMSettings, description=LLMSettings.__doc__)
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description=RetrievalSettings.__doc__)
-    agent: AgentSettings = Field(default_factory=AgentSettings, description=AgentSettings.__doc__)
-    gate: GateSettings = Field(default_factory=GateSettings, description=GateSettings.__doc__)
-    baug: BAUGSettings = Field(default_factory=BAUGSettings, description=BAUGSettings.__doc__)
-    budget: BudgetSettings = Field(default_factory=BudgetSettings, description=BudgetSettings.__doc__)
-    eval: EvalSettings = Field(default_factory=EvalSettings, description=EvalSettings.__doc__)
-    crag: CragSettings = Field(default_factory=CragSettings, description=CragSettings.__doc__)
-    scale: ScaleSettings = Field(default_factory=ScaleSettings, description=ScaleSettings.__doc__)
-    paths: PathSettings = Field(default_factory=PathSettings, description=PathSettings.__doc__)
-
-    @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
-                                   file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Settings(...) (how LangGraph builds a run's context) reads the environment as load() does
-        return init_settings, _EnvSource(settings_cls)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _nest_flat_keys(cls, data: Any) -> Any:
-        return _canonical(data, source="settings") if isinstance(data, Mapping) else data
-
-    # -- flat names: read-only aliases of the sections' fields ------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        section = FIELD_SECTIONS.get(name)
-        if section is not None:
-            return getattr(getattr(self, section), name)
-        return super().__getattr__(name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in FIELD_SECTIONS:
-            raise AttributeError(f"settings.{name} is a read-only alias: set settings.{FIELD_SECTIONS[name]}.{name}, "
-                                 f"or make a copy with settings.replace({name}=...)")
-        super().__setattr__(name, value)
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Settings":
-        """pydantic's copy (unvalidated), with flat names in ``update`` set in their sections."""
-        update = dict(update or {})
-        changes: dict[str, dict[str, Any]] = {}
-        for key in [k for k in update if k in FIELD_SECTIONS]:
-            changes.setdefault(FIELD_SECTIONS[key], {})[key] = update.pop(key)
-        for section, values in changes.items():
-            update[section] = getattr(self, section).model_copy(update=values, deep=deep)
-        return super().model_copy(update=update, deep=deep)
-
-    # -----------------------------------------------------------------------------------------
-    @classmethod
-    def keys(cls) -> list[str]:
-        """Every setting's flat name, section by section."""
-        return list(FIELD_SECTIONS)
-
-    @classmethod
-    def flat_fields(cls) -> dict[str, FieldInfo]:
-        """Every setting's field by flat name (what ``model_fields`` was before the sections)."""
-        return {name: SECTIONS[section].model_fields[name] for name, section in FIELD_SECTIONS.items()}
-
-    @classmethod
-    def section_of(cls, name: str) -> str:
-        return FIELD_SECTIONS[flat_name(name)]
-
-    @classmethod
-    def load(
-        cls,
-        preset: str | Path | None = None,
-        overrides: Mapping[str, Any] | Iterable[str] | None = None,
-    ) -> "Settings":
-        """Build settings from defaults < preset < environment < overrides."""
-        values: dict[str, dict[str, Any]] = {}
-        for _, layer, _ in _layers(preset, overrides):
-            _merge(values, layer)
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            raise SettingsError(_explain(exc)) from None
-
-    def replace(self, **changes: Any) -> "Settings":
-        """A copy with some fields changed (validated); keys flat or nested."""
-        data = self.model_dump()
-        _merge(data, _canonical(changes, source="override"))
-        try:
-            return type(self).model_validate(data)
-        except ValidationError as exc:
-            raise SettingsError(_explain(exc)) from None
-
-    @classmethod
-    def from_runnable_config(cls, config: Mapping[str, Any] | None) -> "Settings":
-        """Settings for a graph run: a ``Settings`` object, or keys under ``configurable``, flat
-        (``RETRIEVAL_K``) or nested (``retrieval: {...}``, as LangGraph Studio sends its context)."""
-        configurable = dict((config or {}).get("configurable") or {})
-        given = configurable.get("settings")
-        if isinstance(given, Settings):
-            return given
-        known = {k: v for k, v in configurable.items() if _is_setting_key(k, v)}
-        preset = configurable.get("preset")
-        if isinstance(given, Mapping):
-            known = {**given, **known}
-        return cls.load(preset=preset, overrides=known)
-
-    def public_dump(self) -> dict[str, Any]:
-        """Every setting by flat name, as JSON-ready values, secrets masked (run configs, telemetry, the
-        trace). Flat on purpose: each name is unique, and run folders written before the sections hold
-        the same keys, so a resume check, a sweep record or a trace compares them as they are."""
-        data: dict[str, Any] = {}
-        for section in SECTIONS:
-            data.update(getattr(self, section).model_dump(mode="json"))
-        for secret in SECRET_SETTINGS:
-            if data.get(secret):
-                data[secret] = "***"
-        for name, field in self.flat_fields().items():  # a key inside a URL (user:key@host, ?api-key=) is masked too
-            if unit_of(field) == "URL" and data.get(name):
-                data[name] = redact_url(data[name])
-        return data
-
-    def backend_error(self) -> str | None:
-        """Why the configured LLM backend cannot be reached at all, or None (checked before a run starts)."""
-        llm = self.llm
-        if llm.LLM_BACKEND == "openai" and not llm.OPENAI_BASE_URL and not self.openai_api_key:
-            return ("LLM_BACKEND='openai' needs OPENAI_BASE_URL (a local server) or an OpenAI API key "
-                    f"(set {ENV_PREFIX}OPENAI_BASE_URL, $OPENAI_BASE_URL or -o OPENAI_BASE_URL=...)")
-        return None
-
-    @property
-    def cache_dir(self) -> Path:
-        """Where per-question indexes (and, by default, the chunk vectors they are built from) live."""
-        return Path(self.paths.INDEX_CACHE_DIR or Path(self.paths.ARTIFACTS_DIR) / "cache")
-
-    @property
-    def openai_api_key(self) -> str | None:
-        if self.llm.OPENAI_API_KEY is not None:
-            return self.llm.OPENAI_API_KEY.get_secret_value()
-        return os.environ.get("OPENAI_API_KEY")
-
-
 def import_store_class(name: str) -> type:
     """The LangChain ``VectorStore`` class a ``VECTOR_STORE`` of the form ``module:Class`` names
     (retrieval/vectorstore.py fills it; ValueError when it cannot be imported or is no store)."""
@@ -795,174 +547,3 @@ def import_store_class(name: str) -> type:
     if not (isinstance(cls, type) and issubclass(cls, VectorStore)):
         raise ValueError(f"VECTOR_STORE {name!r} is not a LangChain VectorStore class")
     return cls
-
-
-def read_preset(preset: str | Path) -> dict[str, Any]:
-    # A shipped name wins over a path test: names such as "qwen-1.5b" carry a dot.
-    named = PRESETS_DIR / f"{preset}.json"
-    path = named if named.is_file() else Path(preset)
-    if not path.is_file():
-        names = sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
-        raise SettingsError(f"unknown preset {str(preset)!r}: not a file, and not one of {names}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SettingsError(f"preset {path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"preset {path} must hold a JSON object of settings")
-    return data
-
-
-def _parse_value(key: str, raw: str) -> Any:
-    raw = raw.strip()
-    if key in SECRET_SETTINGS:  # a key is text even when it reads as a number
-        return raw
-    if raw in {"True", "False"}:
-        return raw == "True"
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
-def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
-    """Parse ``KEY=VALUE`` strings (``KEY`` flat or ``section.KEY``); values that read as JSON
-    (numbers, booleans, lists) are decoded."""
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise SettingsError(f"override {item!r} is not of the form KEY=VALUE")
-        key, raw = item.split("=", 1)
-        out[key.strip()] = _parse_value(key.strip(), raw)
-    return out
-
-
-def _suggest(name: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=3)
-    return f"; did you mean {', '.join(close)}?" if close else ""
-
-
-def _check_key(section: str, name: str, source: str) -> str:
-    """``name`` as a field of ``section``, or a SettingsError saying where it belongs or what was meant."""
-    if name in SECTIONS[section].model_fields:
-        return name
-    if name in FIELD_SECTIONS:
-        raise SettingsError(f"setting {name} in {source} belongs to section {FIELD_SECTIONS[name]}, not {section} "
-                            f"({FIELD_SECTIONS[name]}.{name})")
-    raise SettingsError(f"unknown setting {section}.{name} in {source}{_suggest(name, SECTIONS[section].model_fields)}")
-
-
-def _section_name(key: str, source: str) -> str:
-    section = key.lower()
-    if section not in SECTIONS:
-        raise SettingsError(f"unknown settings section {key!r} in {source}{_suggest(section, SECTIONS)}")
-    return section
-
-
-def _is_setting_key(key: str, value: Any) -> bool:
-    """A ``configurable`` key that names a setting or a section (the rest is LangGraph's or a caller's)."""
-    if key.lower() in SECTIONS:
-        return isinstance(value, Mapping)
-    return flat_name(key) in FIELD_SECTIONS
-
-
-def _canonical(values: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
-    """Settings given in any spelling -> {section: {FLAT_NAME: value}}; an unknown key is a SettingsError."""
-    out: dict[str, dict[str, Any]] = {}
-    for key, value in values.items():
-        dotted = str(key).replace(NESTED_DELIMITER, ".")
-        if "." in dotted:  # section.NAME
-            section_key, _, name = dotted.partition(".")
-            section = _section_name(section_key, source)
-            out.setdefault(section, {})[_check_key(section, name.upper(), source)] = value
-        elif dotted.upper() in FIELD_SECTIONS:
-            name = dotted.upper()
-            out.setdefault(FIELD_SECTIONS[name], {})[name] = value
-        elif dotted.lower() in SECTIONS:
-            section = dotted.lower()
-            if isinstance(value, BaseModel):
-                value = value.model_dump()
-            if not isinstance(value, Mapping):
-                raise SettingsError(f"settings section {section} in {source} must be an object of settings, "
-                                    f"not {type(value).__name__}")
-            fields = out.setdefault(section, {})
-            for name, inner in value.items():
-                fields[_check_key(section, str(name).upper(), source)] = inner
-        else:
-            raise SettingsError(f"unknown setting {key!r} in {source}{_suggest(dotted.upper(), FIELD_SECTIONS)}")
-    return out
-
-
-def _merge(into: dict[str, dict[str, Any]], layer: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Setting by setting: a later layer replaces a setting's value, never a whole section."""
-    for section, fields in layer.items():
-        into.setdefault(section, {}).update(fields)
-    return into
-
-
-def _layers(preset: str | Path | None, overrides: Mapping[str, Any] | Iterable[str] | None):
-    """(source label, nested values, flat name -> where it came from) for each source that gave
-    settings, lowest priority first: preset, environment, overrides. Without a preset argument,
-    ``AGENTIC_RAG_PRESET`` names one, so entry points that take no options (the CRAG kit's adapter, a
-    served graph) can run the fast preset too."""
-    from_env = not preset and bool(os.environ.get(PRESET_ENV))
-    if from_env:
-        preset = os.environ[PRESET_ENV]
-    if preset:
-        label = f"preset {preset}" + (f" ({PRESET_ENV})" if from_env else "")
-        try:
-            data = read_preset(preset)
-        except SettingsError as exc:
-            if not from_env:
-                raise
-            raise SettingsError(f"{exc} (set by {PRESET_ENV})") from None
-        layer = _canonical(data, source=label)
-        yield label, layer, {name: label for fields in layer.values() for name in fields}
-    env, origins = _EnvSource(Settings).read()
-    yield "environment", env, {name: f"env {var}" for name, var in origins.items()}
-    if overrides:
-        if not isinstance(overrides, Mapping):
-            overrides = parse_overrides(overrides)
-        layer = _canonical(overrides, source="override")
-        yield "override", layer, {name: "override" for fields in layer.values() for name in fields}
-
-
-def setting_sources(preset: str | Path | None = None,
-                    overrides: Mapping[str, Any] | Iterable[str] | None = None) -> dict[str, str]:
-    """Where each setting's value comes from for ``Settings.load(preset, overrides)``: 'default',
-    'preset NAME', 'env VARIABLE' or 'override'."""
-    sources = dict.fromkeys(FIELD_SECTIONS, "default")
-    for _, _, origins in _layers(preset, overrides):
-        sources.update(origins)
-    return sources
-
-
-def ignored_env_names() -> list[str]:
-    """Environment variables named exactly like a setting but without the prefix: the README's setting
-    names invite ``export LLM_BACKEND=openai``, which would otherwise be silently ignored."""
-    nested = {name for name, var in _EnvSource(Settings).read()[1].items() if NESTED_DELIMITER in var}
-    return [name for name in FIELD_SECTIONS if name in os.environ and name not in ENV_FALLBACKS
-            and ENV_PREFIX + name not in os.environ and name not in nested]
-
-
-def env_warnings(settings: Settings) -> list[str]:
-    """One line per ignored environment variable, with the name that would be read and the value in force."""
-    out = []
-    for name in ignored_env_names():
-        value = "hidden" if name in SECRET_SETTINGS else repr(settings.public_dump()[name])
-        out.append(f"environment variable {name} is ignored: settings are read from {ENV_PREFIX}{name} "
-                   f"({name} stays {value}); export {ENV_PREFIX}{name} or pass -o {name}=...")
-    return out
-
-
-def _explain(exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        loc = [str(p) for p in err["loc"]]
-        if loc and not (len(loc) == 1 and loc[0] in SECTIONS and err["type"] == "value_error"):
-            shown = "a hidden value" if loc[-1] in SECRET_SETTINGS else redact_text(repr(err.get("input")))
-            hint = "; for no practical limit give a large number" if err["type"] == "finite_number" else ""
-            lines.append(f"setting {'.'.join(loc)}: {err['msg']} (got {shown}){hint}")
-        else:  # a rule across fields of a section, or a key the model does not know
-            lines.append(str(err["msg"]).removeprefix("Value error, "))
-    return "; ".join(lines)

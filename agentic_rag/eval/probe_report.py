@@ -1,0 +1,57 @@
+"""Reading the answerability probe's fit: refusal rates at a threshold, AUC per data source, the
+learning curve, and the AUC a score needs to meet the refusal targets (scripts/train_probe.py writes
+them into the probe's training report)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agentic_rag.gate.probe_training import auc, cross_validated_scores
+
+
+def refusal_rates(p: np.ndarray, y: np.ndarray, threshold: float) -> dict[str, float | None]:
+    """Refusing below ``threshold``: the share of unanswerable rows refused and of answerable rows
+    refused (None for a class the rows do not have)."""
+    def share(mask: np.ndarray) -> float | None:
+        return round(float((p[mask] < threshold).mean()), 3) if mask.any() else None
+
+    return {"refusal_unanswerable": share(y == 0), "false_refusal": share(y == 1)}
+
+
+def source_pairs(y: np.ndarray, sources: np.ndarray) -> dict[str, np.ndarray]:
+    """Rows to score each source on: its own rows, and for a negatives-only source (answer-removed
+    twins) also the answerable rows of the source it was built from."""
+    out = {}
+    for src in sorted(set(sources)):
+        m = sources == src
+        if not (m & (y == 1)).any():
+            m = m | ((sources == src.removesuffix("_removed")) & (y == 1))
+        if (m & (y == 0)).any() and (m & (y == 1)).any():
+            out[str(src)] = m
+    return out
+
+
+def auc_by_source(oof: np.ndarray, y: np.ndarray, sources: np.ndarray) -> dict[str, float]:
+    return {src: round(auc(y[m], oof[m]), 4) for src, m in source_pairs(y, sources).items()}
+
+
+def learning_curve(X: np.ndarray, y: np.ndarray, groups: list[str], c: float,
+                   fractions=(0.25, 0.5, 0.75, 1.0), draws: int = 3) -> dict[str, float]:
+    """Article-grouped CV AUC when each training fold keeps only a fraction of its rows (mean of
+    ``draws`` random subsets): whether more rows of the same kind would still help."""
+    rng = np.random.default_rng(0)
+    curve = {}
+    for fraction in fractions:
+        n = 1 if fraction >= 1.0 else draws
+        aucs = [auc(y, cross_validated_scores(X, y, groups, c, train_fraction=fraction, rng=rng)) for _ in range(n)]
+        curve[str(fraction)] = round(float(np.mean(aucs)), 3)
+    return curve
+
+
+def required_auc(refusal: float, false_refusal: float) -> float:
+    """The AUC a score needs for its ROC to pass through (false_refusal, refusal), under an
+    equal-variance binormal model: d' = z(refusal) + z(1 - false_refusal), AUC = Phi(d' / sqrt 2)."""
+    from scipy.stats import norm
+
+    d_prime = norm.ppf(refusal) + norm.ppf(1.0 - false_refusal)
+    return round(float(norm.cdf(d_prime / np.sqrt(2.0))), 3)

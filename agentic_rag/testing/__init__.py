@@ -1,0 +1,7 @@
+"""Builders shared by the test suite and the benchmark scripts, so that both exercise the same inputs.
+
+Scripted chat models (``fakes``), real OpenAI-compatible and ``langgraph dev`` servers (``fault_server``,
+``servers``), toy records and datasets (``records``), defective and hostile inputs (``bad_inputs``,
+``hostile``) and child processes of the CLI (``processes``). The agent never imports this package: it
+is here so that scripts/ need not import tests/ and tests/ need not import scripts/.
+"""

@@ -1,0 +1,146 @@
+"""A real OpenAI-compatible chat server on 127.0.0.1 that injects faults, for reliability tests and
+scripts/bench_reliability.py.
+
+It speaks HTTP for real (stdlib ``ThreadingHTTPServer`` on a free port), so the openai backend is
+exercised through its actual client, timeouts and error handling. Each request to
+``/v1/chat/completions`` takes the next mode from ``plan`` (then ``default``):
+
+* ``ok``: a chat completion whose text is ``reply`` rendered against the prompt's sources
+  (``{cite:PHRASE}`` becomes ``[n]``, as in ``agentic_rag.testing.fakes.ScriptedChat``), with usage;
+* ``empty``: a well-formed completion with empty text;
+* ``500`` / ``429`` / ``401``: that HTTP status (the 500 body echoes the request's Authorization header, as a
+  careless proxy would, so tests can check that no key leaks through error texts);
+* ``hang``: no reply for ``hang_s`` seconds (released early by ``stop``);
+* ``malformed``: HTTP 200 with a body that is not JSON;
+* ``no_choices``: HTTP 200 JSON without ``choices``;
+* ``drop``: the connection is closed without any reply.
+
+"Connection refused" needs no server: ``refused_url()`` names a port nothing listens on.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterable
+
+from agentic_rag.testing.fakes import render_reply
+from agentic_rag.testing.servers import free_port
+
+MODES = ("ok", "empty", "500", "429", "401", "hang", "malformed", "no_choices", "drop")
+
+
+def refused_url() -> str:
+    """An OpenAI base URL on a port that nothing listens on (bound and released just now)."""
+    return f"http://127.0.0.1:{free_port()}/v1"
+
+
+class FaultServer:
+    def __init__(self, reply: str = "ok", plan: Iterable[str] = (), default: str = "ok", hang_s: float = 30.0) -> None:
+        self.reply, self.hang_s = reply, hang_s
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._released = threading.Event()
+        self.set_plan(plan, default)
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                mode = server._next(self.path, body, self.headers.get("Authorization", ""))
+                server._answer(self, mode, body)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    # -- control ----------------------------------------------------------------------------------
+    def set_plan(self, plan: Iterable[str] = (), default: str = "ok") -> None:
+        plan = list(plan)
+        for mode in [*plan, default]:
+            if mode not in MODES:
+                raise ValueError(f"unknown fault mode {mode!r}; expected one of {MODES}")
+        with self._lock:
+            self.plan, self.default = plan, default
+
+    def modes_served(self) -> list[str]:
+        with self._lock:
+            return [r["mode"] for r in self.requests]
+
+    def __enter__(self) -> "FaultServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def start(self) -> "FaultServer":
+        return self.__enter__()
+
+    def stop(self) -> None:
+        self._released.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    # -- serving ----------------------------------------------------------------------------------
+    def _next(self, path: str, body: dict[str, Any], auth: str) -> str:
+        with self._lock:
+            mode = self.plan.pop(0) if self.plan else self.default
+            self.requests.append({"path": path, "mode": mode, "authorization": auth,
+                                  "prompt": "\n".join(str(m.get("content", "")) for m in body.get("messages", []))})
+            return mode
+
+    def _answer(self, h: BaseHTTPRequestHandler, mode: str, body: dict[str, Any]) -> None:
+        if mode == "drop":
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if mode == "hang":
+            self._released.wait(self.hang_s)
+            mode = "ok"
+        if mode == "500":
+            echoed = h.headers.get("Authorization", "")
+            return _send(h, 500, {"error": {"message": f"upstream failed for request with Authorization: {echoed}",
+                                            "type": "server_error"}})
+        if mode == "429":
+            return _send(h, 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0"})
+        if mode == "401":
+            return _send(h, 401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
+        if mode == "malformed":
+            return _send_raw(h, 200, b'{"id": "x", "choices": [{"message": ', "application/json")
+        if mode == "no_choices":
+            return _send(h, 200, {"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "model": "m"})
+        prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+        text = "" if mode == "empty" else render_reply(self.reply, prompt)
+        n_in, n_out = len(prompt.split()) + 20, len(text.split())
+        _send(h, 200, {
+            "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+        })
+
+
+def _send(h: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    _send_raw(h, status, json.dumps(payload).encode(), "application/json", headers)
+
+
+def _send_raw(h: BaseHTTPRequestHandler, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+    try:
+        h.send_response(status)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout): nothing to answer
+        pass
