@@ -131,7 +131,7 @@ class Check:
 
 def _setting(settings: Any, name: str) -> Any:
     """A setting from a Settings object or from a run's flat settings dict (trace)."""
-    return settings.get(name) if isinstance(settings, Mapping) else getattr(settings, name)
+    return settings.get(name) if isinstance(settings, Mapping) else settings.value(name)
 
 
 def answer_new_words(draft: Draft) -> float | None:
