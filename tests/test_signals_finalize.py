@@ -152,8 +152,8 @@ def test_refusal_for_a_sentence_about_another_year_says_which_year_it_is_about()
     assert reason == "The sentence the draft rests on is about 2018, not 2019." and missing == ["2019"]
     reason, _ = explain_refusal(
         "ABSTAIN_MISSING_ANCHORS", {"missing_anchors": ["Maxwell Award"], "anchor_coverage": 0.5},
-        {"missing": ["2019"], "conflicting_periods": {"2019": ["2018"]}}, S)
-    assert reason.startswith('The cited sources do not mention "Maxwell Award" (anchor coverage 50%')
+        {"missing": ["2019"], "conflicting_periods": {"2019": ["2018"]}}, S.replace(COVERAGE_MIN=0.6))
+    assert reason.startswith('The cited sources do not mention "Maxwell Award" (anchor coverage 50%, needed 60%)')
     assert reason.endswith("; the sentence the draft rests on is about 2018, not 2019.")
 
 

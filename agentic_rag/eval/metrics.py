@@ -10,6 +10,7 @@ from typing import Any
 
 from agentic_rag.eval.refusals import refusals_by_reason
 from agentic_rag.eval.rows import gold_groups, is_refusal, split_usable, stage_calls
+from agentic_rag.gate import checks
 
 # every field of summary.json: key -> (plain name, what it means in one line). Rates are fractions of the
 # group named; "answerable" means a gold other than "i don't know" and "invalid question".
@@ -161,10 +162,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 BREAKDOWNS = ("question_type", "domain", "static_or_dynamic")
 # refusals decided before any generation: the confidence gate, no evidence, out of domain, ambiguity
-PRE_GENERATION_REFUSALS = frozenset({
-    "ABSTAIN_NO_EVIDENCE", "ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NO_SCORE_GAP", "ABSTAIN_OUT_OF_DOMAIN",
-    "ABSTAIN_INVALID_SELECTION", "AMBIGUOUS_OPTIONS", "ABSTAIN_QUESTION_TOO_LONG",
-})
+PRE_GENERATION_REFUSALS = checks.PRE_GENERATION_REFUSALS
 
 
 def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:

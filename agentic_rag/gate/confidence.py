@@ -20,13 +20,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agentic_rag.gate.checks import GATE_REASONS
+
 BM25_HALF_SCORE = 5.0  # the raw BM25 score that normalises to 0.5 (BM25 score units)
 
-REASONS = {
-    "no_relevant_information": "No relevant information was found in the documents.",
-    "scores_too_low": "The retrieved information is not sufficiently relevant.",
-    "no_clear_winner": "No clear best match among the retrieved results.",
-}
+# the sentence each of the gate's reasons opens its message with (codes and wording: gate/checks.py)
+REASONS = {gate_reason: text for gate_reason, (_, text) in GATE_REASONS.items()}
 
 
 @dataclass

@@ -10,6 +10,7 @@ written to telemetry, one row per round. Where the graph goes next is graphs/age
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -17,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.anchors.matching import RE_PERIOD_MENTION, Anchor
 from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
 from agentic_rag.configuration import Settings
+from agentic_rag.gate.checks import DRAFT_CHECKS
 from agentic_rag.gate.crossencoder import entailment_probability
 from agentic_rag.gate.judge import (
     COMBINE_PARTS, VERIFY_STAGE, in_gray_zone, judge_messages, needs_verdict, run_judge, verified_score,
@@ -24,7 +26,7 @@ from agentic_rag.gate.judge import (
 )
 from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flags, decide, requested
 from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quote_probe_messages, read_quote_probe
-from agentic_rag.gate.signals import collect_signals, supported_quotes
+from agentic_rag.gate.signals import DraftReading, read_draft, supported_quotes
 from agentic_rag.llm.calls import model_from, prompt_cost
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node
@@ -54,85 +56,121 @@ def _charge(state: RAGState, signals: dict[str, Any], call_usage: dict[str, Any]
 
 @timed(Node.COLLECT_SIGNALS)
 def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
-    """BAUG's readings of this round: support and coverage, the gray-zone judge, NLI, the type validator,
-    and the flags the policy reads (what has been done, what can still be afforded)."""
+    """BAUG's readings of this round: the draft read against its evidence, the gray-zone judge, the
+    type validator, and the flags the policy reads (what has been done, what can still be afforded)."""
     settings = Settings.from_runnable_config(config)
-    anchors = [Anchor(**a) for a in state.get("anchors", [])]
-    bundle = state.get("bundle") or {}
+    reading = read_round(state, settings)
+    judged = gray_zone_judge(state, config, settings, reading)
+    state = judged.state
+    validation = validation_of(state, reading)
+    return {
+        **({"llm_error": state["llm_error"]} if state.get("llm_error") else {}),
+        "usage": judged.usage,
+        "signals": reading.signals,
+        "cited_text": reading.cited_text,
+        "validation": validation,
+        "flags": flags_of(state, settings, validation["ok"]).to_dict(),
+    }
+
+
+def read_round(state: RAGState, settings: Settings) -> DraftReading:
+    """The draft read against this round's bundle (gate/signals.read_draft), with the probe's reading
+    of the generation call that wrote it, and NLI when a model is configured."""
     draft = state.get("draft", "")
-    usage = state.get("usage", {})
     round_no = state.get("round", 1)
     paths = _round_paths(state)
     new_hits = sum(p["new_hits_ratio"] for p in paths) / len(paths) if paths else 0.0
-    stagnation = round_no > 1 and new_hits < settings.agent.NEW_HITS_EPS
-    signals = collect_signals(
-        state["question"], draft, bundle, anchors, usage, settings, get_embedder(settings) if draft else None,
-        new_hits_ratio=new_hits, rounds=round_no, stagnation=stagnation, kind=state.get("kind", "other"),
+    reading = read_draft(
+        state["question"], draft, state.get("bundle") or {}, _anchors(state), state.get("usage", {}), settings,
+        get_embedder(settings) if draft else None, new_hits_ratio=new_hits, rounds=round_no,
+        stagnation=round_no > 1 and new_hits < settings.agent.NEW_HITS_EPS, kind=state.get("kind", "other"),
     )
     probe = state.get("probe") or {}
     if draft and probe.get("status") == "scored":
-        signals["answerability"] = probe["answerability"]
-    if draft and state.get("draft_logprobs"):
-        signals.update(state["draft_logprobs"])
-    cited_text = signals.pop("_cited_text")
-    windows = signals.pop("_support_windows")
-    judge_usage: dict[str, Any] = {}
-    llm_error = state.get("llm_error")
-    if draft and not llm_error and settings.baug.JUDGE_POLICY == "gray_zone" and in_gray_zone(signals, settings):
-        judged = int(usage.get("judge", {}).get("calls", 0))
-        request = judge_messages(state["question"], draft, cited_text)
-        if judged < settings.baug.JUDGE_MAX_CALLS_PER_Q and can_afford(state, settings, yes_no_cost(request, settings)):
-            try:
-                with llm_deadline(question_deadline(state, settings)):
-                    score, judge_usage = run_judge(request, settings, model_from(config, settings))
-            except LLMUnavailableError as exc:
-                llm_error = exc.to_dict()
-            else:
-                signals["judge_score"] = score
-                signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
-                state = _charge(state, signals, judge_usage, settings)
-    # periods are checked where PERIOD_SCOPE says, around the supporting sentences; with no support,
-    # against the cited text
-    claims = " ".join(supported_quotes(signals.get("sentences", [])))
-    validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=windows or None,
+        reading.signals["answerability"] = probe["answerability"]
+    if draft and state.get("draft_logprobs"):  # the draft's token log-probabilities (llm/logprobs.py)
+        reading.signals.update(state["draft_logprobs"])
+    if draft and settings.baug.NLI_MODEL and reading.cited_text:
+        reading.signals["nli_entailment"] = entailment_probability(
+            settings.baug.NLI_MODEL, reading.cited_text[:4000], strip_markup(draft, [reading.cited_text]))
+    return reading
+
+
+def _anchors(state: RAGState) -> list[Anchor]:
+    return [Anchor(**a) for a in state.get("anchors", [])]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The gray-zone judge's outcome: the state as the next checks read it (its call booked, or the
+    model's failure recorded as ``llm_error``) and the call's usage for the reducer."""
+
+    state: RAGState
+    usage: dict[str, Any]
+
+
+def gray_zone_judge(state: RAGState, config: RunnableConfig, settings: Settings, reading: DraftReading) -> Judged:
+    """At most ``JUDGE_MAX_CALLS_PER_Q`` LLM judge calls, only for a draft in the gray zone; its score
+    is averaged into ``faith_est`` (``reading.signals`` is updated in place)."""
+    signals, draft, usage = reading.signals, state.get("draft", ""), state.get("usage", {})
+    if not (draft and not state.get("llm_error") and settings.baug.JUDGE_POLICY == "gray_zone"
+            and in_gray_zone(signals, settings)):
+        return Judged(state, {})
+    request = judge_messages(state["question"], draft, reading.cited_text)
+    if int(usage.get("judge", {}).get("calls", 0)) >= settings.baug.JUDGE_MAX_CALLS_PER_Q \
+            or not can_afford(state, settings, yes_no_cost(request, settings)):
+        return Judged(state, {})
+    try:
+        with llm_deadline(question_deadline(state, settings)):
+            score, judge_usage = run_judge(request, settings, model_from(config, settings))
+    except LLMUnavailableError as exc:
+        return Judged({**state, "llm_error": exc.to_dict()}, {})
+    signals["judge_score"] = score
+    signals["faith_est"] = round((signals["faith_est"] + score) / 2, 4)
+    return Judged(_charge(state, signals, judge_usage, settings), judge_usage)
+
+
+def validation_of(state: RAGState, reading: DraftReading) -> dict[str, Any]:
+    """The type validator on the text the draft rests on: periods are checked where PERIOD_SCOPE says,
+    around the supporting sentences; with no support, against the cited text."""
+    anchors, cited_text = _anchors(state), reading.cited_text
+    claims = " ".join(supported_quotes(reading.signals.get("sentences", [])))
+    validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=reading.support_windows or None,
                           claim_text=claims or None)
-    if draft and settings.baug.NLI_MODEL and cited_text:
-        signals["nli_entailment"] = entailment_probability(settings.baug.NLI_MODEL, cited_text[:4000], strip_markup(draft, [cited_text]))
     found_periods = [m for m in dict.fromkeys(RE_PERIOD_MENTION.findall(cited_text)) if m not in validation.missing]
-    # priced on the state as it came in: the reflect prompt the policy weighs is the one before these signals
+    return {
+        "name": validation.name,
+        "ok": validation.ok,
+        "missing": validation.missing,
+        "found_periods": found_periods if any(a.type in PERIOD_TYPES for a in anchors) else [],
+        "conflicting_periods": validation.conflicting,
+    }
+
+
+def flags_of(state: RAGState, settings: Settings, validators_ok: bool = True) -> Flags:
+    """What the graph has done and can still afford, from the state as this round's readings leave it
+    (the model's availability and the extensions' requests are read by ``decide`` from the state itself)."""
+    draft, bundle, usage = state.get("draft", ""), state.get("bundle") or {}, state.get("usage", {})
+    # priced on the state before this round's checks: the reflect prompt the policy weighs
     next_call = prompt_cost(reflect_request(state), settings) if draft else bundle.get("generation_cost", 0)
-    flags = Flags(
+    confidence = state.get("confidence") or {}
+    return Flags(
         has_evidence=bool(bundle.get("passages")),
         has_draft=bool(draft),
         kind=state.get("kind", "other"),
-        validators_ok=validation.ok,
+        validators_ok=validators_ok,
         one_shot_done=state.get("one_shot_done", False),
         reflected=state.get("reflected", False),
         no_new_hits=state.get("no_new_hits", False),
         can_generate=can_afford(state, settings, next_call),
-        can_retrieve=round_no < settings.budget.MAX_ROUNDS and time_left(state, settings),
-        gate_reason="" if (state.get("confidence") or {}).get("passed", True) else state["confidence"]["reason"],
+        can_retrieve=state.get("round", 1) < settings.budget.MAX_ROUNDS and time_left(state, settings),
+        gate_reason="" if confidence.get("passed", True) else confidence["reason"],
         hedging=bool(draft) and is_hedging(draft),
         ood=bool(state.get("ood")),
         too_long=bool(state.get("too_long")),
         ambiguity=(state.get("ambiguity") or {}).get("status", "") if not draft else "",
-        llm_unavailable=bool(llm_error and llm_error["attempts"]),  # no attempt: the time ran out, not the model
         empty_draft=not draft and any(usage.get(stage, {}).get("calls", 0) for stage in ("generation", "reflect")),
     )
-    return {
-        **({"llm_error": llm_error} if llm_error else {}),
-        "usage": judge_usage,
-        "signals": signals,
-        "cited_text": cited_text,
-        "validation": {
-            "name": validation.name,
-            "ok": validation.ok,
-            "missing": validation.missing,
-            "found_periods": found_periods if any(a.type in PERIOD_TYPES for a in anchors) else [],
-            "conflicting_periods": validation.conflicting,
-        },
-        "flags": flags.__dict__,
-    }
 
 
 @timed(Node.FINAL_CHECK)
@@ -147,13 +185,12 @@ def final_check_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         with llm_deadline(question_deadline(state, settings)):
             _read_final_check(state, model_from(config, settings), settings, signals, booked)
     except LLMUnavailableError as exc:
-        update: dict[str, Any] = {"llm_error": exc.to_dict()}
-        if exc.tried:  # decide refuses: the check the draft needed could not be made
-            update["flags"] = {**(state.get("flags") or {}), "llm_unavailable": True}
-        else:  # the time ran out first: as a check the budget cannot pay for, nothing is withheld
+        # tried and failed: decide refuses (llm_unavailable), the check the draft needed could not be made;
+        # the time ran out first: as a check the budget cannot pay for, nothing is withheld
+        if not exc.tried:
             signals["support_verdict_skipped"] = "budget"
         signals["verified_score"] = None
-        return {**update, "signals": signals, "usage": booked["usage"] if booked else {}}
+        return {"llm_error": exc.to_dict(), "signals": signals, "usage": booked["usage"] if booked else {}}
     signals["verified_score"] = verified_score(signals, settings)
     return {"signals": signals, "usage": booked.get("usage", {})}
 
@@ -191,19 +228,29 @@ def decide_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     written to telemetry (one row per round) and, for a retrieval, sets up the next round."""
     settings = Settings.from_runnable_config(config)
     signals = state.get("signals") or {}
-    requests = tuple({**r, "by": name} for name, r in (state.get("extension_flags") or {}).items() if r)
-    flags = Flags(**{**(state.get("flags") or {}), "requests": requests})
+    flags = decided_flags(state)
     decision = decide(signals, flags, settings)
     if needs_final_check(decision, signals, settings):
-        return {"decision": {**decision.to_dict(), "flags": flags.__dict__, "final_check": True}}
+        return {"decision": {**decision.to_dict(), "flags": flags.to_dict(), "final_check": True}}
     validation = state.get("validation") or {}
     write_row(telemetry_path(settings, SYSTEM), _telemetry(state, settings, signals, decision, validation))
-    update: dict[str, Any] = {"decision": {**decision.to_dict(), "flags": flags.__dict__}}
+    update: dict[str, Any] = {"decision": {**decision.to_dict(), "flags": flags.to_dict()}}
     if decision.action == RETRIEVE_MORE:
-        request = requested(decision.reason, requests) or {}
+        request = requested(decision.reason, flags.requests) or {}
         missing = signals["missing_anchors"] + validation.get("missing", []) + list(request.get("terms", []))
         update.update(round=state.get("round", 1) + 1, one_shot_done=True, extra_terms=list(dict.fromkeys(missing)))
     return update
+
+
+def decided_flags(state: RAGState) -> Flags:
+    """The flags collect_signals recorded, with what only the state as it stands now can say: whether
+    a call this question needed failed on every attempt (in any node, the final check's included), and
+    the extensions' latest requests."""
+    llm_error = state.get("llm_error") or {}
+    requests = tuple({**r, "by": name} for name, r in (state.get("extension_flags") or {}).items() if r)
+    # no attempt at all: the time ran out, not the model
+    return replace(Flags.from_dict(state.get("flags") or {}), llm_unavailable=bool(llm_error.get("attempts")),
+                   requests=requests)
 
 
 def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]:
@@ -222,13 +269,10 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "pruned_count": sum(p.get("pruned_count", 0) for p in paths),
         "terminated_by": [p.get("terminated_by") for p in paths],
         "new_hits_ratio": signals["new_hits_ratio"],
-        "anchor_coverage": signals["anchor_coverage"],
-        "overlap_est": signals["overlap_est"],
-        "faith_est": signals["faith_est"],
-        "answerability": signals.get("answerability"),
+        # every draft check's reading (gate/checks.py), and the readings the final check averages
+        **{c.signal: signals.get(c.signal) for c in DRAFT_CHECKS},
         "support_verdict": signals.get("support_verdict"),
         "quote_answerability": signals.get("quote_answerability"),
-        "verified_score": signals.get("verified_score"),
         "p_right": getattr(decision, "p_right", None),  # GATE_POLICY=fitted (gate/fitted.py)
         "untrusted_sources": [u["n"] for u in signals.get("untrusted_sources", [])],
         "probe": state.get("probe"),

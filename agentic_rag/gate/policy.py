@@ -38,60 +38,17 @@ extension's; the policy stays a pure function of its inputs.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-STOP, RETRIEVE_MORE, REFLECT, ABSTAIN = "STOP", "RETRIEVE_MORE", "REFLECT", "ABSTAIN"
-ACTIONS = (STOP, RETRIEVE_MORE, REFLECT, ABSTAIN)
+from agentic_rag.gate.checks import (  # noqa: F401  (STOP ... ACTIONS: their names are imported from here)
+    ABSTAIN, ACTIONS, CHECK_BY_SIGNAL, LAYER_CODES, REFLECT, RETRIEVE_MORE, STOP, REASON_LIST, SUPPORT_CHECKS, failed, passes,
+)
+from agentic_rag.gate.checks import GATE_REASONS as _GATE_REASONS
 
-REASONS = {
-    "STOP_OVERLAP_OK": STOP,
-    "STOP_NO_NEW_HITS": STOP,
-    "STOP_LOW_BUDGET": STOP,
-    "STOP_FITTED": STOP,  # GATE_POLICY=fitted: P(right) above the cut (gate/fitted.py)
-    "RETRIEVE_MISSING_ANCHORS": RETRIEVE_MORE,
-    "REFLECT_LOW_FAITH": REFLECT,
-    "ABSTAIN_MISSING_ANCHORS": ABSTAIN,
-    "ABSTAIN_LOW_SUPPORT": ABSTAIN,
-    "ABSTAIN_NO_EVIDENCE": ABSTAIN,
-    "ABSTAIN_LOW_BUDGET": ABSTAIN,
-    "ABSTAIN_LOW_RETRIEVAL_SCORE": ABSTAIN,
-    "ABSTAIN_NO_SCORE_GAP": ABSTAIN,
-    "ABSTAIN_HEDGING": ABSTAIN,
-    "ABSTAIN_NOT_ANSWERABLE": ABSTAIN,
-    "ABSTAIN_NOT_VERIFIED": ABSTAIN,
-    "ABSTAIN_OUT_OF_DOMAIN": ABSTAIN,
-    "ABSTAIN_QUESTION_TOO_LONG": ABSTAIN,
-    "ABSTAIN_INVALID_SELECTION": ABSTAIN,
-    "ABSTAIN_LLM_UNAVAILABLE": ABSTAIN,
-    "ABSTAIN_EMPTY_ANSWER": ABSTAIN,
-    "ABSTAIN_EXTENSION_FAILED": ABSTAIN,  # set by the extension's own node, never by these rules
-    "ABSTAIN_LOW_CONFIDENCE": ABSTAIN,  # GATE_POLICY=fitted: the draft's token log-probabilities pulled P down most
-    "AMBIGUOUS_OPTIONS": ABSTAIN,
-}
-
-# The abstention layer each refusal belongs to (layer 1 retrieval confidence, 2 grounding, 3 hedging;
-# the model being unreachable or replying with nothing are faults of the generator, not of the evidence).
-LAYER_CODES = {
-    "ABSTAIN_NO_EVIDENCE": "low_retrieval_score",
-    "ABSTAIN_LOW_RETRIEVAL_SCORE": "low_retrieval_score",
-    "ABSTAIN_NO_SCORE_GAP": "no_score_gap",
-    "ABSTAIN_LOW_SUPPORT": "not_grounded",
-    "ABSTAIN_MISSING_ANCHORS": "not_grounded",
-    "ABSTAIN_NOT_ANSWERABLE": "not_answerable",
-    "ABSTAIN_NOT_VERIFIED": "not_grounded",
-    "ABSTAIN_HEDGING": "hedging_detected",
-    "ABSTAIN_LOW_BUDGET": "budget",
-    "ABSTAIN_LLM_UNAVAILABLE": "llm_unavailable",
-    "ABSTAIN_EMPTY_ANSWER": "empty_answer",
-    "ABSTAIN_EXTENSION_FAILED": "extension_failed",
-    "ABSTAIN_LOW_CONFIDENCE": "not_grounded",
-}
-GATE_REASONS = {
-    "no_relevant_information": "ABSTAIN_NO_EVIDENCE",
-    "scores_too_low": "ABSTAIN_LOW_RETRIEVAL_SCORE",
-    "no_clear_winner": "ABSTAIN_NO_SCORE_GAP",
-}
+# the codes with their actions, layers and wording are defined once, in gate/checks.py
+REASONS = {r.code: r.action for r in REASON_LIST if r.policy}
+GATE_REASONS = {gate_reason: code for gate_reason, (code, _) in _GATE_REASONS.items()}
 
 FACTOID_KINDS = {"numeric", "date", "person", "award", "tournament", "time_window", "other"}
 
@@ -128,6 +85,16 @@ class Flags:
     # extension nodes' requests: {"by": name, "action": ABSTAIN | RETRIEVE_MORE, "code": "UPPER_SNAKE", ...}
     requests: tuple[dict[str, Any], ...] = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        """As the state stores it (plain JSON-ready data)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Flags":
+        """From the state; a key this version does not know (an older checkpoint's) is left out."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
 
 def _decide(reason: str) -> Decision:
     return Decision(REASONS[reason], reason)
@@ -161,21 +128,11 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     return Decision(ABSTAIN, f"ABSTAIN_{request['code']}")
 
 
-# The support checks a draft must pass to STOP: (signal, the BAUG setting it must reach). A signal that
-# was not measured (relevance without an embedder, entailment without NLI_MODEL) does not count against it.
-SUPPORT_CHECKS = (("overlap_est", "OVERLAP_MIN"), ("faith_est", "FAITH_MIN"),
-                  ("answer_relevance", "ANSWER_RELEVANCE_MIN"), ("nli_entailment", "NLI_MIN"))
-
-
 def failed_support(signals: dict[str, Any], settings) -> list[tuple[str, float, float]]:
-    """(signal, value, threshold) of each support check the draft fails, in SUPPORT_CHECKS order: what
-    the policy abstains on, and what a LOW_SUPPORT refusal explains."""
-    failed = []
-    for key, name in SUPPORT_CHECKS:
-        value, floor = signals.get(key), getattr(settings.baug, name)
-        if value is not None and value < floor:
-            failed.append((key, value, floor))
-    return failed
+    """(signal, value, threshold) of each support check (gate/checks.py) the draft fails, in registry
+    order: what the policy abstains on, and what a LOW_SUPPORT refusal explains. A reading that was not
+    taken (relevance without an embedder, entailment without NLI_MODEL) does not count against it."""
+    return [(c.signal, signals[c.signal], c.threshold(settings)) for c in failed(SUPPORT_CHECKS, signals, settings)]
 
 
 def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
@@ -201,12 +158,11 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         from agentic_rag.gate.fitted import decide_fitted
 
         return decide_fitted(signals, flags, settings)
-    answerability = signals.get("answerability")
-    verdict = signals.get("verified_score")  # only present when every other check let the draft through
-    verified = verdict is None or not settings.baug.GROUNDING_ENABLED or verdict >= settings.baug.VERIFIER_MIN
-    answerable = answerability is None or not settings.baug.GROUNDING_ENABLED or answerability >= settings.baug.ANSWERABILITY_MIN
-    supported = answerable and verified and (not settings.baug.GROUNDING_ENABLED or not failed_support(signals, settings))
-    sufficient = signals["anchor_coverage"] >= settings.baug.COVERAGE_MIN and flags.validators_ok
+    # verified_score is only present when every other check let the draft through (the final check)
+    verified = passes(CHECK_BY_SIGNAL["verified_score"], signals, settings)
+    answerable = passes(CHECK_BY_SIGNAL["answerability"], signals, settings)
+    supported = answerable and verified and not failed(SUPPORT_CHECKS, signals, settings)
+    sufficient = passes(CHECK_BY_SIGNAL["anchor_coverage"], signals, settings) and flags.validators_ok
     factoid = flags.kind in FACTOID_KINDS
     if supported and sufficient:
         return _decide("STOP_OVERLAP_OK")

@@ -22,6 +22,7 @@ unsupported, however well its words match them. ``untrusted_sources`` names them
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, anchor_coverage
 from agentic_rag.budget import llm_calls, tokens_used
+from agentic_rag.gate.checks import Draft, computed_readings
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.text import (
     cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup, untrusted_sentences, untrusted_source,
@@ -265,6 +267,16 @@ def untrusted_sources(bundle: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class DraftReading:
+    """What reading a draft against its bundle yields: the signals (what the policy, the trace and the
+    record see) and the two texts the later checks read (the type validator, the verifier, NLI)."""
+
+    signals: dict[str, Any]
+    cited_text: str  # the chunks the draft rests on
+    support_windows: str  # the supporting sentences with their neighbours (PERIOD_SCOPE)
+
+
 def collect_signals(
     question: str,
     answer: str,
@@ -278,6 +290,24 @@ def collect_signals(
     stagnation: bool = False,
     kind: str = "other",
 ) -> dict[str, Any]:
+    """The signals alone (the baseline's measured figures, tests); BAUG reads the whole ``read_draft``."""
+    return read_draft(question, answer, bundle, anchors, usage, settings, embedder, new_hits_ratio, rounds,
+                      stagnation, kind).signals
+
+
+def read_draft(
+    question: str,
+    answer: str,
+    bundle: dict[str, Any],
+    anchors: list[Anchor],
+    usage: dict[str, Any],
+    settings,
+    embedder,
+    new_hits_ratio: float = 1.0,
+    rounds: int = 1,
+    stagnation: bool = False,
+    kind: str = "other",
+) -> DraftReading:
     rows, cited_text = sentence_support(
         answer, bundle, embedder, settings.baug.OVERLAP_TAU, question, kind, settings.baug.ATTRIBUTION_MIN_CLAIMS
     )
@@ -307,7 +337,7 @@ def collect_signals(
         relevance = float(qa[0] @ qa[1])
     used = tokens_used(usage)
     calls = llm_calls(usage)
-    return {
+    signals = {
         "overlap_est": round(overlap, 4),
         "faith_est": round(faith, 4),
         "anchor_coverage": round(coverage, 4) if cited_text else 0.0,
@@ -325,6 +355,7 @@ def collect_signals(
         "question_terms_unmatched": unmatched_question_terms(question, windows or cited_text) if answer else [],
         "untrusted_sources": untrusted_sources(bundle),
         "cited_text_chars": len(cited_text),
-        "_cited_text": cited_text,
-        "_support_windows": windows,
+        # the registry's own readings (gate/checks.py Check.compute): a new check needs no code here
+        **(computed_readings(Draft(question, plain, kind)) if plain else {}),
     }
+    return DraftReading(signals, cited_text, windows)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
@@ -20,7 +21,8 @@ from agentic_rag.budget import llm_calls, tokens_summary
 from agentic_rag.configuration import Settings
 from agentic_rag.events import quoted_chunks
 from agentic_rag.gate.judge import combined_readings
-from agentic_rag.gate.policy import LAYER_CODES, SUPPORT_CHECKS, failed_support, requested
+from agentic_rag.gate.checks import CHECK_BY_SIGNAL, INPUT_LAYERS, LAYER_CODES, SUPPORT_CHECKS, failed, passes
+from agentic_rag.gate.policy import requested
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import citations_from_support, extract_citations
 from agentic_rag.nodes import Node
@@ -140,6 +142,22 @@ def content_words(terms: list[str], question: str) -> list[str]:
     return [t for t in terms if pos.get(t.lower(), "NOUN") in _CONTENT_POS]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """What a refusal's explanation reads (``explain_refusal``'s arguments, with the missing pieces found once)."""
+
+    reason: str
+    signals: dict[str, Any]
+    validation: dict[str, Any]
+    settings: Any
+    confidence: dict[str, Any]
+    llm_error: dict[str, Any]
+    extension_error: dict[str, Any]
+    question: str
+    context: str  # question and draft: what a missing piece must be written in
+    missing: list[str]  # anchors and validator findings, as missing_pieces keeps them
+
+
 def explain_refusal(
     reason: str, signals: dict[str, Any], validation: dict[str, Any], settings, confidence: dict[str, Any] | None = None,
     requests: list[dict[str, Any]] | tuple = (),
@@ -148,119 +166,146 @@ def explain_refusal(
     extension_error: dict[str, Any] | None = None,
 ) -> tuple[str, list[str]]:
     """A sentence with the figures, and the information that would be needed (what is missing is
-    checked against the ``question`` and ``draft`` it was taken from; see ``missing_pieces``)."""
+    checked against the ``question`` and ``draft`` it was taken from; see ``missing_pieces``).
+
+    Every refusal code has its own wording (``EXPLANATIONS``); a code without one is an error, never
+    another code's sentence."""
     context = f"{question}\n{draft}".strip()
     missing_anchors = missing_pieces((signals.get("missing_anchors") or []) + (validation.get("missing") or []), context)
     request = requested(reason, requests)
     if request is not None:  # an extension asked for this refusal: its words, its missing information
         return request["message"], list(request.get("missing") or []) or missing_anchors
-    if reason == "ABSTAIN_LLM_UNAVAILABLE":
-        e = llm_error or {}
-        attempts = e.get("attempts", 0)
-        return (
-            f"The language model at {e.get('url', 'the configured endpoint')} could not be reached "
-            f"({attempts} attempt{'s' if attempts != 1 else ''} in {e.get('elapsed_s', 0.0):.1f} s; last error: "
-            f"{e.get('last_error', 'unknown')}), so no answer could be written or checked.",
-            ["a reachable language model"],
-        )
-    if reason == "ABSTAIN_EXTENSION_FAILED":
-        e = extension_error or {}
-        return (f"The extension {e.get('extension', '?')} failed ({e.get('error', 'unknown error')}), so the "
-                "question was not answered.", [f"a working {e.get('extension', '?')} extension"])
-    if reason == "ABSTAIN_EMPTY_ANSWER":
-        return ("The generator was asked and replied with an empty text, so there is no answer to check or show.",
-                missing_anchors)
-    if reason in ("ABSTAIN_LOW_RETRIEVAL_SCORE", "ABSTAIN_NO_SCORE_GAP"):
-        return (
-            f"{(confidence or {}).get('message', '')} A source that addresses the question directly is needed.".strip(),
-            missing_anchors,
-        )
-    if reason == "ABSTAIN_HEDGING":
-        return (
-            "The draft answer hedged or said the sources do not give it, so it is not presented as an answer.",
-            missing_anchors,
-        )
-    if reason == "ABSTAIN_NO_EVIDENCE":
-        return (
-            "No passage in the sources survived retrieval and pruning for this question; "
-            "a source that discusses it is needed.",
-            missing_anchors,
-        )
-    if reason == "ABSTAIN_LOW_BUDGET":
-        return (
-            f"The per-question budget ({settings.budget.TOKEN_BUDGET} tokens, {settings.budget.MAX_LLM_CALLS} LLM calls, "
-            f"{settings.budget.WALL_TIME_S:.0f} s) ran out before an answer could be checked.",
-            missing_anchors,
-        )
-    if reason == "ABSTAIN_NOT_ANSWERABLE":
-        unmatched = missing_pieces(content_words(signals.get("question_terms_unmatched") or [], question), context)
-        text = (
-            f"The sources were read, but the answerability probe on the generator's own state gives only "
-            f"{signals.get('answerability', 0.0):.0%} that they answer this question (at least "
-            f"{settings.baug.ANSWERABILITY_MIN:.0%} needed), so the draft was withheld."
-        )
-        if unmatched:
-            text += f" The passage the draft relied on never mentions {_list(unmatched[:5])} from the question."
-        text += " A source that states the answer to the question as asked is needed."
-        return text, missing_anchors or unmatched[:5] or ["a source that answers the question as asked"]
-    if reason == "ABSTAIN_NOT_VERIFIED":
-        quoted = supported_quotes(signals.get("sentences", []))
-        these = f"the sentence{'s' if len(quoted) > 1 else ''} it quoted"
-        readings = {
-            "support_verdict": f"asked whether {these} state{'' if len(quoted) > 1 else 's'} this answer, "
-                               f"the generator itself gives {{:.0%}}",
-            "answerability": "the answerability probe gives {:.0%} that the sources answer the question",
-            "quote_answerability": f"the same probe on {these} alone gives {{:.0%}}",
-        }
-        shown = [readings[k].format(v) for k, v in combined_readings(signals, settings).items()]
-        text = "; ".join(shown) or f"the final check gives {signals.get('verified_score', 0.0):.0%}"
-        text = text[0].upper() + text[1:]
-        if len(shown) > 1:
-            text += f"; their mean is {signals.get('verified_score', 0.0):.0%}"
-        text += f" (at least {settings.baug.VERIFIER_MIN * 100:g}% needed), so the draft was withheld."
-        if quoted:
-            text += f' It rested on: "{quoted[0][:200].rstrip(".")}".'
-        text += " A source that states the answer to the question as asked is needed."
-        return text, missing_anchors or ["a source that states the answer to the question as asked"]
-    if reason == "ABSTAIN_MISSING_ANCHORS":
-        found_periods = validation.get("found_periods") or []
-        conflicting = validation.get("conflicting_periods") or {}
-        absent = [a for a in missing_anchors if a not in conflicting]
-        parts = []
-        if absent or not conflicting:
-            part = "the cited sources do not mention " + (_list(absent) if absent else "what the question asks about")
-            if found_periods and not conflicting:
-                part += f"; they give {', '.join(found_periods[:4])} instead"
-            coverage = signals.get("anchor_coverage", 0.0)
-            parts.append(f"{part} (anchor coverage {coverage:.0%}, needed {settings.baug.COVERAGE_MIN:.0%})")
-        parts += [f"the sentence the draft rests on is about {', '.join(years[:3])}, not {asked}"
-                  for asked, years in conflicting.items()]
-        text = "; ".join(parts) + "."
-        return text[0].upper() + text[1:] + _untrusted_note(signals), missing_anchors
-    unsupported = missing_pieces(signals.get("unsupported_claims") or [], context)
-    text = low_support_text(signals, settings)
+    if reason not in EXPLANATIONS:
+        raise KeyError(f"no explanation for refusal code {reason!r}: add one to generator/finalize.py EXPLANATIONS")
+    return EXPLANATIONS[reason](Refusal(reason, signals, validation, settings, confidence or {}, llm_error or {},
+                                        extension_error or {}, question, context, missing_anchors))
+
+
+def _llm_unavailable(r: Refusal) -> tuple[str, list[str]]:
+    e = r.llm_error
+    attempts = e.get("attempts", 0)
+    return (
+        f"The language model at {e.get('url', 'the configured endpoint')} could not be reached "
+        f"({attempts} attempt{'s' if attempts != 1 else ''} in {e.get('elapsed_s', 0.0):.1f} s; last error: "
+        f"{e.get('last_error', 'unknown')}), so no answer could be written or checked.",
+        ["a reachable language model"],
+    )
+
+
+def _extension_failed(r: Refusal) -> tuple[str, list[str]]:
+    e = r.extension_error
+    return (f"The extension {e.get('extension', '?')} failed ({e.get('error', 'unknown error')}), so the "
+            "question was not answered.", [f"a working {e.get('extension', '?')} extension"])
+
+
+def _retrieval_gate(r: Refusal) -> tuple[str, list[str]]:
+    return f"{r.confidence.get('message', '')} A source that addresses the question directly is needed.".strip(), r.missing
+
+
+def _low_budget(r: Refusal) -> tuple[str, list[str]]:
+    b = r.settings.budget
+    return (f"The per-question budget ({b.TOKEN_BUDGET} tokens, {b.MAX_LLM_CALLS} LLM calls, {b.WALL_TIME_S:.0f} s) "
+            "ran out before an answer could be checked.", r.missing)
+
+
+def _not_answerable(r: Refusal) -> tuple[str, list[str]]:
+    unmatched = missing_pieces(content_words(r.signals.get("question_terms_unmatched") or [], r.question), r.context)
+    check = CHECK_BY_SIGNAL["answerability"]
+    text = f"The sources were read, but {check.sentence(r.signals.get('answerability', 0.0), r.settings)}, so the draft was withheld."
+    if unmatched:
+        text += f" The passage the draft relied on never mentions {_list(unmatched[:5])} from the question."
+    text += " A source that states the answer to the question as asked is needed."
+    return text, r.missing or unmatched[:5] or ["a source that answers the question as asked"]
+
+
+def _not_verified(r: Refusal) -> tuple[str, list[str]]:
+    signals, settings = r.signals, r.settings
+    quoted = supported_quotes(signals.get("sentences", []))
+    these = f"the sentence{'s' if len(quoted) > 1 else ''} it quoted"
+    readings = {
+        "support_verdict": f"asked whether {these} state{'' if len(quoted) > 1 else 's'} this answer, "
+                           f"the generator itself gives {{:.0%}}",
+        "answerability": "the answerability probe gives {:.0%} that the sources answer the question",
+        "quote_answerability": f"the same probe on {these} alone gives {{:.0%}}",
+    }
+    shown = [readings[k].format(v) for k, v in combined_readings(signals, settings).items()]
+    text = "; ".join(shown) or f"the final check gives {signals.get('verified_score', 0.0):.0%}"
+    text = text[0].upper() + text[1:]
+    if len(shown) > 1:
+        text += f"; their mean is {signals.get('verified_score', 0.0):.0%}"
+    text += f" (at least {CHECK_BY_SIGNAL['verified_score'].threshold(settings) * 100:g}% needed), so the draft was withheld."
+    if quoted:
+        text += f' It rested on: "{quoted[0][:200].rstrip(".")}".'
+    text += " A source that states the answer to the question as asked is needed."
+    return text, r.missing or ["a source that states the answer to the question as asked"]
+
+
+def _missing_anchors(r: Refusal) -> tuple[str, list[str]]:
+    """Names the sufficiency checks that failed: anchor coverage below a threshold that applies, and/or
+    the type validator (a period or an award the supporting text must state). One that passed is not
+    quoted as if it had failed ("anchor coverage 50%, needed 0%")."""
+    signals, validation = r.signals, r.validation
+    coverage = CHECK_BY_SIGNAL["anchor_coverage"]
+    low_coverage = not passes(coverage, signals, r.settings)
+    found_periods = validation.get("found_periods") or []
+    conflicting = validation.get("conflicting_periods") or {}
+    absent = [a for a in r.missing if a not in conflicting]
+    required = [a for a in missing_pieces(validation.get("missing") or [], r.context) if a not in conflicting]
+    failed_checks = [coverage.sentence(signals.get("anchor_coverage", 0.0), r.settings)] if low_coverage else []
+    if required:
+        failed_checks.append(f"the {validation.get('name') or 'period'} type validator requires {_list(required)}")
+    parts = []
+    if absent or not conflicting:
+        part = "the cited sources do not mention " + (_list(absent) if absent else "what the question asks about")
+        if found_periods and not conflicting:
+            part += f"; they give {', '.join(found_periods[:4])} instead"
+        parts.append(part + (f" ({'; '.join(failed_checks)})" if failed_checks else ""))
+    parts += [f"the sentence the draft rests on is about {', '.join(years[:3])}, not {asked}"
+              for asked, years in conflicting.items()]
+    text = "; ".join(parts) + "."
+    return text[0].upper() + text[1:] + _untrusted_note(signals), r.missing
+
+
+def _low_support(r: Refusal) -> tuple[str, list[str]]:
+    unsupported = missing_pieces(r.signals.get("unsupported_claims") or [], r.context)
+    text = low_support_text(r.signals, r.settings)
     if unsupported:
         text += f" Not found in the sources: {_list(unsupported[:5])}."
-    return text + _untrusted_note(signals), missing_anchors or unsupported[:5]
-
-
-# How a LOW_SUPPORT refusal words each failed support check (gate.policy.SUPPORT_CHECKS): value, threshold.
-_SUPPORT_TEXT = {
-    "overlap_est": "{:.0%} of its sentences matched a cited source (needed {:.0%})",
-    "faith_est": "{:.0%} of its names and numbers occur in them (needed {:.0%})",
-    "answer_relevance": "its similarity to the question is {:.2f} (needed {:.2f}), so it does not answer the question as asked",
-    "nli_entailment": "the entailment model gives {:.0%} that the sources entail it (needed {:.0%})",
-}
+    return text + _untrusted_note(r.signals), r.missing or unsupported[:5]
 
 
 def low_support_text(signals: dict[str, Any], settings) -> str:
     """The support checks the draft failed, each with its figure and threshold (the ones it passed
     would only mislead: a draft quoted word for word that answers another question fails on relevance)."""
-    shown = [_SUPPORT_TEXT[key].format(value, floor) for key, value, floor in failed_support(signals, settings)]
-    if not shown:  # refused for support without a failed check (grounding off): the two main figures
-        shown = [_SUPPORT_TEXT[key].format(signals.get(key, 0.0), getattr(settings.baug, name))
-                 for key, name in SUPPORT_CHECKS[:2]]
-    return f"The draft answer was not supported by the sources: {'; '.join(shown)}."
+    shown = [c.sentence(signals[c.signal], settings) for c in failed(SUPPORT_CHECKS, signals, settings)]
+    return f"The draft answer was not supported by the sources{': ' + '; '.join(shown) if shown else ''}."
+
+
+def _fixed(text: str) -> Callable[[Refusal], tuple[str, list[str]]]:
+    return lambda r: (text, r.missing)
+
+
+# each refusal code the policy can end in, with its wording (the input checks' and the ambiguity's
+# refusals are worded from the state in build_record: INPUT_EXPLANATIONS)
+EXPLANATIONS: dict[str, Callable[[Refusal], tuple[str, list[str]]]] = {
+    "ABSTAIN_LLM_UNAVAILABLE": _llm_unavailable,
+    "ABSTAIN_EXTENSION_FAILED": _extension_failed,
+    "ABSTAIN_LOW_CONFIDENCE": _fixed("The model wrote this draft with low confidence in its own words (its token "
+                                     "log-probabilities), so the fitted decision withholds it."),
+    "ABSTAIN_EMPTY_ANSWER": _fixed("The generator was asked and replied with an empty text, so there is no answer "
+                                   "to check or show."),
+    "ABSTAIN_LOW_RETRIEVAL_SCORE": _retrieval_gate,
+    "ABSTAIN_NO_SCORE_GAP": _retrieval_gate,
+    "ABSTAIN_HEDGING": _fixed("The draft answer hedged or said the sources do not give it, so it is not presented "
+                              "as an answer."),
+    "ABSTAIN_NO_EVIDENCE": _fixed("No passage in the sources survived retrieval and pruning for this question; "
+                                  "a source that discusses it is needed."),
+    "ABSTAIN_LOW_BUDGET": _low_budget,
+    "ABSTAIN_NOT_ANSWERABLE": _not_answerable,
+    "ABSTAIN_NOT_VERIFIED": _not_verified,
+    "ABSTAIN_MISSING_ANCHORS": _missing_anchors,
+    "ABSTAIN_LOW_SUPPORT": _low_support,
+}
 
 
 def _untrusted_note(signals: dict[str, Any]) -> str:
@@ -273,13 +318,32 @@ def _untrusted_note(signals: dict[str, Any]) -> str:
             "model rather than the reader (an injection attempt) and back nothing.")
 
 
-INPUT_LAYERS = {"ABSTAIN_OUT_OF_DOMAIN": "out_of_domain", "ABSTAIN_INVALID_SELECTION": "invalid_selection",
-                "ABSTAIN_QUESTION_TOO_LONG": "question_too_long"}
+def _ambiguous(state: dict[str, Any]) -> str:
+    ambiguity = state.get("ambiguity") or {}
+    options = ambiguity.get("options", [])
+    return (f"The evidence splits into {len(options)} distinct topics and no rule ({ambiguity.get('rule')}) picks one: "
+            + "; ".join(f"{o['id']}: {o['signature']}" for o in options) + ". Choose one with --select OPTION_ID.")
+
+
+def _invalid_selection(state: dict[str, Any]) -> str:
+    ambiguity = state.get("ambiguity") or {}
+    return (f"Invalid selection: {ambiguity.get('selected')}. Valid options: "
+            + ", ".join(o["id"] for o in ambiguity.get("options", [])) + ".")
+
+
+# the refusals of the question itself and the ambiguity's: worded from the state
+INPUT_EXPLANATIONS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "AMBIGUOUS_OPTIONS": _ambiguous,
+    "ABSTAIN_OUT_OF_DOMAIN": lambda state: f"The question is outside the configured domain: it {state.get('ood')}.",
+    "ABSTAIN_QUESTION_TOO_LONG": lambda state: (f"The question was not read: it {state.get('too_long')}. "
+                                                "Ask it in fewer words."),
+    "ABSTAIN_INVALID_SELECTION": _invalid_selection,
+}
 
 
 def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str, Any], calls: int) -> AnswerRecord:
     decision = state.get("decision") or {"action": "STOP", "reason": "STOP_SINGLE_PASS"}
-    signals = {k: v for k, v in (state.get("signals") or {}).items() if not k.startswith("_")}
+    signals = dict(state.get("signals") or {})
     common = dict(
         question_id=state.get("question_id", ""),
         question=state["question"],
@@ -292,22 +356,11 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
     )
     ambiguity = state.get("ambiguity") or {}
     if decision["reason"] == "AMBIGUOUS_OPTIONS":
-        options = ambiguity.get("options", [])
-        explanation = (
-            f"The evidence splits into {len(options)} distinct topics and no rule ({ambiguity.get('rule')}) picks one: "
-            + "; ".join(f"{o['id']}: {o['signature']}" for o in options)
-            + ". Choose one with --select OPTION_ID."
-        )
+        explanation = _ambiguous(state)
         return AnswerRecord(**common, status="ambiguous", answer=explanation, explanation=explanation,
-                            options=options, missing=["which of the options is meant"])
-    if decision["reason"] in ("ABSTAIN_OUT_OF_DOMAIN", "ABSTAIN_INVALID_SELECTION", "ABSTAIN_QUESTION_TOO_LONG"):
-        if decision["reason"] == "ABSTAIN_OUT_OF_DOMAIN":
-            explanation = f"The question is outside the configured domain: it {state.get('ood')}."
-        elif decision["reason"] == "ABSTAIN_QUESTION_TOO_LONG":
-            explanation = f"The question was not read: it {state.get('too_long')}. Ask it in fewer words."
-        else:
-            explanation = f"Invalid selection: {ambiguity.get('selected')}. Valid options: " + ", ".join(
-                o["id"] for o in ambiguity.get("options", [])) + "."
+                            options=ambiguity.get("options", []), missing=["which of the options is meant"])
+    if decision["reason"] in INPUT_LAYERS:
+        explanation = INPUT_EXPLANATIONS[decision["reason"]](state)
         return AnswerRecord(**common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
                             explanation=explanation, options=ambiguity.get("options", []), citations=[],
                             abstention_layer=INPUT_LAYERS[decision["reason"]])
@@ -360,8 +413,6 @@ def make_finalize_node(system: str):
                 state["question"], state["draft"], state.get("bundle") or {}, [], state.get("usage", {}),
                 settings, get_embedder(settings), kind=state["kind"],
             )
-            signals.pop("_cited_text", None)
-            signals.pop("_support_windows", None)
             state = {**state, "signals": signals}
         usage = state.get("usage", {})
         record = build_record(state, system, settings, tokens_summary(usage), llm_calls(usage))

@@ -15,6 +15,7 @@ from typing import Any
 
 from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_results
+from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, reading
 from agentic_rag.nodes import Node
 from agentic_rag.state import citation_status
 from agentic_rag.telemetry import read_rows
@@ -22,16 +23,8 @@ from agentic_rag.events import clip
 from agentic_rag.nodes import EXTENSION_ROLE, ROLE
 from agentic_rag.trace.draw import ROLE_COLOURS
 
-# Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand.
-SIGNAL_THRESHOLDS = {
-    "overlap_est": "OVERLAP_MIN",
-    "faith_est": "FAITH_MIN",
-    "answer_relevance": "ANSWER_RELEVANCE_MIN",
-    "anchor_coverage": "COVERAGE_MIN",
-    "answerability": "ANSWERABILITY_MIN",
-    "verified_score": "VERIFIER_MIN",
-    "nli_entailment": "NLI_MIN",
-}
+# Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand (gate/checks.py).
+SIGNAL_THRESHOLDS = {c.signal: c.setting for c in DRAFT_CHECKS}
 # Worker path fields -> the setting they are held to in retrievers/worker.py.
 PATH_THRESHOLDS = {"path_score": "PATH_MIN_SCORE", "new_hits_ratio": "NEW_HITS_EPS"}
 OUTCOMES = {"accurate": "right", "incorrect": "wrong", "missing": "missing"}
@@ -100,17 +93,38 @@ def load_run(path: str | Path) -> Run:
     return Run(path, rows, _json(path / "config.json"), _json(path / "summary.json"), telemetry)
 
 
-# -- checks --------------------------------------------------------------------------------------
-def _check(name: str, value: Any, setting: str, settings: dict[str, Any]) -> dict[str, Any]:
+# -- checks ----------------------------------------------------------------------------------------
+# a check row's status: held to its threshold ("pass", "fail"); below it on an answer the policy let
+# through ("advisory": it did not decide the outcome); its switch off ("off"); or not comparable ("-")
+PASS, FAIL, ADVISORY, OFF, NONE = "pass", "fail", "advisory", "off", "-"
+
+
+def _check(name: str, value: Any, setting: str, settings: dict[str, Any], switch: str = "") -> dict[str, Any]:
     threshold = settings.get(setting)
-    ok = None if threshold is None or not isinstance(value, (int, float)) else value >= threshold
-    return {"signal": name, "value": value, "setting": setting, "threshold": threshold, "passed": ok}
+    if threshold is None or not isinstance(value, (int, float)):
+        status = NONE
+    elif switch and settings.get(switch) is False:
+        status = OFF
+    else:
+        status = PASS if value >= threshold else FAIL
+    return {"signal": name, "value": value, "setting": setting, "threshold": threshold,
+            "passed": {PASS: True, FAIL: False}.get(status), "status": status}
 
 
-def signal_checks(signals: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each signal present against the threshold it is held to (``passed`` None when not comparable)."""
-    return [_check(k, signals[k], s, settings) for k, s in SIGNAL_THRESHOLDS.items()
-            if isinstance(signals.get(k), (int, float)) and not isinstance(signals.get(k), bool)]
+def _registered(check: Check, value: Any, settings: dict[str, Any], label: str = "") -> dict[str, Any]:
+    return _check(label or check.signal, value, check.setting, settings, check.switch)
+
+
+def advisory(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same rows for an answer that was shown: a check below its threshold did not stop it."""
+    return [{**r, "passed": None, "status": ADVISORY} if r["status"] == FAIL else r for r in rows]
+
+
+def signal_checks(signals: dict[str, Any], settings: dict[str, Any], answered: bool = False) -> list[dict[str, Any]]:
+    """Each draft check (gate/checks.py) whose reading was taken, against its threshold (``passed`` None
+    when not comparable, switched off, or only advisory because the answer was shown)."""
+    rows = [_registered(c, reading(signals, c), settings) for c in DRAFT_CHECKS if reading(signals, c) is not None]
+    return advisory(rows) if answered else rows
 
 
 def gate_checks(confidence: dict[str, Any], settings: dict[str, Any]) -> list[dict[str, Any]]:
@@ -118,11 +132,11 @@ def gate_checks(confidence: dict[str, Any], settings: dict[str, Any]) -> list[di
     if not scores:
         return []
     if confidence.get("tier") == "reranker":
-        return [_check("top relevance (0-3)", scores[0], "RELEVANCE_THRESHOLD", settings)]
-    out = [_check(f"top {settings.get('GATE_SCORE_SOURCE', '')} score".replace("  ", " "), scores[0],
-                  "RETRIEVAL_MIN_SCORE", settings)]
+        return [_registered(CHECK_BY_SIGNAL["top_relevance"], scores[0], settings, "top relevance (0-3)")]
+    label = f"top {settings.get('GATE_SCORE_SOURCE', '')} score".replace("  ", " ")
+    out = [_registered(CHECK_BY_SIGNAL["top_score"], scores[0], settings, label)]
     if len(scores) >= 2 and scores[1] > 0:
-        out.append(_check("top-1 / top-2 ratio", round(scores[0] / scores[1], 4), "RETRIEVAL_MIN_RATIO", settings))
+        out.append(_registered(CHECK_BY_SIGNAL["top_ratio"], round(scores[0] / scores[1], 4), settings, "top-1 / top-2 ratio"))
     return out
 
 
@@ -138,8 +152,10 @@ def _passage_rows(passages: list[dict[str, Any]], *cols: str) -> list[dict[str, 
              **{c: p.get(c) for c in cols if p.get(c) is not None}, "text": p.get("text", "")} for p in passages]
 
 
-def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """A node event as one line (what it decided or found) and detail blocks, from the keys it wrote."""
+def describe(event: dict[str, Any], settings: dict[str, Any], answered: bool = False) -> tuple[str, list[dict[str, Any]]]:
+    """A node event as one line (what it decided or found) and detail blocks, from the keys it wrote.
+    ``answered``: the decision these readings led to showed the answer, so a check below its threshold
+    is advisory (it did not stop the answer), not failed."""
     parts: list[str] = []
     blocks: list[dict[str, Any]] = []
     if event.get("ood"):
@@ -195,10 +211,13 @@ def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list
         parts.append(f"probe answerability {_fmt(event['probe'].get('answerability'))}")
     if "signals" in event:
         sig = event["signals"]
-        checks = signal_checks(sig, settings)
+        checks = signal_checks(sig, settings, answered)
         below = [f"{c['signal']} {_fmt(c['value'])} < {_fmt(c['threshold'])}" for c in checks if c["passed"] is False]
+        advised = [f"{c['signal']} {_fmt(c['value'])} < {_fmt(c['threshold'])}" for c in checks if c["status"] == ADVISORY]
         if checks and sig.get("sentences"):  # without a draft the readings are all zero and say nothing
-            parts.append(f"signals below threshold: {', '.join(below)}" if below else f"signals pass {len(checks)} checks")
+            parts.append(f"signals below threshold: {', '.join(below)}" if below else
+                         f"signals advisory (the answer stood): {', '.join(advised)}" if advised else
+                         f"signals pass {len(checks)} checks")
         blocks.append({"type": "checks", "title": "signals", "rows": checks})
         sents = [s for s in sig.get("sentences", []) if s.get("sentence")]
         if sents:
@@ -210,7 +229,7 @@ def describe(event: dict[str, Any], settings: dict[str, Any]) -> tuple[str, list
             blocks.append({"type": "kv", "title": "what is missing", "items": extra})
     if event.get("validation") and not event["validation"].get("ok", True):
         v = event["validation"]
-        parts.append(f"validator {v.get('name')} failed" + (f": missing {', '.join(v.get('missing') or [])}" if v.get("missing") else ""))
+        parts.append(f"validator {v.get('name')} {'advisory' if answered else 'failed'}" + (f": missing {', '.join(v.get('missing') or [])}" if v.get("missing") else ""))
     for name, req in (event.get("extension_flags") or {}).items():
         parts.append(f"{name} asks {req['action']} ({req['code']}): {req['message']}" if req else f"{name}: no request")
     if "decision" in event:
@@ -243,9 +262,9 @@ def rounds(row: dict[str, Any], events: list[dict[str, Any]], settings: dict[str
         signals = e.get("signals", signals)
         if "decision" in e and signals is not None and not e["decision"].get("final_check"):
             out.append({"label": f"round {e.get('round', 1)}: {e['decision'].get('reason')}",
-                        "checks": signal_checks(signals, settings)})
+                        "checks": signal_checks(signals, settings, answered=e["decision"].get("action") == STOP)})
     if not out and row.get("signals"):
-        out = [{"label": "measured (not acted on)", "checks": signal_checks(row["signals"], settings)}]
+        out = [{"label": "measured (not acted on)", "checks": signal_checks(row["signals"], settings, answered=True)}]
     return [r for r in out if r["checks"]]
 
 
@@ -300,19 +319,30 @@ def evidence(row: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str
 
 
 def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
-    """Where the outcome was decided and which checks then stood below their thresholds."""
+    """Where the outcome was decided and which checks then stood below thresholds that apply. On an
+    answer that was shown, those checks did not decide it: they are listed as advisory, not failed."""
     decisions = [e for e in events if e.get("decision")]
+    d = decisions[-1] if decisions else None
+    answered = d is not None and d["decision"].get("action") == STOP
     last_signals = next((e["signals"] for e in reversed(events) if e.get("signals")), {})
     last_gate = next((e["confidence"] for e in reversed(events) if e.get("confidence")), {})
-    failed = [c for c in signal_checks(last_signals, settings) + gate_checks(last_gate, settings) if c["passed"] is False]
+    rows = signal_checks(last_signals, settings) + gate_checks(last_gate, settings)
+    below = [c for c in rows if c["status"] == FAIL]
     validation = next((e["validation"] for e in reversed(events) if e.get("validation")), {})
     invalid = "" if validation.get("ok", True) else (
         f"type validator {validation.get('name')}" + (f" (missing {', '.join(validation['missing'])})" if validation.get("missing") else ""))
-    if not decisions:
-        return {"node": "", "round": None, "action": "", "reason": "", "failed": failed, "invalid": invalid}
-    d = decisions[-1]
+    out = {"failed": [] if answered else below, "invalid": "" if answered else invalid,
+           "advisory": advisory(below) if answered else [], "advisory_invalid": invalid if answered else ""}
+    if d is None:
+        return {"node": "", "round": None, "action": "", "reason": "", **out}
     return {"node": d["node"], "round": d.get("round", 1), "action": d["decision"].get("action", ""),
-            "reason": d["decision"].get("reason", ""), "failed": failed, "invalid": invalid}
+            "reason": d["decision"].get("reason", ""), **out}
+
+
+def _led_to_an_answer(events: list[dict[str, Any]], i: int) -> bool:
+    """Whether the first decision that stands at or after event ``i`` showed the answer (STOP)."""
+    following = (e["decision"] for e in events[i:] if e.get("decision") and not e["decision"].get("final_check"))
+    return (next(following, None) or {}).get("action") == STOP
 
 
 def llm_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -361,7 +391,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     t0 = events[0].get("start", 0.0) if events else 0.0
     timeline = []
     for i, e in enumerate(events, start=1):
-        summary, blocks = describe(e, settings)
+        summary, blocks = describe(e, settings, answered=_led_to_an_answer(events, i - 1))
         timeline.append({
             "i": i, "node": e["node"], "role": ROLE.get(e["node"], EXTENSION_ROLE), "round": e.get("round", 1),
             "offset_ms": round((e["start"] - t0) * 1000.0, 1) if "start" in e else None,

@@ -16,6 +16,9 @@ from agentic_rag.events import clip
 from agentic_rag.trace.run import OUTCOMES, Run, _fmt, question_view
 
 OUTCOME_STYLE = {"right": "green", "wrong": "red", "missing": "yellow"}
+# a check row's status (trace/run.py) as printed
+STATUS_MARK = {"pass": ("pass", "green"), "fail": ("FAIL", "red"), "advisory": ("advisory", "yellow"),
+               "off": ("off", "dim"), "-": ("-", "dim")}
 
 
 def _t(value: Any, style: str = "") -> Text:
@@ -37,7 +40,7 @@ def run_table(run: Run) -> Table:
 
 
 def check_line(c: dict[str, Any]) -> Text:
-    mark = {True: ("pass", "green"), False: ("FAIL", "red"), None: ("-", "dim")}[c["passed"]]
+    mark = STATUS_MARK[c.get("status") or {True: "pass", False: "fail", None: "-"}[c["passed"]]]
     line = Text(f"    {c['signal']:<22} {_fmt(c['value']):>7}  vs {c['setting']} {_fmt(c['threshold'])}  ")
     line.append(mark[0], style=mark[1])
     return line
@@ -74,6 +77,11 @@ def verdict_line(verdict: dict[str, Any]) -> Text:
     if verdict.get("invalid"):
         line.append("; failed: ")
         line.append(verdict["invalid"], style="red")
+    advisory = [f"{c['signal']} {_fmt(c['value'])} < {c['setting']} {_fmt(c['threshold'])}" for c in verdict.get("advisory", [])]
+    advisory += [verdict["advisory_invalid"]] if verdict.get("advisory_invalid") else []
+    if advisory:
+        line.append("; advisory (did not stop the answer): ")
+        line.append(", ".join(advisory), style="yellow")
     return line
 
 
