@@ -74,9 +74,11 @@ def test_a_question_is_one_trace_with_its_parallel_workers_under_the_graph_span(
     assert [s.name for s in nodes][:1] == ["anchors"] and nodes[-1].name == "finalize"
     workers = children(own, root, "worker")
     assert len(workers) >= 2, "the toy question has two anchors, so two workers"
-    # they ran side by side: each starts before the other ends, and all lie inside the question's span
-    first, second = workers[:2]
-    assert second.start_time < first.end_time and first.start_time < second.end_time
+    # they were fanned out together: siblings under the question's span, every one started before the
+    # supervisor that merges them (how far they overlap in time depends on the machine: a cached
+    # retrieval takes under a millisecond), and all lie inside the question's span
+    supervise = min(s.start_time for s in nodes if s.name == "supervise")
+    assert len({w.parent.span_id for w in workers}) == 1 and max(w.start_time for w in workers) <= supervise
     assert all(root.start_time <= s.start_time <= s.end_time <= root.end_time for s in own.values())
     anchors = {w.attributes["agentic_rag.anchor"] for w in workers}
     assert len(anchors) == len(workers)

@@ -90,13 +90,15 @@ def test_html_trace_shows_llm_calls_waterfall_and_path_from_a_deep_link(tmp_path
     completion = browser.eval("document.querySelector('#llm-calls .llm-completion').textContent")
     assert f'Finding Nemo won. [1] "{QUOTE_2004}"' in completion
 
-    # the waterfall: a bar per node run, the parallel workers' bars overlap in time
+    # the waterfall: a bar per node run, each on its own row at its own time; the workers fanned out
+    # together all start before the supervisor that merges them (how far they overlap depends on the
+    # machine: a cached retrieval takes under a millisecond)
     bars = browser.eval("[...document.querySelectorAll('#waterfall rect.wf-bar')].map((r) => "
-                        "[r.dataset.node, +r.dataset.start, +r.dataset.end, +r.getAttribute('x'), +r.getAttribute('width')])")
+                        "[r.dataset.node, +r.dataset.start, +r.dataset.end, +r.getAttribute('x'), +r.getAttribute('y')])")
     workers = [b for b in bars if b[0] == "worker"]
     assert len(workers) >= 2 and [b[0] for b in bars][0] == "anchors" and bars[-1][0] == "finalize"
-    assert max(b[1] for b in workers) < min(b[2] for b in workers)  # each worker starts before any ends
-    assert max(b[3] for b in workers) < min(b[3] + b[4] for b in workers)  # so the bars overlap on screen
+    supervise = min(b[1] for b in bars if b[0] == "supervise")
+    assert max(b[1] for b in workers) <= supervise and len({b[4] for b in bars}) == len(bars)
 
     # the graph: the nodes this question ran through are highlighted, the others are not
     visited = browser.eval("[...document.querySelectorAll('#graph-path g.node.visited')].map((g) => g.dataset.node)")
