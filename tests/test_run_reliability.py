@@ -379,12 +379,12 @@ def test_openmp_threads_wait_passively_unless_the_user_chose_and_before_torch_lo
         assert said.stdout.strip() == expected, said.stderr[-2000:]
 
 
-def test_questions_answered_at_once_share_the_cores_among_their_torch_threads(settings):
-    from agentic_rag import usable_cpus
+def test_questions_answered_at_once_leave_torch_every_core_as_the_model_runs_one_call_at_a_time(settings):
+    # splitting the cores among threads slowed `eval --workers 2` by half on a quiet machine (the model's
+    # lock lets one call run at a time) and changed nothing under load: benchmarks/under_load.md
     from agentic_rag.eval.executors import LocalExecutor
 
-    assert LocalExecutor(1).worker_settings(settings).llm.TORCH_THREADS == 0  # alone: every core
-    for workers in (2, 3, 64):
-        assert LocalExecutor(workers).worker_settings(settings).llm.TORCH_THREADS == max(1, usable_cpus() // workers)
+    for workers in (1, 2, 64):
+        assert LocalExecutor(workers).worker_settings(settings).llm.TORCH_THREADS == 0  # 0: every core
     chosen = settings.replace(TORCH_THREADS=3)
     assert LocalExecutor(2).worker_settings(chosen).llm.TORCH_THREADS == 3  # the user's choice stands

@@ -24,7 +24,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from agentic_rag import usable_cpus
 from agentic_rag.errors import UserError
 from agentic_rag.runner import graph_registrar
 from agentic_rag.telemetry import captured
@@ -56,10 +55,10 @@ class LocalExecutor:
         pass
 
     def worker_settings(self, settings):
-        """Torch's threads shared among the questions answered at once: each thread that runs the model
-        opens its own OpenMP team, so ``workers`` teams of every core would oversubscribe the machine."""
-        if settings.llm.TORCH_THREADS == 0 and self.workers > 1:
-            return settings.replace(TORCH_THREADS=max(1, usable_cpus() // self.workers))
+        """Torch keeps every core however many questions are answered at once: the in-process model
+        runs one call at a time (a lock), so giving each question a share of the cores only slows the
+        one call that runs (benchmarks/under_load.md); the passive OpenMP wait set at import is what
+        keeps the waiting threads off the cores."""
         return settings
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any], warm: Callable[[], Any] | None = None) -> Iterator[Outcome]:
