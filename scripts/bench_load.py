@@ -1,8 +1,8 @@
 """Concurrent work on shared cores, before and after the thread policy: `eval --workers 2` (two threads
 in one process) and `eval --executor ray --workers 2` (two Ray workers), each with OpenMP's default
 spin-waiting and, for the threads, torch on every core per question ("before", what the package did
-until issue 28), and with the package's defaults ("after": OMP_WAIT_POLICY=PASSIVE set at import,
-torch's threads shared among the questions answered at once).
+until issue 28), and with the package's defaults ("after": OMP_WAIT_POLICY=PASSIVE set at import;
+torch keeps every core, as the in-process model runs one call at a time).
 
 "before" is reproduced by asking libgomp for its own default spin count (GOMP_SPINCOUNT=300000, which
 wins over the wait policy) and, for the threads, TORCH_THREADS set to every core. Each run is a real `agentic-rag eval`
@@ -79,8 +79,8 @@ def to_markdown(report: dict) -> str:
     lines = ["# Under load: concurrent questions on shared cores, before and after the thread policy", "",
              f"`scripts/bench_load.py` on {report['cores']} cores, {report['questions']} questions of "
              f"`{report['dataset']}`, {report['background']} busy background process(es). before: libgomp's "
-             "default spin-waiting and torch on every core per question; after: OMP_WAIT_POLICY=PASSIVE and "
-             "torch's threads shared among the questions answered at once.", "",
+             "default spin-waiting, torch on every core; after: OMP_WAIT_POLICY=PASSIVE (set at import), torch "
+             "on every core (the in-process model runs one call at a time).", "",
              "| executor | workers | policy | wall (s) | q/min | median latency (s) | accuracy | load before -> after |",
              "|---|---|---|---|---|---|---|---|"]
     for r in report["runs"]:

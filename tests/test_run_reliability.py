@@ -381,7 +381,7 @@ def test_openmp_threads_wait_passively_unless_the_user_chose_and_before_torch_lo
 
 def test_questions_answered_at_once_leave_torch_every_core_as_the_model_runs_one_call_at_a_time(settings):
     # splitting the cores among threads slowed `eval --workers 2` by half on a quiet machine (the model's
-    # lock lets one call run at a time) and changed nothing under load: benchmarks/under_load.md
+    # lock lets one call run at a time) and changed nothing under load: benchmarks/under_load_split.md
     from agentic_rag.eval.executors import LocalExecutor
 
     for workers in (1, 2, 64):

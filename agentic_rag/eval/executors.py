@@ -57,7 +57,7 @@ class LocalExecutor:
     def worker_settings(self, settings):
         """Torch keeps every core however many questions are answered at once: the in-process model
         runs one call at a time (a lock), so giving each question a share of the cores only slows the
-        one call that runs (benchmarks/under_load.md); the passive OpenMP wait set at import is what
+        one call that runs (benchmarks/under_load_split.md); the passive OpenMP wait set at import is what
         keeps the waiting threads off the cores."""
         return settings
 
