@@ -277,22 +277,10 @@ class DraftReading:
     support_windows: str  # the supporting sentences with their neighbours (PERIOD_SCOPE)
 
 
-def collect_signals(
-    question: str,
-    answer: str,
-    bundle: dict[str, Any],
-    anchors: list[Anchor],
-    usage: dict[str, Any],
-    settings,
-    embedder,
-    new_hits_ratio: float = 1.0,
-    rounds: int = 1,
-    stagnation: bool = False,
-    kind: str = "other",
-) -> dict[str, Any]:
-    """The signals alone (the baseline's measured figures, tests); BAUG reads the whole ``read_draft``."""
-    return read_draft(question, answer, bundle, anchors, usage, settings, embedder, new_hits_ratio, rounds,
-                      stagnation, kind).signals
+def collect_signals(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The signals alone (the baseline's measured figures, tests); BAUG reads the whole ``read_draft``,
+    which takes the same arguments."""
+    return read_draft(*args, **kwargs).signals
 
 
 def read_draft(
