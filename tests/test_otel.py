@@ -148,6 +148,8 @@ def test_without_the_packages_the_setting_and_the_flag_say_how_to_install_them(r
     with pytest.raises(SettingsError, match=r"pip install 'agentic-rag\[otel\]'"):
         Settings.load(overrides={"OTLP_ENDPOINT": "http://127.0.0.1:6006"})
     assert Settings.load(overrides={"OTLP_ENDPOINT": ""}).paths.OTLP_ENDPOINT is None  # empty = off
+    with pytest.raises(SettingsError, match="must be an http:// or https:// URL"):
+        Settings.load(overrides={"OTLP_ENDPOINT": "localhost:6006"})
     res = CliRunner().invoke(app, ["trace", str(run_dir), "--otlp", "http://127.0.0.1:6006"])
     assert res.exit_code == 2 and "pip install 'agentic-rag[otel]'" in res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1

@@ -491,6 +491,8 @@ class PathSettings(_Section):
     @field_validator("OTLP_ENDPOINT")
     @classmethod
     def _otlp_packages(cls, value: str | None) -> str | None:
+        if value and not value.lower().startswith(("http://", "https://")):  # else every span is lost in silence
+            raise ValueError(f"OTLP_ENDPOINT must be an http:// or https:// URL, not {value!r}")
         why = missing_otel_packages() if value else None
         if why:
             raise ValueError(why)
