@@ -30,6 +30,7 @@ from agentic_rag.state import RAGState
 ENTRY_POINT_GROUP = "agentic_rag.extensions"
 FLAGS_KEY = "extension_flags"
 ERROR_KEY = "extension_error"  # state: the extension that failed and its error
+ROUTE_KEY = "extension_route"  # state: the route the extension that just ran chose
 EXTENSION_FAILED = "ABSTAIN_EXTENSION_FAILED"  # the reason code of a question an extension failed
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")

@@ -292,6 +292,7 @@ class RAGState(TypedDict, total=False):
     # "terms"}) or None; the latest report of each extension stands (docs/extending.md)
     extension_flags: Annotated[dict[str, Any], merge_flags]
     extension_error: dict[str, Any]  # an extension node raised: {"extension": name, "error": "Type: message"}
+    extension_route: str  # where the extension that just ran chose to go (its router runs inside its node)
     decision: BAUGDecision
     # output
     result: dict[str, Any]

@@ -11,15 +11,18 @@ name already taken, a route to a node that does not exist, or a loop that passes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, get_args, get_type_hints
 
 from langgraph.graph import END, START, StateGraph
 
 from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
-from agentic_rag.extensions import ERROR_KEY, EXTENSION_FAILED, FLAGS_KEY, Extension, ExtensionError, check_request, state_keys
+from agentic_rag.extensions import (
+    ERROR_KEY, EXTENSION_FAILED, FLAGS_KEY, ROUTE_KEY, Extension, ExtensionError, check_request, state_keys,
+)
 from agentic_rag.gate.policy import ABSTAIN
 from agentic_rag.nodes import EXTENSION_ROLE, ROLE, Node
+from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
 
 _FAILED = "extension_failed"  # the route an extension node takes once it has failed
@@ -92,7 +95,7 @@ class Shape:
             if lost:
                 raise ExtensionError(f"extension {ext.name}: its routes must include {', '.join(lost)}, "
                                      f"where its edge led")
-            self.exits[ext.name] = Route(_checked_router(ext), tuple(ext.routes))
+            self.exits[ext.name] = Route(_chosen_route, tuple(ext.routes))
             if ext.bounded:
                 self.guarded.add(ext.name)
         self.nodes[ext.name] = _checked_node(ext)
@@ -215,13 +218,17 @@ def _view(ext: Extension, state: dict[str, Any]) -> dict[str, Any]:
 
 def _checked_node(ext: Extension) -> Callable[..., Any]:
     """The extension's node as the graph runs it: it sees what it reads, may write what it declared,
-    and is recorded in latency and the trace like every other node. One that raises, or breaks what
-    it declared, ends its question as ABSTAIN_EXTENSION_FAILED with the error in the trace: the run
-    goes on, as it does past an unreachable model."""
+    and is recorded in latency and the trace like every other node. Its router, if it has one, runs
+    here too, on the state as the node left it, so that a router that raises is caught like the node.
+    Either one raising, or breaking what it declared, ends the question as ABSTAIN_EXTENSION_FAILED
+    with the error in the trace: the run goes on, as it does past an unreachable model."""
 
     def node(state: dict, config) -> dict[str, Any]:
         try:
-            return checked(state, config)
+            update = checked(state, config)
+            if ext.router is not None:
+                update = {**update, ROUTE_KEY: _route(ext, state, update, config)}
+            return update
         except Exception as exc:  # noqa: BLE001 - whatever the extension raises fails its question only
             error = {"extension": ext.name, "error": f"{type(exc).__name__}: {exc}"}
             return {ERROR_KEY: error, "decision": {"action": ABSTAIN, "reason": EXTENSION_FAILED}}
@@ -247,18 +254,33 @@ def _checked_node(ext: Extension) -> Callable[..., Any]:
     return timed(ext.name)(node)
 
 
-def _checked_router(ext: Extension) -> Callable[..., str]:
-    """The extension's router; with ``bounded``, the budget check that makes a loop through it finite."""
+def _reducers() -> dict[str, Callable[[Any, Any], Any]]:
+    """The state keys LangGraph merges with a reducer instead of replacing (``Annotated[T, fn]``)."""
+    hints = get_type_hints(RAGState, include_extras=True)
+    return {k: args[1] for k, t in hints.items() if len(args := get_args(t)) == 2 and callable(args[1])}
 
-    def route(state: dict, config) -> str:
-        if ext.bounded:
-            settings = Settings.from_runnable_config(config)
-            runs = sum(1 for e in state.get("events") or [] if e.get("node") == ext.name)
-            if runs >= settings.budget.MAX_ROUNDS or not can_afford(state, settings, 0):
-                return ext.routes[0]
-        chosen = ext.router(_view(ext, state), config)
-        if chosen not in ext.routes:
-            raise ExtensionError(f"extension {ext.name}'s router returned {chosen!r}, not one of {list(ext.routes)}")
-        return chosen
 
-    return route
+def _applied(state: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """The state as LangGraph will hold it once ``update`` is written: what a router reads."""
+    reducers = _reducers()
+    return {**state, **{k: reducers[k](state[k], v) if k in reducers and k in state else v for k, v in update.items()}}
+
+
+def _route(ext: Extension, state: dict[str, Any], update: dict[str, Any], config) -> str:
+    """The route the extension's router chooses; with ``bounded``, the budget check that makes a loop
+    through it finite (this run counted: its trace event is written after the node returns)."""
+    after = _applied(state, update)
+    if ext.bounded:
+        settings = Settings.from_runnable_config(config)
+        runs = 1 + sum(1 for e in after.get("events") or [] if e.get("node") == ext.name)
+        if runs >= settings.budget.MAX_ROUNDS or not can_afford(after, settings, 0):
+            return ext.routes[0]
+    chosen = ext.router(_view(ext, after), config)
+    if chosen not in ext.routes:
+        raise ExtensionError(f"extension {ext.name}'s router returned {chosen!r}, not one of {list(ext.routes)}")
+    return chosen
+
+
+def _chosen_route(state: dict, config) -> str:
+    """The edge out of a routed extension: where its node's router chose to go."""
+    return state[ROUTE_KEY]

@@ -301,11 +301,23 @@ def unmarked_crashing() -> Extension:
     return crashing
 
 
-def test_an_extension_that_raises_fails_its_question_and_the_eval_goes_on(agent_settings, tmp_path):
+def _crash_on_second_route(state, config):
+    _crash_on_second(state, config)
+    return Node.COLLECT_SIGNALS
+
+
+crashing_router = Extension(name="crashing", node=lambda state, config: {}, reads=("question_id",), writes=(),
+                            after=Node.GENERATE, before=Node.COLLECT_SIGNALS, router=_crash_on_second_route,
+                            routes=(Node.COLLECT_SIGNALS,))
+
+
+@pytest.mark.parametrize("spec", ["tests.test_extensions:crashing", "tests.test_extensions:crashing_router"])
+def test_an_extension_that_raises_fails_its_question_and_the_eval_goes_on(spec, agent_settings, tmp_path):
+    """Its node or its router: either one raising fails the question it raised on, nothing more."""
     from agentic_rag.eval.runner import run_eval
     from tests.test_eval_runner import dataset, fake
 
-    settings = agent_settings.replace(EXTENSIONS=["tests.test_extensions:crashing"])
+    settings = agent_settings.replace(EXTENSIONS=[spec])
     out = tmp_path / "run"
     res = run_eval(dataset(tmp_path), "agent", settings, out, progress=False, extra_config={"llm": fake()})
     rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
