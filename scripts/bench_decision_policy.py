@@ -1,0 +1,154 @@
+"""The fitted decision against the threshold policy, on held-out test splits (issue: one calibrated decision).
+
+For each dataset, runs the agent once more with ``GATE_POLICY=fitted`` (the decision file fitted on a
+dev split) and reads the threshold policy's agent run and the baseline run that
+``scripts/bench_agent_vs_baseline.py`` left under ``artifacts/runs/agent_vs_baseline[_PRESET]/<dataset>/``
+(same model, same questions). Reports, per dataset:
+
+- mean risk over the coverage both policies reach, each ranking its own answers by its own confidence
+  (the thresholds by support x faithfulness x relevance, the fitted decision by its P(right));
+- the CRAG score at each policy's operating point, with the paired 95% bootstrap interval of the
+  difference;
+- refusal on unanswerable and false refusal on answerable questions;
+- tokens per question against the baseline's.
+
+Writes benchmarks/decision/policy_<TAG>.json, policy_<TAG>.md and policy_<TAG>_<dataset>.png.
+
+Usage: python scripts/bench_decision_policy.py --decision-file FILE [--datasets squad200 rgb40]
+       [--preset NAME] [--tag TAG] [--reuse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from agentic_rag.configuration import Settings, SettingsError
+from agentic_rag.eval.compare import paired_bootstrap
+from agentic_rag.eval.metrics import run_summary
+from agentic_rag.eval.plots import common_coverage, confidence_of, mean_risk, plot_risk_coverage, risk_coverage
+from agentic_rag.eval.results import read_results
+from agentic_rag.eval.runner import run_eval
+import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def with_p_right(rows: list[dict], run_dir: Path) -> list[dict]:
+    """The fitted run's rows, each with the P(right) its last round's telemetry gave (None where the
+    decision was made before any draft was judged)."""
+    last: dict[str, float] = {}
+    for line in (run_dir / "telemetry.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("p_right") is not None:
+            last[rec["question_id"]] = float(rec["p_right"])
+    return [{**r, "p_right": last.get(r["id"])} for r in rows]
+
+
+def p_right(row: dict) -> float:
+    """How the fitted decision ranks its own answers: its P(right)."""
+    return row["p_right"] if row.get("p_right") is not None else 0.0
+
+
+def usable(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if not r.get("unusable_gold")]
+
+
+def measure(name: str, runs: dict[str, Path]) -> dict:
+    rows = {k: {r["id"]: r for r in usable(read_results(d / "results.jsonl"))} for k, d in runs.items()}
+    rows["fitted"] = {r["id"]: r for r in with_p_right(list(rows["fitted"].values()), runs["fitted"])}
+    ids = sorted(set.intersection(*(set(r) for r in rows.values())))
+    if not ids:
+        raise SystemExit(f"{name}: the three runs share no question")
+    pick = {k: [rows[k][i] for i in ids] for k in rows}
+    curves = {"thresholds": risk_coverage(pick["thresholds"], confidence_of), "fitted": risk_coverage(pick["fitted"], p_right)}
+    upto = common_coverage(list(curves.values()))
+    summaries = {k: run_summary(k, pick[k], 0) for k in pick}
+    base_tokens = summaries["baseline"]["tokens_per_q"]
+    out = {"questions": len(ids), "common_coverage": upto, "policies": {}}
+    for policy in ("thresholds", "fitted"):
+        s = summaries[policy]
+        out["policies"][policy] = {
+            "mean_risk": mean_risk(curves[policy], upto) if upto is not None else None,
+            "coverage": curves[policy][-1][0] if curves[policy] else 0.0,
+            "score": s["score"], "hallucination": s["hallucination"],
+            "refusal_unanswerable": s["refusal_rate_unanswerable"], "false_refusal": s["false_refusal_rate"],
+            "tokens_per_q": s["tokens_per_q"],
+            "token_ratio": round(s["tokens_per_q"] / base_tokens, 3) if base_tokens else None,
+        }
+    out["baseline"] = {"score": summaries["baseline"]["score"], "tokens_per_q": base_tokens}
+    out["score_difference"] = paired_bootstrap([r["score"] for r in pick["thresholds"]], [r["score"] for r in pick["fitted"]])
+    out["flipped"] = [{"id": i, "thresholds": f"{rows['thresholds'][i]['reason']} {rows['thresholds'][i]['judgement']}",
+                       "fitted": f"{rows['fitted'][i]['reason']} {rows['fitted'][i]['judgement']}"}
+                      for i in ids if rows["thresholds"][i]["judgement"] != rows["fitted"][i]["judgement"]]
+    out["rows_thresholds"], out["rows_fitted"] = pick["thresholds"], pick["fitted"]  # for the plot, not the report
+    return out
+
+
+def to_markdown(report: dict) -> str:
+    lines = [f"# The fitted decision against the thresholds ({report['tag']})", "",
+             (f"Decision file: `{report['decision_file']}`. Each policy ranks its own answers by its own confidence; "
+              "mean risk is over the coverage both reach (lower is better). Score difference: fitted minus "
+              "thresholds, paired 95% bootstrap interval."), "",
+             ("| dataset | policy | mean risk | coverage | score | hallucination | refusal (unanswerable) | "
+              "false refusal | tokens/q | x baseline |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, d in report["datasets"].items():
+        for policy, p in d["policies"].items():
+            lines.append(f"| {name} | {policy} | {p['mean_risk']} | {p['coverage']:.2f} | {p['score']:+.3f} | "
+                         f"{p['hallucination']:.3f} | {p['refusal_unanswerable']} | {p['false_refusal']} | "
+                         f"{p['tokens_per_q']:.0f} | {p['token_ratio']} |")
+    lines += ["", "| dataset | questions | common coverage | score difference (95% interval) | judgements flipped |",
+              "|---|---|---|---|---|"]
+    for name, d in report["datasets"].items():
+        sd = d["score_difference"]
+        lines.append(f"| {name} | {d['questions']} | {d['common_coverage']} | {sd['diff']:+.3f} "
+                     f"({sd['ci95_low']:+.3f} to {sd['ci95_high']:+.3f}) | {len(d['flipped'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--decision-file", type=Path, required=True)
+    ap.add_argument("--datasets", nargs="+", default=["squad200", "rgb40"])
+    ap.add_argument("--preset", default=None)
+    ap.add_argument("--tag", default=None, help="name of the output files (default: the decision file's stem)")
+    ap.add_argument("--reuse", action="store_true", help="re-read the fitted runs instead of running again")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "decision")
+    args = ap.parse_args()
+    if not args.decision_file.is_file():
+        raise SystemExit(f"no decision file at {args.decision_file} (agentic-rag calibrate --fit writes one)")
+    try:
+        settings = Settings.load(preset=args.preset, overrides=["GATE_POLICY=fitted", f"DECISION_FILE={args.decision_file}"])
+    except SettingsError as exc:
+        raise SystemExit(f"settings error: {exc}") from None
+    artifacts = Path(settings.paths.ARTIFACTS_DIR) / "runs"
+    runs_root = artifacts / ("agent_vs_baseline" + (f"_{args.preset}" if args.preset else ""))
+    tag = args.tag or args.decision_file.stem
+    report = {"tag": tag, "decision_file": str(args.decision_file), "preset": args.preset, "datasets": {}}
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.datasets:
+        runs = {"thresholds": runs_root / name / "agent", "baseline": runs_root / name / "baseline",
+                "fitted": artifacts / f"decision_policy_{tag}" / name / "agent"}
+        for k in ("thresholds", "baseline"):
+            if not (runs[k] / "results.jsonl").is_file():
+                raise SystemExit(f"{runs[k]}: no results.jsonl (run scripts/bench_agent_vs_baseline.py "
+                                 f"--datasets {name}{' --preset ' + args.preset if args.preset else ''} first)")
+        if not args.reuse:
+            dataset = json.loads((runs["thresholds"] / "config.json").read_text())["dataset"]
+            run_eval(dataset, "agent", settings, runs["fitted"], overwrite=True)
+        result = measure(name, runs)
+        plot_risk_coverage([{"name": "thresholds", "rows": result.pop("rows_thresholds"), "score": confidence_of},
+                            {"name": "fitted", "rows": result.pop("rows_fitted"), "score": p_right}],
+                           args.out / f"policy_{tag}_{name}.png", f"Risk-coverage on {name}: fitted vs thresholds")
+        report["datasets"][name] = result
+        print(json.dumps({name: {k: v for k, v in result.items() if k != "flipped"}}), file=sys.stderr)
+    (args.out / f"policy_{tag}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (args.out / f"policy_{tag}.md").write_text(to_markdown(report))
+    print(to_markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
