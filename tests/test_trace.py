@@ -188,6 +188,30 @@ def test_compare_html_lists_the_questions_that_flipped(agent_run, tmp_path):
     assert res.exit_code == 2 and "exactly two" in res.output
 
 
+def test_compare_html_pairs_questions_as_the_metrics_do(agent_run, tmp_path):
+    """A question whose gold cannot score an answer is out of the metrics, so out of the comparison
+    too, however its rows differ (eval.compare.paired_ids serves both)."""
+    from agentic_rag.eval.compare import compare
+
+    runs = []
+    for name, refused in (("a", False), ("b", True)):
+        run = tmp_path / name
+        shutil.copytree(agent_run, run)
+        rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+        for row in rows:
+            if row["id"] == "toy-hostile":
+                row["gold"] = "nan"
+                if refused:
+                    row.update(status="refuse", reason="ABSTAIN_LOW_SUPPORT", judgement="missing")
+        (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        runs.append(run)
+    out = tmp_path / "cmp.html"
+    res = runner.invoke(app, ["compare", *map(str, runs), "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    view = json.loads(out.read_text().split('id="run-data">', 1)[1].split("</script>", 1)[0])
+    assert view["questions"] == [] and view["compare"]["common"] == len(compare(runs)["common_ids"]) == 2
+
+
 def test_html_escapes_page_text_and_marks_quotes(agent_run):
     page = render_html(load_run(agent_run))
     template = (Path(__file__).parents[1] / "agentic_rag" / "trace" / "template.html").read_text()

@@ -73,13 +73,18 @@ def _cell(text: Any, width: int = 90) -> str:
     return s if len(s) <= width else s[: width - 1] + "\u2026"
 
 
+def paired_ids(*runs_rows: list[dict[str, Any]]) -> list[str]:
+    """The questions two or more runs are compared on, in the first run's order: those every run
+    answered, less those whose gold cannot score an answer (out of the metrics, so out of the pairing)."""
+    by_run = [{r["id"]: r for r in rows} for rows in runs_rows]
+    return [r["id"] for r in runs_rows[0] if all(r["id"] in m for m in by_run) and usable_gold(r.get("gold"))]
+
+
 def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
     runs = [load_run(d) for d in run_dirs]
     base = runs[0]
-    ids = [r["id"] for r in base["rows"]]
     by_run = [{r["id"]: r for r in run["rows"]} for run in runs]
-    # a question whose gold cannot score an answer is left out of the pairing as out of the metrics
-    common = [i for i in ids if all(i in m for m in by_run) and usable_gold(by_run[0][i].get("gold"))]
+    common = paired_ids(*(run["rows"] for run in runs))
     stats = []
     for run, rows in zip(runs[1:], by_run[1:]):
         a = [by_run[0][i]["score"] for i in common]

@@ -1,11 +1,12 @@
 """Two runs of the same questions side by side (`agentic-rag compare A B --html OUT`): the questions
 whose judgement or decision flipped, each with both runs' views, so the two timelines can be read
-next to each other. Questions are paired by id; the first run is the reference."""
+next to each other. Questions are paired as `eval.compare` pairs them; the first run is the reference."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from agentic_rag.eval.compare import paired_ids
 from agentic_rag.trace.draw import ROLE_COLOURS
 from agentic_rag.trace.run import Run, graph_view, question_view, run_header
 
@@ -26,7 +27,8 @@ def flips(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 def compare_view(run_a: Run, run_b: Run, graph_a=None, graph_b=None) -> dict[str, Any]:
     """The flipped questions with both runs' views; with each run's compiled graph, each side's path on it."""
     by_id = {row["id"]: row for row in run_b.rows}
-    common = [row for row in run_a.rows if row["id"] in by_id]
+    pairs = set(paired_ids(run_a.rows, run_b.rows))
+    common = [row for row in run_a.rows if row["id"] in pairs]
     flipped = []
     for row in common:
         changed = flips(row, by_id[row["id"]])
