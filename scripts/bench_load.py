@@ -64,7 +64,13 @@ def run_one(policy: str, executor: str, workers: int, args, scratch: Path, cores
         return {}
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              timeout=args.timeout_s)
+    except subprocess.TimeoutExpired:  # recorded, not fatal: what did not finish under load is a result
+        return {"policy": policy, "executor": executor, "workers": workers, "questions": 0,
+                "wall_s": f"> {args.timeout_s:.0f} (stopped)", "questions_per_min": 0.0, "latency_p50_s": "-",
+                "accuracy": "-", "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"{policy} {executor} x{workers} failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -95,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=6)
     ap.add_argument("--background", type=int, default=0, help="busy processes running throughout (shared cores)")
     ap.add_argument("--out", default="benchmarks/under_load", help="writes OUT.json and OUT.md")
+    ap.add_argument("--executors", nargs="+", choices=[e for e, _ in CONFIGS], default=[e for e, _ in CONFIGS])
+    ap.add_argument("--timeout-s", type=float, default=1800.0, help="a run still going after this is stopped and "
+                    "recorded as such")
     ap.add_argument("--dry-run", action="store_true", help="print the commands only")
     args = ap.parse_args(argv)
     from agentic_rag import usable_cpus
@@ -112,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                                          "-o", f"INDEX_CACHE_DIR={scratch / 'cache'}"]),
                            env=env, check=True, stdout=subprocess.DEVNULL)
         runs = [run_one(policy, executor, workers, args, scratch, cores)
-                for executor, workers in CONFIGS for policy in ("before", "after")]
+                for executor, workers in CONFIGS if executor in args.executors for policy in ("before", "after")]
     finally:
         for p in spinners:
             p.terminate()
