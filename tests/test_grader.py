@@ -15,7 +15,7 @@ def test_low_grades_refuse_before_the_generator_is_called(agent_settings):
     graded = [c for c in fake.calls if "How well does the passage answer the question?" in c["prompt"]]
     assert graded and len(graded) == len(fake.calls)  # every call was a grade: the generator never ran
     assert result.status == "refuse" and result.reason == "ABSTAIN_LOW_RETRIEVAL_SCORE"
-    assert "relevance 0.00 is below 2.0 (0-3 scale)" in result.explanation
+    assert "The best passage's relevance is 0.0 of 3 (needed 2.0)." in result.explanation  # the registry's wording
     assert result.tokens["detail"][GRADE_STAGE]["calls"] == len(graded) and "generation" not in result.tokens["detail"]
     assert result.tokens_saved > 0 and result.llm_calls == len(graded)
     assert all(c["max_tokens"] == 1 for c in graded)

@@ -20,12 +20,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agentic_rag.gate.checks import GATE_REASONS
+from agentic_rag.gate.checks import CHECKS, GATE_REASONS, PRE_GENERATION, failed
 
 BM25_HALF_SCORE = 5.0  # the raw BM25 score that normalises to 0.5 (BM25 score units)
 
 # the sentence each of the gate's reasons opens its message with (codes and wording: gate/checks.py)
 REASONS = {gate_reason: text for gate_reason, (_, text) in GATE_REASONS.items()}
+GATE_REASON_OF = {code: gate_reason for gate_reason, (code, _) in GATE_REASONS.items()}
+PRE_GENERATION_CHECKS = tuple(c for c in CHECKS if c.layer == PRE_GENERATION)  # in the order they are judged
 
 
 @dataclass
@@ -53,22 +55,26 @@ def _refuse(reason: str, tier: str, detail: str, scores: list[float]) -> GateRes
     return GateResult(False, tier, reason, f"{REASONS[reason]} {detail}".strip(), scores)
 
 
+def readings(scores: list[float], tier: str) -> dict[str, float | None]:
+    """The gate's readings of sorted scores, by the signal names of its checks (gate/checks.py): the
+    tier-1 grade, or the tier-2 top score and top-1 / top-2 ratio (not read without a positive second)."""
+    if tier == "reranker":
+        return {"top_relevance": scores[0]}
+    return {"top_score": scores[0], "top_ratio": scores[0] / scores[1] if len(scores) >= 2 and scores[1] > 0 else None}
+
+
 def confidence_gate(passages: list[dict[str, Any]], settings, rerank: list[float] | None = None) -> GateResult:
+    """Whether the packed evidence may go to the generator: the registry's pre-generation checks on
+    this tier's readings, the first that fails giving the refusal's code and sentence."""
     if not settings.gate.GATE_ENABLED:
         return GateResult(True, "off")
     if not passages:
         return _refuse("no_relevant_information", "retrieval", "No passage was retrieved.", [])
-    if rerank is not None:
-        scores = sorted(rerank, reverse=True)
-        if scores[0] < settings.gate.RELEVANCE_THRESHOLD:
-            return _refuse("scores_too_low", "reranker",
-                           f"Top relevance {scores[0]:.2f} is below {settings.gate.RELEVANCE_THRESHOLD} (0-3 scale).", scores)
-        return GateResult(True, "reranker", scores=scores)
-    scores = sorted((normalised_score(p, settings.gate.GATE_SCORE_SOURCE) for p in passages), reverse=True)
-    if scores[0] < settings.gate.RETRIEVAL_MIN_SCORE:
-        return _refuse("scores_too_low", "retrieval",
-                       f"Top {settings.gate.GATE_SCORE_SOURCE} score {scores[0]:.3f} is below {settings.gate.RETRIEVAL_MIN_SCORE}.", scores)
-    if len(scores) >= 2 and scores[1] > 0 and scores[0] / scores[1] < settings.gate.RETRIEVAL_MIN_RATIO:
-        return _refuse("no_clear_winner", "retrieval",
-                       f"Top-1/top-2 ratio {scores[0] / scores[1]:.2f} is below {settings.gate.RETRIEVAL_MIN_RATIO}.", scores)
-    return GateResult(True, "retrieval", scores=scores)
+    tier = "reranker" if rerank is not None else "retrieval"
+    scores = sorted(rerank if rerank is not None else
+                    (normalised_score(p, settings.gate.GATE_SCORE_SOURCE) for p in passages), reverse=True)
+    values = readings(scores, tier)
+    for check in failed(tuple(c for c in PRE_GENERATION_CHECKS if c.signal in values), values, settings):
+        said = check.sentence(values[check.signal], settings)
+        return _refuse(GATE_REASON_OF[check.reason], tier, said[0].upper() + said[1:] + ".", scores)
+    return GateResult(True, tier, scores=scores)
