@@ -2,8 +2,9 @@
 
 Writes, per dataset, under ``benchmarks/agent_vs_baseline/<dataset>/``: each system's ``summary.json``
 and ``config.json``, and ``comparison.md`` (summary side by side, paired bootstrap CI on the CRAG score
-difference, and per question the two answers, reason codes, judgements, tokens and latency). The full
-``results.jsonl`` and telemetry stay in the run folders under ``artifacts/runs/``.
+difference, and per question the two answers, reason codes, judgements, tokens and latency), and every
+row of each run gzipped as ``<system>_results.jsonl.gz``. The run folders (telemetry, traces) stay
+under ``artifacts/runs/``.
 
 Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40 squad200 rgb_negative100]
        [--preset NAME] [--out benchmarks/agent_vs_baseline]
@@ -12,6 +13,7 @@ Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -121,6 +123,10 @@ def main() -> int:
         (dest / "comparison.md").write_text(to_markdown(result, f"Agent vs baseline on {name}", write_plots(result, dest)))
         for system, run_dir in zip(("baseline", "agent"), run_dirs):
             copy_run_files(run_dir, dest, system)
+            # every row, so the judge's rules can be re-applied later without the model (--rejudge-only
+            # reads the run folder; gunzip this into one to re-judge a committed run)
+            with gzip.open(dest / f"{system}_results.jsonl.gz", "wb", compresslevel=9, mtime=0) as f:
+                f.write((run_dir / "results.jsonl").read_bytes())
         b, a = (json.loads((d / "summary.json").read_text()) for d in run_dirs)
         overview[name] = {
             "questions": a["n"],
