@@ -208,6 +208,7 @@ def test_dangling_words_detector(answer, hanging):
 
 
 def test_the_check_reads_committed_answers_from_tables_and_json(tmp_path):
+    import gzip
     import json
 
     from agentic_rag.eval.shown import dangling_report
@@ -221,6 +222,8 @@ def test_the_check_reads_committed_answers_from_tables_and_json(tmp_path):
     (tmp_path / "kit.json").write_text(json.dumps({"runs": {"a": {"questions": [
         {"interaction_id": "1", "prediction": "The river's name means."}, {"interaction_id": "2", "prediction": "Paris."}]}}}))
     (tmp_path / "pairs.json").write_text(json.dumps({"pairs": [{"gold": "x", "prediction": "wrote and."}]}))
+    rows = [{"id": "q1", "prediction": "It was called."}, {"id": "q2", "prediction": "Agnes Grey."}]
+    (run / "agent_results.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
     report = dangling_report(tmp_path)
-    assert report["answers"] == 4
-    assert sorted(d["answer"] for d in report["dangling"]) == ["She wrote and.", "The river's name means."]
+    assert report["answers"] == 6
+    assert sorted(d["answer"] for d in report["dangling"]) == ["It was called.", "She wrote and.", "The river's name means."]

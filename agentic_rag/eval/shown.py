@@ -1,13 +1,15 @@
 """The answers committed benchmark runs showed, read back from the files that keep them, and the ones
 in which stripped text left a word hanging (``text.dangling_words``).
 
-A run's results.jsonl is not committed; what is: the per-question tables of ``comparison.md`` (each
-system's answer, cut at 90 characters), and ``prediction`` fields of JSON files (the hand-labelled judge
-set, the CRAG kit's runs) of records that name their question. A table cell cut with an ellipsis is read up to its last whole word.
+What is committed: every row of the agent-vs-baseline runs (``<system>_results.jsonl.gz``, whole
+answers), the per-question tables of ``comparison.md`` (each system's answer, cut at 90 characters; a
+cell cut with an ellipsis is read up to its last whole word), and ``prediction`` fields of JSON files
+(the hand-labelled judge set, the CRAG kit's runs) of records that name their question.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any, Iterator
@@ -74,8 +76,9 @@ def shown_answers(root: Path) -> Iterator[tuple[str, str]]:
             yield from ((rel, a) for a in _table_answers(path.read_text(encoding="utf-8")))
         elif path.suffix == ".json":
             yield from ((rel, a) for a in _json_predictions(json.loads(path.read_text(encoding="utf-8"))))
-        elif path.suffix == ".jsonl":
-            for line in path.read_text(encoding="utf-8").splitlines():
+        elif path.suffix == ".jsonl" or path.name.endswith(".jsonl.gz"):
+            raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+            for line in raw.decode("utf-8").splitlines():
                 if line.strip():
                     yield from ((rel, a) for a in _json_predictions(json.loads(line)))
 
