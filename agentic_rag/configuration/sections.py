@@ -282,10 +282,10 @@ class BAUGSettings(_Section):
         0.3, "cosine", "Similarity of answer to question needed to STOP.", ge=-1.0, le=1.0
     )
     ANSWER_NEW_WORDS_MIN: float = setting(
-        0.1, "fraction of words",
-        "Share of the answer's content words the question does not already hold, needed to STOP: an answer that "
-        "only restates the question adds nothing a source could back (questions that offer options are not read).",
-        ge=0.0, le=1.0,
+        1.0, "words",
+        "Content words the answer adds to the question, needed to STOP: an answer that only restates the "
+        "question adds nothing a source could back (questions that offer options are not read).",
+        ge=0.0,
     )
     COVERAGE_MIN: float = setting(
         0.0, "fraction", "Share of selected anchors the cited text must hold to STOP.", ge=0.0, le=1.0

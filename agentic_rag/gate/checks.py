@@ -122,6 +122,7 @@ class Check:
     switch: str = ""  # the on/off setting the check applies under ("" = always)
     support: bool = False  # one of the support checks: any of them failing is ABSTAIN_LOW_SUPPORT
     compute: Callable[[Draft], float | None] | None = None  # a reading computed here (None: by computed_by)
+    full: float = 1.0  # the reading a full bar shows in the trace (a share or a score: 1)
 
     def threshold(self, settings: Any) -> Any:
         return _setting(settings, self.setting)
@@ -139,11 +140,13 @@ def _setting(settings: Any, name: str) -> Any:
 
 
 def answer_new_words(draft: Draft) -> float | None:
-    """Share of the answer's content words that the question does not already hold (compared by stem).
+    """How many content words the answer adds to the question (compared by stem).
 
     An answer that only restates the question ("Where was Obama born?" -> "Obama was born.") passes
-    attribution: every word it adds is backed by a source, because it adds none. A question that offers
-    the answer's options ("X or Y", a comparison) is answered by repeating one of them, so it is not read."""
+    attribution: every word it adds is backed by a source, because it adds none. A count, not a share:
+    a long restatement that adds the one word asked for ("... is less than k.") answers the question. A
+    question that offers the answer's options ("X or Y", a comparison) is answered by repeating one of
+    them, so it is not read."""
     from agentic_rag.gate.signals import stem
     from agentic_rag.retrieval.hybrid import tokenize
 
@@ -151,7 +154,7 @@ def answer_new_words(draft: Draft) -> float | None:
     if not words or draft.kind in ("comparison", "yes_no") or " or " in f" {draft.question.lower()} ":
         return None
     asked = {stem(t) for t in tokenize(draft.question)}
-    return round(sum(stem(w) not in asked for w in words) / len(words), 4)
+    return float(len({stem(w) for w in words} - asked))
 
 
 CHECKS: tuple[Check, ...] = (
@@ -170,10 +173,9 @@ CHECKS: tuple[Check, ...] = (
           "the entailment model gives {:.0%} that the sources entail it (needed {:.0%})",
           "gate.crossencoder.entailment_probability (only with NLI_MODEL)", "GROUNDING_ENABLED", support=True),
     Check("answer_new_words", "ANSWER_NEW_WORDS_MIN", "ABSTAIN_LOW_SUPPORT", GATE,
-          "only {:.0%} of its words add anything to the question (needed {:.0%}), so it restates the question "
-          "instead of answering it",
-          "gate.checks.answer_new_words: the answer's content words the question does not hold",
-          "GROUNDING_ENABLED", support=True, compute=answer_new_words),
+          "it adds {:.0f} words to the question (needed {:.0f}), so it restates the question instead of answering it",
+          "gate.checks.answer_new_words: the content words the answer adds to the question",
+          "GROUNDING_ENABLED", support=True, compute=answer_new_words, full=5.0),
     Check("anchor_coverage", "COVERAGE_MIN", "ABSTAIN_MISSING_ANCHORS", GATE,
           "anchor coverage {:.0%}, needed {:.0%}",
           "anchors.matching.anchor_coverage: share of the selected anchors in the supporting text"),
@@ -189,10 +191,11 @@ CHECKS: tuple[Check, ...] = (
           "gate.confidence.confidence_gate: the top passage's normalised score (tier 2)", "GATE_ENABLED"),
     Check("top_ratio", "RETRIEVAL_MIN_RATIO", "ABSTAIN_NO_SCORE_GAP", PRE_GENERATION,
           "the top passage scores {:.2f} times the second (needed {:.2f})",
-          "gate.confidence.confidence_gate: top-1 / top-2 score (tier 2)", "GATE_ENABLED"),
+          "gate.confidence.confidence_gate: top-1 / top-2 score (tier 2)", "GATE_ENABLED", full=2.0),
     Check("top_relevance", "RELEVANCE_THRESHOLD", "ABSTAIN_LOW_RETRIEVAL_SCORE", PRE_GENERATION,
           "the best passage's relevance is {:.1f} of 3 (needed {:.1f})",
-          "gate.confidence.confidence_gate: the grader's 0-3 grade of the top passage (tier 1)", "GATE_ENABLED"),
+          "gate.confidence.confidence_gate: the grader's 0-3 grade of the top passage (tier 1)", "GATE_ENABLED",
+          full=3.0),
 )
 CHECK_BY_SIGNAL: dict[str, Check] = {c.signal: c for c in CHECKS}
 DRAFT_CHECKS = tuple(c for c in CHECKS if c.layer != PRE_GENERATION)  # read from a draft's signals
@@ -227,7 +230,7 @@ def checks_markdown(units: Mapping[str, str]) -> str:
     rows = ["| check | computed by | setting (>=) | unit | layer | on when | refusal code | a refusal says |",
             "|---|---|---|---|---|---|---|---|"]
     for c in CHECKS:
-        says = c.fails.replace("{:.0%}", "N%").replace("{:.1%}", "N%").replace("{:.2f}", "x").replace("{:.1f}", "x")
+        says = c.fails.replace("{:.0%}", "N%").replace("{:.1%}", "N%").replace("{:.2f}", "x").replace("{:.1f}", "x").replace("{:.0f}", "N")
         rows.append(f"| `{c.signal}` | {c.computed_by} | `{c.setting}` | {units.get(c.setting, '')} | {c.layer} | "
                     f"{f'`{c.switch}`' if c.switch else 'always'} | `{c.reason}` | {says} |")
     return "\n".join(rows)

@@ -99,7 +99,7 @@ def load_run(path: str | Path) -> Run:
 PASS, FAIL, ADVISORY, OFF, NONE = "pass", "fail", "advisory", "off", "-"
 
 
-def _check(name: str, value: Any, setting: str, settings: dict[str, Any], switch: str = "") -> dict[str, Any]:
+def _check(name: str, value: Any, setting: str, settings: dict[str, Any], switch: str = "", full: float = 1.0) -> dict[str, Any]:
     threshold = settings.get(setting)
     if threshold is None or not isinstance(value, (int, float)):
         status = NONE
@@ -107,12 +107,12 @@ def _check(name: str, value: Any, setting: str, settings: dict[str, Any], switch
         status = OFF
     else:
         status = PASS if value >= threshold else FAIL
-    return {"signal": name, "value": value, "setting": setting, "threshold": threshold,
+    return {"signal": name, "value": value, "setting": setting, "threshold": threshold, "full": full,
             "passed": {PASS: True, FAIL: False}.get(status), "status": status}
 
 
 def _registered(check: Check, value: Any, settings: dict[str, Any], label: str = "") -> dict[str, Any]:
-    return _check(label or check.signal, value, check.setting, settings, check.switch)
+    return _check(label or check.signal, value, check.setting, settings, check.switch, check.full)
 
 
 def advisory(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
