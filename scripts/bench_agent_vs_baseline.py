@@ -125,8 +125,8 @@ def main() -> int:
             copy_run_files(run_dir, dest, system)
             # every row, so the judge's rules can be re-applied later without the model (--rejudge-only
             # reads the run folder; gunzip this into one to re-judge a committed run)
-            with gzip.open(dest / f"{system}_results.jsonl.gz", "wb", compresslevel=9, mtime=0) as f:
-                f.write((run_dir / "results.jsonl").read_bytes())
+            (dest / f"{system}_results.jsonl.gz").write_bytes(
+                gzip.compress((run_dir / "results.jsonl").read_bytes(), compresslevel=9, mtime=0))
         b, a = (json.loads((d / "summary.json").read_text()) for d in run_dirs)
         overview[name] = {
             "questions": a["n"],
