@@ -21,8 +21,8 @@ from agentic_rag.eval.decision_fit import (
 )
 from agentic_rag.eval.provenance import model_identity
 from agentic_rag.gate.fitted import (
-    FITTED_REASONS, DecisionFile, DecisionMismatchError, FittedModel, configured_decision, cut_for, decide_fitted,
-    model_key,
+    FITTED_REASONS, DecisionFile, DecisionMismatchError, FittedModel, available_features, configured_decision, cut_for,
+    decide_fitted, model_key,
 )
 from agentic_rag.gate.judge import yes_probability
 from agentic_rag.gate.policy import REASONS, Flags
@@ -332,3 +332,14 @@ def test_without_decision_file_the_packaged_models_shipped_decision_is_read(sett
         configured_decision(s)
     write_decision(tmp_path / "decision-qwen2.5-coder-0.5b.json", s, 0.0)
     assert configured_decision(s).features == ["overlap_est"]
+
+
+@pytest.mark.parametrize("preset", ["default", "fast"])
+def test_each_packaged_models_shipped_decision_loads_for_it(preset):
+    """The decisions in agentic_rag/data/decisions are the ones the fitted policy reads for the packaged
+    models with their presets: each matches its model's identity and the signals the in-process
+    backend gives, so GATE_POLICY=fitted works with no DECISION_FILE."""
+    s = Settings.load(preset=preset, overrides={"GATE_POLICY": "fitted"})
+    decision = configured_decision(s)
+    assert decision.model_key == model_key(s) and set(decision.features) <= available_features(s)
+    assert "answerability" in decision.features  # the in-process probe, the strongest signal on both models
