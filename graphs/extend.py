@@ -10,6 +10,7 @@ name already taken, a route to a node that does not exist, or a loop that passes
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, get_args, get_type_hints
 
@@ -254,8 +255,10 @@ def _checked_node(ext: Extension) -> Callable[..., Any]:
     return timed(ext.name)(node)
 
 
+@functools.cache
 def _reducers() -> dict[str, Callable[[Any, Any], Any]]:
-    """The state keys LangGraph merges with a reducer instead of replacing (``Annotated[T, fn]``)."""
+    """The state keys LangGraph merges with a reducer instead of replacing (``Annotated[T, fn]``): read
+    from the state's type once, not on every routed extension's run."""
     hints = get_type_hints(RAGState, include_extras=True)
     return {k: args[1] for k, t in hints.items() if len(args := get_args(t)) == 2 and callable(args[1])}
 

@@ -199,8 +199,17 @@ CHECKS: tuple[Check, ...] = (
 )
 CHECK_BY_SIGNAL: dict[str, Check] = {c.signal: c for c in CHECKS}
 DRAFT_CHECKS = tuple(c for c in CHECKS if c.layer != PRE_GENERATION)  # read from a draft's signals
+PRE_GENERATION_CHECKS = tuple(c for c in CHECKS if c.layer == PRE_GENERATION)  # the confidence gate's, in order
 SUPPORT_CHECKS = tuple(c for c in CHECKS if c.support)
 COMPUTED_CHECKS = tuple(c for c in CHECKS if c.compute is not None)
+
+
+def gate_readings(scores: list[float], tier: str) -> dict[str, float | None]:
+    """The confidence gate's readings of its sorted scores, by its checks' signals: the tier-1 grade, or
+    the tier-2 top score and top-1 / top-2 ratio (not read without a positive second score)."""
+    if tier == "reranker":
+        return {"top_relevance": scores[0]}
+    return {"top_score": scores[0], "top_ratio": scores[0] / scores[1] if len(scores) >= 2 and scores[1] > 0 else None}
 
 
 def reading(signals: Mapping[str, Any], check: Check) -> float | None:

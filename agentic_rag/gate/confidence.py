@@ -20,14 +20,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agentic_rag.gate.checks import CHECKS, GATE_REASONS, PRE_GENERATION, failed
+from agentic_rag.gate.checks import GATE_REASONS, PRE_GENERATION_CHECKS, failed, gate_readings
 
 BM25_HALF_SCORE = 5.0  # the raw BM25 score that normalises to 0.5 (BM25 score units)
 
 # the sentence each of the gate's reasons opens its message with (codes and wording: gate/checks.py)
 REASONS = {gate_reason: text for gate_reason, (_, text) in GATE_REASONS.items()}
 GATE_REASON_OF = {code: gate_reason for gate_reason, (code, _) in GATE_REASONS.items()}
-PRE_GENERATION_CHECKS = tuple(c for c in CHECKS if c.layer == PRE_GENERATION)  # in the order they are judged
 
 
 @dataclass
@@ -55,14 +54,6 @@ def _refuse(reason: str, tier: str, detail: str, scores: list[float]) -> GateRes
     return GateResult(False, tier, reason, f"{REASONS[reason]} {detail}".strip(), scores)
 
 
-def readings(scores: list[float], tier: str) -> dict[str, float | None]:
-    """The gate's readings of sorted scores, by the signal names of its checks (gate/checks.py): the
-    tier-1 grade, or the tier-2 top score and top-1 / top-2 ratio (not read without a positive second)."""
-    if tier == "reranker":
-        return {"top_relevance": scores[0]}
-    return {"top_score": scores[0], "top_ratio": scores[0] / scores[1] if len(scores) >= 2 and scores[1] > 0 else None}
-
-
 def confidence_gate(passages: list[dict[str, Any]], settings, rerank: list[float] | None = None) -> GateResult:
     """Whether the packed evidence may go to the generator: the registry's pre-generation checks on
     this tier's readings, the first that fails giving the refusal's code and sentence."""
@@ -73,7 +64,7 @@ def confidence_gate(passages: list[dict[str, Any]], settings, rerank: list[float
     tier = "reranker" if rerank is not None else "retrieval"
     scores = sorted(rerank if rerank is not None else
                     (normalised_score(p, settings.gate.GATE_SCORE_SOURCE) for p in passages), reverse=True)
-    values = readings(scores, tier)
+    values = gate_readings(scores, tier)
     for check in failed(tuple(c for c in PRE_GENERATION_CHECKS if c.signal in values), values, settings):
         said = check.sentence(values[check.signal], settings)
         return _refuse(GATE_REASON_OF[check.reason], tier, said[0].upper() + said[1:] + ".", scores)

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_results
-from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, reading
+from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
 from agentic_rag.nodes import Node
 from agentic_rag.state import citation_status
 from agentic_rag.telemetry import read_rows
@@ -131,13 +131,10 @@ def gate_checks(confidence: dict[str, Any], settings: dict[str, Any]) -> list[di
     scores = confidence.get("scores") or []
     if not scores:
         return []
-    if confidence.get("tier") == "reranker":
-        return [_registered(CHECK_BY_SIGNAL["top_relevance"], scores[0], settings, "top relevance (0-3)")]
-    label = f"top {settings.get('GATE_SCORE_SOURCE', '')} score".replace("  ", " ")
-    out = [_registered(CHECK_BY_SIGNAL["top_score"], scores[0], settings, label)]
-    if len(scores) >= 2 and scores[1] > 0:
-        out.append(_registered(CHECK_BY_SIGNAL["top_ratio"], round(scores[0] / scores[1], 4), settings, "top-1 / top-2 ratio"))
-    return out
+    labels = {"top_relevance": "top relevance (0-3)", "top_ratio": "top-1 / top-2 ratio",
+              "top_score": f"top {settings.get('GATE_SCORE_SOURCE', '')} score".replace("  ", " ")}
+    return [_registered(CHECK_BY_SIGNAL[signal], round(value, 4) if signal == "top_ratio" else value, settings, labels[signal])
+            for signal, value in gate_readings(scores, confidence.get("tier", "")).items() if value is not None]
 
 
 # -- one event as a summary line and detail blocks ------------------------------------------------
