@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from agentic_rag.configuration import Settings, SettingsError
-from agentic_rag.eval.compare import paired_bootstrap
+from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.plots import common_coverage, confidence_of, mean_risk, plot_risk_coverage, risk_coverage
 from agentic_rag.eval.results import read_results
@@ -52,14 +52,11 @@ def p_right(row: dict) -> float:
     return row["p_right"] if row.get("p_right") is not None else 0.0
 
 
-def usable(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if not r.get("unusable_gold")]
-
-
 def measure(name: str, runs: dict[str, Path]) -> dict:
-    rows = {k: {r["id"]: r for r in usable(read_results(d / "results.jsonl"))} for k, d in runs.items()}
-    rows["fitted"] = {r["id"]: r for r in with_p_right(list(rows["fitted"].values()), runs["fitted"])}
-    ids = sorted(set.intersection(*(set(r) for r in rows.values())))
+    read = {k: read_results(d / "results.jsonl") for k, d in runs.items()}
+    read["fitted"] = with_p_right(read["fitted"], runs["fitted"])
+    rows = {k: {r["id"]: r for r in v} for k, v in read.items()}
+    ids = paired_ids(*read.values())  # answered by all three, gold usable: as eval.compare pairs runs
     if not ids:
         raise SystemExit(f"{name}: the three runs share no question")
     pick = {k: [rows[k][i] for i in ids] for k in rows}
