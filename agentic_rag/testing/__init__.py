@@ -2,6 +2,7 @@
 
 Scripted chat models (``fakes``), real OpenAI-compatible and ``langgraph dev`` servers (``fault_server``,
 ``servers``), toy records and datasets (``records``), defective and hostile inputs (``bad_inputs``,
-``hostile``) and child processes of the CLI (``processes``). The agent never imports this package: it
+``hostile``), child processes of the CLI (``processes``) and the reliability cases of
+scripts/bench_reliability.py (``reliability``). The agent never imports this package: it
 is here so that scripts/ need not import tests/ and tests/ need not import scripts/.
 """
