@@ -38,11 +38,11 @@ ENTRY_POINTS = {"cli", "crag_adapter"}
 APP_PACKAGE = "graphs"
 
 MAX_LINES = 500
-# Modules allowed over MAX_LINES, each with why it is still one concern.
+# Modules allowed over MAX_LINES (by path from the checkout), each with why it is still one concern.
 MAX_LISTED_LINES = 600  # even a module that is one concern is split past this
 LONG_MODULES = {
-    "configuration/sections.py": "the settings' declarations: one per setting, by section, each with its unit and "
-                                 "meaning, and the checks a single section's values must pass",
+    "agentic_rag/configuration/sections.py": "the settings' declarations: one per setting, by section, each with its "
+                                             "unit and meaning, and the checks a single section's values must pass",
 }
 
 
@@ -175,8 +175,14 @@ def test_nothing_imports_an_entry_point():
     assert not offenders, "\n".join(offenders)
 
 
+def _sized_modules() -> list[Path]:
+    """The modules the line limit holds for: the package, the graphs and the scripts (a script is a thin
+    caller of the package; what it runs lives there). Not tests/."""
+    return sorted([*PACKAGE.rglob("*.py"), *(ROOT / APP_PACKAGE).rglob("*.py"), *(ROOT / "scripts").glob("*.py")])
+
+
 def test_no_module_is_over_the_line_limit():
-    long = {str(p.relative_to(PACKAGE)): n for p in sorted(PACKAGE.rglob("*.py"))
+    long = {p.relative_to(ROOT).as_posix(): n for p in _sized_modules()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     unexplained = {name: n for name, n in long.items() if name not in LONG_MODULES}
     assert not unexplained, f"over {MAX_LINES} lines: {unexplained}; split it by concern (or justify it in LONG_MODULES)"
