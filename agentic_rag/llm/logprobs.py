@@ -24,8 +24,14 @@ TOP_LOGPROBS = 20  # alternatives per token asked of a server when a yes/no spli
 
 
 def request_kwargs(model: Any, settings: Any) -> dict[str, Any]:
-    """What a generation call passes for its tokens' log-probabilities (both backends take ``logprobs``)."""
-    return {"logprobs": True} if settings.baug.REQUEST_LOGPROBS and _speaks_logprobs(model) else {}
+    """What a generation call passes for its tokens' log-probabilities (both backends take ``logprobs``).
+    A server is also sent ``top_logprobs=0``: llama-cpp-python's server returns no log-probabilities
+    without it, and OpenAI and vLLM accept it."""
+    if not (settings.baug.REQUEST_LOGPROBS and _speaks_logprobs(model)):
+        return {}
+    from langchain_openai import ChatOpenAI
+
+    return {"logprobs": True, "top_logprobs": 0} if isinstance(model, ChatOpenAI) else {"logprobs": True}
 
 
 def _speaks_logprobs(model: Any) -> bool:

@@ -16,8 +16,10 @@ exercised through its actual client, timeouts and error handling. Each request t
 * ``drop``: the connection is closed without any reply.
 
 With ``logprobs`` (a dict: ``token``, each reply token's log-probability; ``top``, the first token's
-alternatives as {token: log-probability}) a request that asks for ``logprobs`` gets them back, as vLLM,
-llama.cpp's server and OpenAI return them; without it they are ignored, as ``transformers serve`` does.
+alternatives as {token: log-probability}) a request that asks for ``logprobs`` and names ``top_logprobs``
+(0 will do) gets them back, as vLLM, llama.cpp's servers and OpenAI return them: llama-cpp-python's server
+returns none without ``top_logprobs``, so the strictest rule is the one served here. Without ``logprobs``
+given to the server they are ignored, as ``transformers serve`` does.
 
 "Connection refused" needs no server: ``refused_url()`` names a port nothing listens on.
 """
@@ -129,7 +131,7 @@ class FaultServer:
         text = "" if mode == "empty" else render_reply(self.reply, prompt)
         n_in, n_out = len(prompt.split()) + 20, len(text.split())
         choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-        if self.logprobs and body.get("logprobs"):
+        if self.logprobs and body.get("logprobs") and body.get("top_logprobs") is not None:
             tokens = [{"token": w, "logprob": self.logprobs["token"], "top_logprobs": []} for w in text.split()]
             if tokens and body.get("top_logprobs"):
                 tokens[0]["top_logprobs"] = [{"token": t, "logprob": v} for t, v in self.logprobs.get("top", {}).items()]

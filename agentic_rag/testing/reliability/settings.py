@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.configuration import Settings
 from agentic_rag.testing.fault_server import FaultServer
 from agentic_rag.testing.processes import compare_runs, eval_cmd, result_ids
 from agentic_rag.testing.reliability.cases import (
@@ -22,7 +23,8 @@ def _resume_mismatch(ctx: Context) -> dict[str, Any]:
     shutil.copytree(ctx.reference, out)
     proc = cli(eval_cmd(ctx.toy, out, ["--resume", *ctx.kill_opts(), "-o", "COVERAGE_MIN=0.1", "-o", "FAITH_MIN=0.1",
                                       "-o", "OVERLAP_MIN=0.1", "-o", "MAX_ROUNDS=1", "-o", "ANSWER_RELEVANCE_MIN=0.1"]))
-    res = one_line_error(proc, ["COVERAGE_MIN: 0.5 -> 0.1", "and 1 more", "--out"])
+    was = Settings.load().baug.COVERAGE_MIN  # the run's value: the default, whatever it is now
+    res = one_line_error(proc, [f"COVERAGE_MIN: {was} -> 0.1", "and 1 more", "--out"])
     res["rows_lost"] = 12 - len(set(result_ids(out)))
     return res
 
