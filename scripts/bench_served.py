@@ -1,0 +1,178 @@
+"""The same agent in-process and served (issue: one calibrated decision that travels with the model).
+
+The packaged 1.5B answers through llama.cpp's OpenAI-compatible server (``LLM_BACKEND=openai``), which
+returns token log-probabilities, with a decision fitted on the served model's own signals; it is
+compared with the in-process 1.5B and its shipped decision on the same test questions.
+
+Starts ``python -m llama_cpp.server`` on the packaged GGUF (``pip install 'llama-cpp-python[server]'``,
+built from source: 10-16 minutes on 2 cores) unless ``--server-url`` names one already listening.
+With ``--fit``, first fits the served decision on a dev split, as ``agentic-rag calibrate --fit`` does
+(the served backend has no answerability probe: it reads the log-probabilities and the verifier's
+P(yes) instead). Then runs the agent with ``GATE_POLICY=fitted`` on each test dataset and pairs it
+with the in-process fitted run that ``scripts/bench_decision_policy.py`` left under
+``artifacts/runs/decision_policy_<TAG>/<dataset>/agent``.
+
+Writes benchmarks/decision/served_<TAG>.json and .md, and, with --fit, the served decision and its
+fit report under benchmarks/decision/served/.
+
+Usage: python scripts/bench_served.py [--fit --dev DEV.jsonl] [--datasets rgb40 squad200]
+       [--fit-dir DIR] [--server-url URL] [--port 8765] [--tag qwen2.5-coder-1.5b] [--reuse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
+from agentic_rag.configuration import Settings, SettingsError
+from agentic_rag.eval.compare import paired_bootstrap, paired_ids
+from agentic_rag.eval.decision_fit import calibrate_fit
+from agentic_rag.eval.decision_fit import to_markdown as fit_markdown
+from agentic_rag.eval.metrics import run_summary
+from agentic_rag.eval.results import read_results
+from agentic_rag.eval.runner import run_eval
+from agentic_rag.llm.packaged import PACKAGED_MODELS, assemble_gguf
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVED_NAME = "qwen2.5-coder-1.5b"  # the name the server answers to, and the served decision's model key
+
+
+def start_server(port: int, gguf: Path, log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", SERVED_NAME,
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
+    with open(log, "wb") as fh:  # the server keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"llama.cpp's server ended at once (is llama-cpp-python[server] installed?); see {log}")
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=2).read()
+            return proc
+        except OSError:
+            time.sleep(1)
+    proc.kill()
+    raise SystemExit(f"llama.cpp's server did not answer within 180 s; see {log}")
+
+
+def summary_of(rows: list[dict]) -> dict:
+    s = run_summary("agent", rows, 0)
+    return {k: s[k] for k in ("score", "accuracy", "hallucination", "refusal_rate_unanswerable", "false_refusal_rate",
+                              "tokens_per_q", "llm_calls_per_q", "latency_p50_ms")}
+
+
+def measure(local_dir: Path, served_dir: Path) -> dict:
+    read = {"in-process": read_results(local_dir / "results.jsonl"), "served": read_results(served_dir / "results.jsonl")}
+    ids = paired_ids(*read.values())
+    rows = {k: {r["id"]: r for r in v} for k, v in read.items()}
+    pick = {k: [rows[k][i] for i in ids] for k in rows}
+    return {"questions": len(ids), "systems": {k: summary_of(v) for k, v in pick.items()},
+            "score_difference": paired_bootstrap([r["score"] for r in pick["in-process"]],
+                                                 [r["score"] for r in pick["served"]]),
+            "logprobs": json.loads((served_dir / "config.json").read_text()).get("logprobs"),
+            "judgements_flipped": sum(rows["in-process"][i]["judgement"] != rows["served"][i]["judgement"] for i in ids)}
+
+
+def to_markdown(report: dict) -> str:
+    lines = [f"# The agent in-process and served ({report['tag']})", "",
+             ("In-process: the packaged model in this process with its shipped decision (probe, log-probabilities, "
+              f"verifier). Served: the same GGUF behind llama.cpp's server (`{report['server']}`), "
+              "`LLM_BACKEND=openai`, with the decision fitted on its own signals "
+              f"(`{report['served_decision']}`). Both `GATE_POLICY=fitted`. Score difference: served minus "
+              "in-process, paired 95% bootstrap interval."), "",
+             ("| dataset | backend | score | accuracy | hallucination | refusal (unanswerable) | false refusal | "
+              "tokens/q | calls/q | median latency |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, d in report["datasets"].items():
+        for backend, s in d["systems"].items():
+            lines.append(f"| {name} | {backend} | {s['score']:+.3f} | {s['accuracy']:.3f} | {s['hallucination']:.3f} | "
+                         f"{s['refusal_rate_unanswerable']} | {s['false_refusal_rate']} | {s['tokens_per_q']:.0f} | "
+                         f"{s['llm_calls_per_q']:.2f} | {s['latency_p50_ms'] / 1000:.1f} s |")
+    lines += ["", ("| dataset | questions | score difference (95% interval) | 0 inside | judgements flipped | "
+                   "served log-probabilities |"), "|---|---|---|---|---|---|"]
+    for name, d in report["datasets"].items():
+        sd = d["score_difference"]
+        inside = "yes" if sd["ci95_low"] <= 0 <= sd["ci95_high"] else "no"
+        lines.append(f"| {name} | {d['questions']} | {sd['diff']:+.3f} ({sd['ci95_low']:+.3f} to {sd['ci95_high']:+.3f}) | "
+                     f"{inside} | {d['judgements_flipped']} | {(d['logprobs'] or {}).get('status')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="+", default=["rgb40", "squad200"])
+    ap.add_argument("--fit", action="store_true", help="fit the served decision on --dev first")
+    ap.add_argument("--dev", type=Path, help="the dev split the served decision is fitted on (with --fit)")
+    ap.add_argument("--fit-dir", type=Path, default=None,
+                    help="where the dev run and fit go (default ARTIFACTS_DIR/calibration/served-<model>); a finished "
+                         "run there is read, not run again")
+    ap.add_argument("--server-url", default=None, help="an OpenAI-compatible server already serving the GGUF")
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--tag", default="qwen2.5-coder-1.5b", help="the in-process fitted runs' tag (bench_decision_policy)")
+    ap.add_argument("--reuse", action="store_true", help="re-read the served runs instead of running again")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "decision")
+    args = ap.parse_args()
+    if args.fit and (args.dev is None or not args.dev.is_file()):
+        raise SystemExit("--fit needs --dev DEV.jsonl, a development split")
+    served_out = args.out / "served"
+    decision = served_out / f"decision-openai-{SERVED_NAME}.json"
+    if not args.fit and not decision.is_file():
+        raise SystemExit(f"no served decision at {decision}: run with --fit --dev DEV.jsonl first")
+    base = Settings.load()
+    artifacts = Path(base.paths.ARTIFACTS_DIR)
+    proc = None
+    url = args.server_url
+    if url is None and not args.reuse:
+        gguf = assemble_gguf(Path(base.paths.MODEL_CACHE_DIR).expanduser(), PACKAGED_MODELS["packaged-1.5b"])
+        artifacts.mkdir(parents=True, exist_ok=True)
+        proc = start_server(args.port, gguf, artifacts / "llama_server.log")
+        url = f"http://127.0.0.1:{args.port}/v1"
+    try:
+        served = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url or "http://127.0.0.1:1/v1", "LLM_MODEL": SERVED_NAME,
+                  "OPENAI_API_KEY": "none"}
+        try:
+            settings = base.replace(**served)
+        except SettingsError as exc:
+            raise SystemExit(f"settings error: {exc}") from None
+        if args.fit:
+            fit_dir = args.fit_dir or artifacts / "calibration" / f"served-{SERVED_NAME}"
+            report = calibrate_fit(settings, fit_dir, dataset=args.dev, decision_path=fit_dir / "decision.json")
+            served_out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(fit_dir / "decision.json", decision)
+            for png in ("reliability.png", "risk_coverage.png"):
+                if (fit_dir / png).is_file():
+                    shutil.copyfile(fit_dir / png, served_out / png)
+            (served_out / "fit.json").write_text(json.dumps(report, indent=2) + "\n")
+            (served_out / "fit.md").write_text(fit_markdown(report))
+        fitted = settings.replace(GATE_POLICY="fitted", DECISION_FILE=str(decision))
+        out = {"tag": args.tag, "server": "python -m llama_cpp.server (llama-cpp-python)",
+               "served_decision": str(decision.relative_to(ROOT)), "datasets": {}}
+        for name in args.datasets:
+            local_dir = artifacts / "runs" / f"decision_policy_{args.tag}" / name / "agent"
+            if not (local_dir / "results.jsonl").is_file():
+                raise SystemExit(f"{local_dir}: no in-process fitted run (scripts/bench_decision_policy.py makes it)")
+            served_dir = artifacts / "runs" / f"served_{args.tag}" / name / "agent"
+            if not args.reuse:  # a finished run is read as it is; a stopped one goes on (a new fit starts afresh)
+                dataset = json.loads((local_dir / "config.json").read_text())["dataset"]
+                run_eval(dataset, "agent", fitted, served_dir, overwrite=args.fit, resume=not args.fit)
+            out["datasets"][name] = measure(local_dir, served_dir)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"served_{args.tag}.json").write_text(json.dumps(out, indent=2) + "\n")
+    (args.out / f"served_{args.tag}.md").write_text(to_markdown(out))
+    print(to_markdown(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
