@@ -25,13 +25,20 @@ import json
 import sys
 from pathlib import Path
 
+import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.metrics import run_summary
-from agentic_rag.eval.plots import common_coverage, confidence_of, mean_risk, plot_risk_coverage, risk_coverage
+from agentic_rag.eval.plots import (
+    common_coverage,
+    confidence_of,
+    mean_risk,
+    plot_risk_coverage,
+    risk_coverage,
+)
+from agentic_rag.eval.report import markdown_table
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.runner import run_eval
-import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,20 +95,19 @@ def to_markdown(report: dict) -> str:
     lines = [f"# The fitted decision against the thresholds ({report['tag']})", "",
              (f"Decision file: `{report['decision_file']}`. Each policy ranks its own answers by its own confidence; "
               "mean risk is over the coverage both reach (lower is better). Score difference: fitted minus "
-              "thresholds, paired 95% bootstrap interval."), "",
-             ("| dataset | policy | mean risk | coverage | score | hallucination | refusal (unanswerable) | "
-              "false refusal | tokens/q | x baseline |"), "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, d in report["datasets"].items():
-        for policy, p in d["policies"].items():
-            lines.append(f"| {name} | {policy} | {p['mean_risk']} | {p['coverage']:.2f} | {p['score']:+.3f} | "
-                         f"{p['hallucination']:.3f} | {p['refusal_unanswerable']} | {p['false_refusal']} | "
-                         f"{p['tokens_per_q']:.0f} | {p['token_ratio']} |")
-    lines += ["", "| dataset | questions | common coverage | score difference (95% interval) | judgements flipped |",
-              "|---|---|---|---|---|"]
-    for name, d in report["datasets"].items():
-        sd = d["score_difference"]
-        lines.append(f"| {name} | {d['questions']} | {d['common_coverage']} | {sd['diff']:+.3f} "
-                     f"({sd['ci95_low']:+.3f} to {sd['ci95_high']:+.3f}) | {len(d['flipped'])} |")
+              "thresholds, paired 95% bootstrap interval."), ""]
+    lines += markdown_table(
+        ["dataset", "policy", "mean risk", "coverage", "score", "hallucination", "refusal (unanswerable)",
+         "false refusal", "tokens/q", "x baseline"],
+        [[name, policy, p["mean_risk"], f"{p['coverage']:.2f}", f"{p['score']:+.3f}", f"{p['hallucination']:.3f}",
+          p["refusal_unanswerable"], p["false_refusal"], f"{p['tokens_per_q']:.0f}", p["token_ratio"]]
+         for name, d in report["datasets"].items() for policy, p in d["policies"].items()])
+    lines.append("")
+    lines += markdown_table(
+        ["dataset", "questions", "common coverage", "score difference (95% interval)", "judgements flipped"],
+        [[name, d["questions"], d["common_coverage"],
+          f"{sd['diff']:+.3f} ({sd['ci95_low']:+.3f} to {sd['ci95_high']:+.3f})", len(d["flipped"])]
+         for name, d in report["datasets"].items() for sd in [d["score_difference"]]])
     return "\n".join(lines) + "\n"
 
 

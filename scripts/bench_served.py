@@ -36,6 +36,7 @@ from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.decision_fit import calibrate_fit
 from agentic_rag.eval.decision_fit import to_markdown as fit_markdown
 from agentic_rag.eval.metrics import run_summary
+from agentic_rag.eval.report import markdown_table
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.llm.packaged import PACKAGED_MODELS
@@ -70,21 +71,22 @@ def to_markdown(report: dict) -> str:
               f"verifier). Served: the same GGUF behind llama.cpp's server (`{report['server']}`), "
               "`LLM_BACKEND=openai`, with the decision fitted on its own signals "
               f"(`{report['served_decision']}`). Both `GATE_POLICY=fitted`. Score difference: served minus "
-              "in-process, paired 95% bootstrap interval."), "",
-             ("| dataset | backend | score | accuracy | hallucination | refusal (unanswerable) | false refusal | "
-              "tokens/q | calls/q | median latency |"), "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, d in report["datasets"].items():
-        for backend, s in d["systems"].items():
-            lines.append(f"| {name} | {backend} | {s['score']:+.3f} | {s['accuracy']:.3f} | {s['hallucination']:.3f} | "
-                         f"{s['refusal_rate_unanswerable']} | {s['false_refusal_rate']} | {s['tokens_per_q']:.0f} | "
-                         f"{s['llm_calls_per_q']:.2f} | {s['latency_p50_ms'] / 1000:.1f} s |")
-    lines += ["", ("| dataset | questions | score difference (95% interval) | 0 inside | judgements flipped | "
-                   "served log-probabilities |"), "|---|---|---|---|---|---|"]
-    for name, d in report["datasets"].items():
-        sd = d["score_difference"]
-        inside = "yes" if sd["ci95_low"] <= 0 <= sd["ci95_high"] else "no"
-        lines.append(f"| {name} | {d['questions']} | {sd['diff']:+.3f} ({sd['ci95_low']:+.3f} to {sd['ci95_high']:+.3f}) | "
-                     f"{inside} | {d['judgements_flipped']} | {(d['logprobs'] or {}).get('status')} |")
+              "in-process, paired 95% bootstrap interval."), ""]
+    lines += markdown_table(
+        ["dataset", "backend", "score", "accuracy", "hallucination", "refusal (unanswerable)", "false refusal",
+         "tokens/q", "calls/q", "median latency"],
+        [[name, backend, f"{s['score']:+.3f}", f"{s['accuracy']:.3f}", f"{s['hallucination']:.3f}",
+          s["refusal_rate_unanswerable"], s["false_refusal_rate"], f"{s['tokens_per_q']:.0f}",
+          f"{s['llm_calls_per_q']:.2f}", f"{s['latency_p50_ms'] / 1000:.1f} s"]
+         for name, d in report["datasets"].items() for backend, s in d["systems"].items()])
+    lines.append("")
+    lines += markdown_table(
+        ["dataset", "questions", "score difference (95% interval)", "0 inside", "judgements flipped",
+         "served log-probabilities"],
+        [[name, d["questions"], f"{sd['diff']:+.3f} ({sd['ci95_low']:+.3f} to {sd['ci95_high']:+.3f})",
+          "yes" if sd["ci95_low"] <= 0 <= sd["ci95_high"] else "no", d["judgements_flipped"],
+          (d["logprobs"] or {}).get("status")]
+         for name, d in report["datasets"].items() for sd in [d["score_difference"]]])
     return "\n".join(lines) + "\n"
 
 

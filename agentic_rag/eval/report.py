@@ -28,3 +28,9 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]])
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A GitHub table's lines, for the benchmark reports that set runs side by side."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(c) for c in row) + " |" for row in rows)]
