@@ -25,6 +25,7 @@ from agentic_rag.cli import app
 from agentic_rag.configuration import PRESET_ENV, Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.telemetry import read_rows
+from agentic_rag.testing.processes import sigint_as_in_a_terminal
 from tests.fault_server import FaultServer
 from tests.test_eval_runner import dataset
 from tests.test_model_faults import ROOT
@@ -54,7 +55,8 @@ def start_eval(data: Path, out: Path, values: dict[str, object], *extra: str) ->
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_")) or k == PRESET_ENV}
     return subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", str(data), "--out", str(out),
                              *as_options(values), *extra], env={**env, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=sigint_as_in_a_terminal)
 
 
 def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0, step: float = 0.05) -> None:
@@ -240,7 +242,7 @@ def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", "example", "--n", "3",
                              "--system", "baseline", "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"],
                             env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=sigint_as_in_a_terminal)
     wait_for(lambda: lines(out / "results.jsonl") >= 1, proc, timeout=900)
     time.sleep(1.0)  # the second question is under way
     t0 = time.monotonic()

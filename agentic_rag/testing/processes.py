@@ -33,9 +33,17 @@ def child_env() -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT)}
 
 
+def sigint_as_in_a_terminal() -> None:
+    """A child's ``preexec_fn``: SIGINT back to its default. A job started in the background (``nohup``,
+    ``&`` in a script) ignores SIGINT, everything below it inherits that, and a Python process that
+    starts with SIGINT ignored never turns it into KeyboardInterrupt: a Ctrl-C sent to it would be
+    dropped, and a check of what Ctrl-C does would fail (or pass) for the wrong reason."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(cmd: list[str]) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=sigint_as_in_a_terminal)
 
 
 def lines(path: Path) -> int:
