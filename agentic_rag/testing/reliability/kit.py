@@ -70,7 +70,9 @@ def _kit_broken(ctx: Context) -> dict[str, Any]:
     batch = kit_batch(ctx, 3)
     batch["search_results"][1] = [{"page_name": "broken", "page_result": ["<p>x</p>"]}]
     ctx.serve(GOOD)
-    run = kit_run(ctx, "kit_broken", batch)
+    # the scripted server answers every call with GOOD, the verifier's yes/no question too, which the
+    # final check would read as "no": the case is about the broken record, so the verifier is off
+    run = kit_run(ctx, "kit_broken", batch, VERIFIER_ENABLED=False)
     res = kit_outcome(run, 3)
     a = run["answers"]
     res["outcome"] += f"; answers {a}; logged: {next((r.get('error', '') for r in run['rows'] if r.get('error')), '')[:90]}"
