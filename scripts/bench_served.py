@@ -39,12 +39,12 @@ from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.report import markdown_table
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.runner import run_eval
+from agentic_rag.gate.fitted import DECISIONS_DIR
 from agentic_rag.llm.packaged import PACKAGED_MODELS
 from agentic_rag.llm.serve import start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = PACKAGED_MODELS["packaged-1.5b"]
-DECISIONS = ROOT / "agentic_rag" / "data" / "decisions"  # where a packaged model's decisions ship
 
 
 def summary_of(rows: list[dict]) -> dict:
@@ -107,7 +107,7 @@ def main() -> int:
     if args.fit and (args.dev is None or not args.dev.is_file()):
         raise SystemExit("--fit needs --dev DEV.jsonl, a development split")
     served_out = args.out / "served"
-    decision = DECISIONS / MODEL.decision_file("openai")
+    decision = DECISIONS_DIR / MODEL.decision_file("openai")
     if not args.fit and not decision.is_file():
         raise SystemExit(f"no served decision at {decision}: run with --fit --dev DEV.jsonl first")
     base = Settings.load()

@@ -204,15 +204,12 @@ def configured_decision(settings) -> DecisionFile:
 def configured_decision_path(settings) -> Path:
     """``DECISION_FILE``, else the decision shipped for the packaged model (agentic_rag/data/decisions):
     in-process by its ``LLM_MODEL`` name, or served (``agentic-rag serve``) by the name the server gives it."""
-    from agentic_rag.llm.packaged import PACKAGED_MODELS
+    from agentic_rag.llm.packaged import PACKAGED_MODELS, packaged_by_short_name
 
     if settings.baug.DECISION_FILE is not None:
         return Path(settings.baug.DECISION_FILE)
     backend, name = settings.llm.LLM_BACKEND, settings.llm.LLM_MODEL
-    if backend == "local":
-        spec = PACKAGED_MODELS.get(name)
-    else:
-        spec = next((m for m in PACKAGED_MODELS.values() if m.short_name == name), None)
+    spec = PACKAGED_MODELS.get(name) if backend == "local" else packaged_by_short_name(name)
     shipped = DECISIONS_DIR / spec.decision_file(backend) if spec else None
     if shipped is None or not shipped.is_file():
         raise ValueError("GATE_POLICY=fitted needs DECISION_FILE (no decision ships for this model): "

@@ -27,19 +27,15 @@ def request_kwargs(model: Any, settings: Any) -> dict[str, Any]:
     """What a generation call passes for its tokens' log-probabilities (both backends take ``logprobs``).
     A server is also sent ``top_logprobs=0``: llama-cpp-python's server returns no log-probabilities
     without it, and OpenAI and vLLM accept it."""
-    if not (settings.baug.REQUEST_LOGPROBS and _speaks_logprobs(model)):
+    if not settings.baug.REQUEST_LOGPROBS:
         return {}
-    from langchain_openai import ChatOpenAI
-
-    return {"logprobs": True, "top_logprobs": 0} if isinstance(model, ChatOpenAI) else {"logprobs": True}
-
-
-def _speaks_logprobs(model: Any) -> bool:
     from langchain_openai import ChatOpenAI
 
     from agentic_rag.llm.local import ChatLocalTransformers
 
-    return isinstance(model, (ChatOpenAI, ChatLocalTransformers))
+    if isinstance(model, ChatOpenAI):
+        return {"logprobs": True, "top_logprobs": 0}
+    return {"logprobs": True} if isinstance(model, ChatLocalTransformers) else {}
 
 
 def token_logprobs(message: Any) -> list[float] | None:

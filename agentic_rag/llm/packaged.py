@@ -86,6 +86,11 @@ CONVERTED_MARKER = "agentic_rag_source.json"
 _CHUNK = 8 * 1024 * 1024
 
 
+def packaged_by_short_name(name: str) -> PackagedModel | None:
+    """The packaged model a server serves as ``name`` (``agentic-rag serve`` names it by its short name)."""
+    return next((m for m in PACKAGED_MODELS.values() if m.short_name == name), None)
+
+
 def packaged_model_for_key(source_key: str | None) -> PackagedModel | None:
     """The packaged model a converted folder came from, by its marker's source key."""
     return next((m for m in PACKAGED_MODELS.values() if m.sha256 == source_key), None)

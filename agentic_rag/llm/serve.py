@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from agentic_rag.errors import UserError
-from agentic_rag.llm.packaged import PACKAGED_MODELS, PackagedModel, assemble_gguf
+from agentic_rag.llm.packaged import PACKAGED_MODELS, PackagedModel, assemble_gguf, packaged_by_short_name
 
 SERVER_MODULE = "llama_cpp.server"
 INSTALL = "pip install 'llama-cpp-python[server]'"  # built from source where no wheel fits the machine
@@ -31,9 +31,8 @@ class ServeError(UserError, RuntimeError):
 
 def packaged(name: str) -> PackagedModel:
     """A packaged model by its ``LLM_MODEL`` name or its short name."""
-    for model in PACKAGED_MODELS.values():
-        if name in (model.name, model.short_name):
-            return model
+    if model := PACKAGED_MODELS.get(name) or packaged_by_short_name(name):
+        return model
     names = ", ".join(f"{m.name} ({m.short_name})" for m in PACKAGED_MODELS.values())
     raise ServeError(f"no packaged model {name!r}; the packaged models are {names}")
 
