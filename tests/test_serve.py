@@ -4,14 +4,15 @@ draft's confidence signals and the verifier's P(yes) as the in-process model's s
 from __future__ import annotations
 
 import importlib.util
+import socket
 
 import pytest
 from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
 
-import agentic_rag.llm.serve as serve
 from agentic_rag.cli import app
 from agentic_rag.gate.judge import yes_probability
+from agentic_rag.llm import serve
 from agentic_rag.llm.logprobs import RETURNED
 from agentic_rag.llm.packaged import PACKAGED_MODELS
 from agentic_rag.runner import answer
@@ -27,6 +28,18 @@ def test_serve_without_llama_cpp_is_one_line_naming_the_install(monkeypatch, tmp
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert "llama-cpp-python[server]" in res.output
     assert list(tmp_path.iterdir()) == []  # nothing assembled for a server that cannot start
+
+
+def test_serve_on_a_port_another_process_holds_is_one_line_before_anything_is_assembled(monkeypatch, tmp_path):
+    monkeypatch.setattr(serve.importlib.util, "find_spec", lambda name: object())  # as if llama.cpp were installed
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        res = runner.invoke(app, ["serve", "--port", str(port), "-o", f"MODEL_CACHE_DIR={tmp_path}"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"cannot listen on 127.0.0.1:{port}" in res.output and "choose another --port" in res.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_serve_names_the_packaged_models_when_given_another():

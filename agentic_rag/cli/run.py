@@ -273,9 +273,9 @@ def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override) 
 @app.command("serve")
 def serve_cmd(
     model: Annotated[str, typer.Option("--model", help="A packaged model, by LLM_MODEL name or short name.")] = "packaged-1.5b",
-    port: Annotated[int, typer.Option("--port")] = 8765,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8765,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
-    context_tokens: Annotated[int, typer.Option("--context-tokens", help="The server's context window.")] = 4096,
+    context_tokens: Annotated[int, typer.Option("--context-tokens", min=256, help="The server's context window.")] = 4096,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
@@ -287,7 +287,7 @@ def serve_cmd(
 
     settings = load_settings(preset, override)
     spec = packaged(model)
-    require_server()
+    require_server(host, port)
     cmd = server_command(gguf_for_serving(Path(settings.paths.MODEL_CACHE_DIR), spec), spec.short_name, host, port,
                          context_tokens)
     err.print(f"serving {spec.gguf_name} as {spec.short_name}; point the agent at it with:\n"

@@ -11,6 +11,7 @@ served model (``decision-openai-<name>.json``) is found.
 from __future__ import annotations
 
 import importlib.util
+import socket
 import subprocess
 import sys
 import time
@@ -44,10 +45,16 @@ def gguf_for_serving(cache_dir: Path, model: PackagedModel) -> Path:
     return assemble_gguf(folder, model)
 
 
-def require_server() -> None:
-    """Before the GGUF is assembled: a missing server is one line saying how to install it."""
+def require_server(host: str, port: int) -> None:
+    """Before the GGUF is assembled: a missing server, or a port another process holds, is one line
+    (instead of the server's own traceback after the copy)."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise ServeError(f"llama.cpp's server is not installed: {INSTALL}")
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from None
 
 
 def server_command(gguf: Path, name: str, host: str, port: int, context_tokens: int) -> list[str]:
@@ -74,7 +81,7 @@ def wait_until_serving(proc: subprocess.Popen, url: str, timeout_s: float, log: 
 def start_server(model: PackagedModel, cache_dir: Path, port: int, log: Path, host: str = "127.0.0.1",
                  context_tokens: int = 4096, timeout_s: float = 180.0) -> tuple[subprocess.Popen, str]:
     """A server in the background, ready, and its base URL (``OPENAI_BASE_URL``)."""
-    require_server()
+    require_server(host, port)
     cmd = server_command(gguf_for_serving(cache_dir, model), model.short_name, host, port, context_tokens)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as fh:  # the server keeps its own copy of the descriptor
