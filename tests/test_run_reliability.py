@@ -25,7 +25,7 @@ from agentic_rag.cli import app
 from agentic_rag.configuration import PRESET_ENV, Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.telemetry import read_rows
-from agentic_rag.testing.processes import sigint_as_in_a_terminal
+from agentic_rag.testing.processes import child_env, eval_cmd, start
 from tests.fault_server import FaultServer
 from tests.test_eval_runner import dataset
 from tests.test_model_faults import ROOT
@@ -52,11 +52,7 @@ def as_options(values: dict[str, object]) -> list[str]:
 
 
 def start_eval(data: Path, out: Path, values: dict[str, object], *extra: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_")) or k == PRESET_ENV}
-    return subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", str(data), "--out", str(out),
-                             *as_options(values), *extra], env={**env, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=sigint_as_in_a_terminal)
+    return start(eval_cmd(data, out, [*as_options(values), *extra]), keep=(PRESET_ENV,))
 
 
 def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0, step: float = 0.05) -> None:
@@ -159,8 +155,7 @@ def test_ctrl_c_saves_prints_the_resume_command_and_exits_130_at_once(server, tm
     argv = shlex.split(command)
     assert argv[:3] == ["python", "-m", "agentic_rag.cli"] and argv[-1] == "--resume" and str(out) in argv
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_")) or k == PRESET_ENV}
-    resumed = subprocess.run([sys.executable, *argv[1:]], env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True,
+    resumed = subprocess.run([sys.executable, *argv[1:]], env=child_env(keep=(PRESET_ENV,)), capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert sorted(result_ids(out)) == [f"toy-{i}" for i in range(5)]
@@ -238,11 +233,8 @@ def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     baseline: one call per question, so the second question is decoding a second after the first is
     saved). That the printed command resumes is checked against the fault server above."""
     out = tmp_path / "run"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIC_RAG_") or k == PRESET_ENV}
-    proc = subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", "example", "--n", "3",
-                             "--system", "baseline", "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"],
-                            env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, preexec_fn=sigint_as_in_a_terminal)
+    proc = start([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", "example", "--n", "3", "--system",
+                  "baseline", "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"], keep=(PRESET_ENV,))
     wait_for(lambda: lines(out / "results.jsonl") >= 1, proc, timeout=900)
     time.sleep(1.0)  # the second question is under way
     t0 = time.monotonic()

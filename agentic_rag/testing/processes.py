@@ -27,9 +27,10 @@ def eval_cmd(dataset: str, out: Path, extra: list[str]) -> list[str]:
             "--out", str(out), *extra]
 
 
-def child_env() -> dict[str, str]:
-    """This checkout's code, and no setting leaking in from the caller's environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_"))}
+def child_env(keep: tuple[str, ...] = ()) -> dict[str, str]:
+    """This checkout's code, and no setting leaking in from the caller's environment but those in ``keep``
+    (the test suite keeps its preset)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "OPENAI_")) or k in keep}
     return {**env, "PYTHONPATH": str(ROOT)}
 
 
@@ -41,8 +42,9 @@ def sigint_as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start(cmd: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(cmd, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+def start(cmd: list[str], keep: tuple[str, ...] = ()) -> subprocess.Popen:
+    """``cmd`` in a session of its own (a kill reaches all of it), as from a terminal (Ctrl-C works)."""
+    return subprocess.Popen(cmd, env=child_env(keep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=sigint_as_in_a_terminal)
 
 
