@@ -245,3 +245,10 @@ def test_a_low_support_refusal_names_the_checks_the_draft_failed():
                               {}, s, question="When were the wars?", draft="Between 1579 and 1603.")
     assert "0% of its sentences matched" in text and "50% of its names and numbers" in text
     assert "similarity" not in text and 'Not found in the sources: "1579"' in text
+
+
+def test_a_name_claim_meets_its_plural_but_not_a_longer_name():
+    # squad200: "1015 Kelvin" against the source's "1015 kelvins" was refused as unsupported
+    assert claim_in("Kelvin", "in excess of approximately 1015 kelvins")
+    assert claim_in("Grammy Award", "she won three Grammy Awards")
+    assert not claim_in("Ivan", "Ivanka Trump visited") and not claim_in("Kelvin", "Kelvinator fridges")

@@ -83,8 +83,8 @@ def claim_in(claim: str, text: str) -> bool:
         # not the tail of a longer number or of a decimal ("25" is not in "125" or "3.25"), but it is
         # in a name that carries it ("X.25", "B-52")
         return bool(re.search(rf"(?<!\d)(?<!\d\.){re.escape(digits)}(?![\d])", text.replace(",", "")))
-    if re.search(rf"(?<!\w){re.escape(fold(claim))}(?!\w)", fold(text)):
-        return True  # as whole words: "Art" is not in "Arthur", nor "Ivan" in "Ivanka"
+    if re.search(rf"(?<!\w){re.escape(fold(claim))}(?:e?s)?(?!\w)", fold(text)):
+        return True  # as whole words: "Art" is not in "Arthur", nor "Ivan" in "Ivanka"; "Kelvin" is in "kelvins"
     if " " not in claim.strip() and claim.islower():  # a plain word the answer adds: match its stem
         root = stem(claim)
         return any(stem(t) == root for t in re.findall(r"\w+", text.lower()))
