@@ -373,3 +373,12 @@ def test_every_crag_question_with_a_year_gets_a_year_anchor(shared_data):
         anchors = propose_anchors(q)
         assert len(anchors) <= 6
         assert question_kind(q, anchors) in QUESTION_KINDS
+
+
+def test_a_numbered_part_of_a_work_matches_in_either_word_order():
+    # rgb40: the anchor "Grey's Anatomy Season 17" against the source's "Season 17 of Grey's Anatomy"
+    asked = _find(propose_anchors("What is the premiere date of Grey's Anatomy Season 17?"), "grey's anatomy season 17")
+    assert asked is not None
+    assert anchor_in_text(asked, "The premiere of Season 17 of Grey's Anatomy aired in November.")
+    assert anchor_in_text(Anchor("season 17 of Grey's Anatomy", "event", 0.9), "Grey's Anatomy season 17 premiere")
+    assert not anchor_in_text(asked, "Season 16 of Grey's Anatomy ended early.")

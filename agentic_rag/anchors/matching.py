@@ -346,6 +346,23 @@ def _name_variants(t: str) -> list[str]:
     return out
 
 
+_PART = r"season|series|episode|volume|part|chapter|book|round|stage|leg|week|edition"
+_TITLE_PART = re.compile(rf"(.+?),?\s+({_PART})\s+(\d+)")
+_PART_OF_TITLE = re.compile(rf"({_PART})\s+(\d+)\s+of\s+(.+)")
+
+
+def _part_variants(t: str) -> list[str]:
+    """A numbered part of a work in both word orders: a question's "Grey's Anatomy season 17" is a
+    source's "season 17 of Grey's Anatomy", and the other way round."""
+    if m := _TITLE_PART.fullmatch(t):
+        title, part, n = m.groups()
+    elif m := _PART_OF_TITLE.fullmatch(t):
+        part, n, title = m.groups()
+    else:
+        return []
+    return [f"{title} {part} {n}", f"{part} {n} of {title}", f"{part} {n} of the {title}", f"{title}: {part} {n}"]
+
+
 @functools.lru_cache(maxsize=4096)
 def _variants(text: str, type_: str) -> tuple[str, ...]:
     t = _strip_possessive(_norm_variant(text))
@@ -373,7 +390,7 @@ def _variants(text: str, type_: str) -> tuple[str, ...]:
     elif type_ == "person":
         out += _person_variants(t)
     else:
-        out += _name_variants(t)
+        out += _name_variants(t) + _part_variants(t)
         if type_ == "topic" and " " not in t and len(t) > 3:
             out.append(t[:-1] if t.endswith("s") else t + "s")
     seen: dict[str, None] = {}
