@@ -7,7 +7,10 @@ row of each run gzipped as ``<system>_results.jsonl.gz``. The run folders (telem
 under ``artifacts/runs/``.
 
 Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40 squad200 rgb_negative100]
-       [--preset NAME] [--out benchmarks/agent_vs_baseline]
+       [--preset NAME] [--out benchmarks/agent_vs_baseline] [--systems agent]
+
+``--systems agent`` runs the agent again and pairs it with the baseline run already in its folder: a
+change to the agent alone leaves the baseline's answers as they were.
 """
 
 from __future__ import annotations
@@ -97,6 +100,8 @@ def main() -> int:
     ap.add_argument("--preset", default=None, help="settings preset of both systems (default: the defaults; "
                     "`--preset fast --out benchmarks/agent_vs_baseline/fast` for the 0.5B figures)")
     ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--systems", nargs="+", choices=("baseline", "agent"), default=["baseline", "agent"],
+                    help="the systems to run again; the others are read from their existing run folders")
     ap.add_argument("--rejudge-only", action="store_true", help="re-score the existing runs with the current judge")
     args = ap.parse_args()
     try:
@@ -113,6 +118,9 @@ def main() -> int:
             run_dir = runs_root / name / system
             if args.rejudge_only:
                 rejudge_run(run_dir)
+            elif system not in args.systems:
+                if not (run_dir / "summary.json").is_file():
+                    raise SystemExit(f"{run_dir} holds no finished {system} run to pair with: run it too (--systems)")
             else:
                 res = run_eval(dataset_path(name, runs_root), system, settings, run_dir, overwrite=True)
                 print(json.dumps(res["summary"]), file=sys.stderr)
