@@ -10,9 +10,14 @@ dev split) and reads the threshold policy's agent run and the baseline run that
 - the CRAG score at each policy's operating point, with the paired 95% bootstrap interval of the
   difference;
 - refusal on unanswerable and false refusal on answerable questions;
-- tokens per question against the baseline's.
+- tokens per question against the baseline's;
+- the fitted P(right) cut at every value instead of the decision's own cut: the most it could refuse
+  within the false-refusal target and the false refusal its refusal target would cost. The cut is
+  chosen on the test questions themselves, so these are bounds on what any cut of that P could reach,
+  not operating points.
 
-Writes benchmarks/decision/policy_<TAG>.json, policy_<TAG>.md and policy_<TAG>_<dataset>.png.
+Writes benchmarks/decision/policy_<TAG>.json, policy_<TAG>.md, policy_<TAG>_<dataset>.png (risk-coverage)
+and policy_<TAG>_<dataset>_refusal.png (refusal against false refusal).
 
 Usage: python scripts/bench_decision_policy.py --decision-file FILE [--datasets squad200 rgb40]
        [--preset NAME] [--tag TAG] [--reuse]
@@ -28,19 +33,24 @@ from pathlib import Path
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
+from agentic_rag.eval.frontier import cut_curve, operating_bounds
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.plots import (
     common_coverage,
     confidence_of,
     mean_risk,
+    plot_refusal_tradeoff,
     plot_risk_coverage,
     risk_coverage,
 )
 from agentic_rag.eval.report import markdown_table
 from agentic_rag.eval.results import read_results
+from agentic_rag.gate.fitted import cut_for
 from agentic_rag.eval.runner import run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
+# the decision issue's refusal targets on SQuAD 2.0: refuse >= 75% of unanswerable at <= 12% false refusal
+MAX_FALSE_REFUSAL, MIN_REFUSAL = 0.12, 0.75
 
 
 def with_p_right(rows: list[dict], run_dir: Path) -> list[dict]:
@@ -87,7 +97,13 @@ def measure(name: str, runs: dict[str, Path]) -> dict:
     out["flipped"] = [{"id": i, "thresholds": f"{rows['thresholds'][i]['reason']} {rows['thresholds'][i]['judgement']}",
                        "fitted": f"{rows['fitted'][i]['reason']} {rows['fitted'][i]['judgement']}"}
                       for i in ids if rows["thresholds"][i]["judgement"] != rows["fitted"][i]["judgement"]]
-    out["rows_thresholds"], out["rows_fitted"] = pick["thresholds"], pick["fitted"]  # for the plot, not the report
+    cut = cut_for(json.loads((runs["fitted"] / "config.json").read_text())["settings"]["WRONG_ANSWER_COST"])
+    curve = cut_curve(pick["fitted"], lambda r: r["p_right"], cut,
+                      [-1.0] + sorted({r["p_right"] for r in pick["fitted"] if r["p_right"] is not None}))
+    out["every_cut"] = {"cut": cut, **operating_bounds([c["refusal_unanswerable"] for c in curve],
+                                                       [c["false_refusal"] for c in curve], MAX_FALSE_REFUSAL, MIN_REFUSAL)}
+    out["rows_thresholds"], out["rows_fitted"] = pick["thresholds"], pick["fitted"]  # for the plots, not the report
+    out["curve_fitted"] = curve
     return out
 
 
@@ -108,6 +124,13 @@ def to_markdown(report: dict) -> str:
         [[name, d["questions"], d["common_coverage"],
           f"{sd['diff']:+.3f} ({sd['ci95_low']:+.3f} to {sd['ci95_high']:+.3f})", len(d["flipped"])]
          for name, d in report["datasets"].items() for sd in [d["score_difference"]]])
+    lines += ["", (f"The fitted P(right) cut at every value instead of its own cut (chosen on these questions, so a bound, "
+                   f"not an operating point): the most it refuses of the unanswerable questions while false refusal stays "
+                   f"at or under {MAX_FALSE_REFUSAL}, and the false refusal at which it refuses {MIN_REFUSAL} of them."), ""]
+    lines += markdown_table(
+        ["dataset", "cut", f"best refusal, false refusal <= {MAX_FALSE_REFUSAL}", f"false refusal at refusal >= {MIN_REFUSAL}"],
+        [[name, d["every_cut"]["cut"], d["every_cut"]["best_refusal_within_cap"], d["every_cut"]["false_refusal_to_reach_target"]]
+         for name, d in report["datasets"].items()])
     return "\n".join(lines) + "\n"
 
 
@@ -145,6 +168,11 @@ def main() -> int:
         plot_risk_coverage([{"name": "thresholds", "rows": result.pop("rows_thresholds"), "score": confidence_of},
                             {"name": "fitted", "rows": result.pop("rows_fitted"), "score": p_right}],
                            args.out / f"policy_{tag}_{name}.png", f"Risk-coverage on {name}: fitted vs thresholds")
+        curve = result.pop("curve_fitted")
+        plot_refusal_tradeoff({"fitted P(right)": curve},
+                              {policy: (p["false_refusal"], p["refusal_unanswerable"]) for policy, p in result["policies"].items()},
+                              (MAX_FALSE_REFUSAL, MIN_REFUSAL), args.out / f"policy_{tag}_{name}_refusal.png",
+                              f"Refusal on {name}: the fitted P cut at every value")
         report["datasets"][name] = result
         print(json.dumps({name: {k: v for k, v in result.items() if k != "flipped"}}), file=sys.stderr)
     (args.out / f"policy_{tag}.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentic_rag.eval.frontier import READINGS, frontier  # noqa: E402
+from agentic_rag.eval.frontier import READINGS, frontier, operating_bounds  # noqa: E402
 from agentic_rag.eval.plots import pyplot  # noqa: E402
 
 MAX_FALSE_REFUSAL = 0.15
@@ -60,11 +60,8 @@ def summary(curves: dict[str, dict], answerable: str) -> dict[str, dict]:
             fr_run = false_refusal_run(curves, run, answerable)
             fr = [p["false_refusal"] for p in curves[fr_run][reading]]
             ref = [p["refusal_unanswerable"] for p in by_reading[reading]]
-            within = [r for r, f in zip(ref, fr) if f is not None and r is not None and f <= MAX_FALSE_REFUSAL]
-            reach = [f for r, f in zip(ref, fr) if f is not None and r is not None and r >= MIN_REFUSAL]
             out[reading][run] = {"false_refusal_of": fr_run,
-                                 "best_refusal_within_cap": max(within) if within else None,
-                                 "false_refusal_to_reach_target": min(reach) if reach else None}
+                                 **operating_bounds(ref, fr, MAX_FALSE_REFUSAL, MIN_REFUSAL)}
     return out
 
 

@@ -216,6 +216,28 @@ def test_frontier_replays_only_the_final_check_from_stored_readings():
     assert curves["probes"][1] == {"threshold": 1.0, "refusal_unanswerable": 1.0, "false_refusal": 1.0}
 
 
+def test_cut_curve_recuts_one_score_and_keeps_what_other_layers_decided(tmp_path):
+    from agentic_rag.eval.frontier import cut_curve, operating_bounds
+    from agentic_rag.eval.plots import plot_refusal_tradeoff
+
+    def scored(gold, status, p):
+        return {**row(gold, status, "accurate" if status == "ok" else "missing"), "p": p}
+
+    rows = [scored("paris", "ok", 0.9), scored("paris", "refuse", 0.4),  # answered; withheld by the 0.5 cut
+            scored("i don't know", "ok", 0.6), scored("i don't know", "refuse", 0.2),
+            scored("i don't know", "refuse", None),  # refused before any draft was scored: never moves
+            scored("i don't know", "refuse", 0.7)]  # cleared the cut, refused by another layer: never moves
+    curve = cut_curve(rows, lambda r: r["p"], 0.5, [-1.0, 0.2, 0.5, 0.6, 0.9])
+    assert curve[2] == {"threshold": 0.5, "refusal_unanswerable": 0.75, "false_refusal": 0.5}  # the run itself
+    assert [(c["refusal_unanswerable"], c["false_refusal"]) for c in curve] == [
+        (0.5, 0.0), (0.75, 0.0), (0.75, 0.5), (1.0, 0.5), (1.0, 1.0)]
+    bounds = operating_bounds([c["refusal_unanswerable"] for c in curve], [c["false_refusal"] for c in curve], 0.12, 0.9)
+    assert bounds == {"best_refusal_within_cap": 0.75, "false_refusal_to_reach_target": 0.5}
+    assert operating_bounds([0.5], [0.3], 0.12, 0.9) == {"best_refusal_within_cap": None, "false_refusal_to_reach_target": None}
+    path = plot_refusal_tradeoff({"p": curve}, {"as run": (0.5, 0.75)}, (0.12, 0.9), tmp_path / "r.png", "t")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
 def _refusal_rows():
     def r(gold, status, reason, judge_rule=None, draft=None):
         return {**row(gold, status, "missing" if status != "ok" else "accurate"), "reason": reason,

@@ -10,7 +10,7 @@ else), so its curves are the operating frontier of the readings this machine's m
 from __future__ import annotations
 
 from statistics import fmean
-from typing import Any
+from typing import Any, Callable
 
 from agentic_rag.eval.rows import gold_groups, is_refusal
 from agentic_rag.gate.judge import COMBINE_PARTS
@@ -50,3 +50,35 @@ def replay(rows: list[dict[str, Any]], reading: str, threshold: float) -> dict[s
 
 def frontier(rows: list[dict[str, Any]], thresholds: list[float]) -> dict[str, list[dict[str, float | None]]]:
     return {name: [{"threshold": t, **replay(rows, name, t)} for t in thresholds] for name in READINGS}
+
+
+def cut_curve(rows: list[dict[str, Any]], score: Callable[[dict[str, Any]], float | None], cut: float,
+              thresholds: list[float]) -> list[dict[str, float | None]]:
+    """Refusal on unanswerable and false refusal on answerable questions had the decision cut ``score``
+    at each of ``thresholds`` instead of at ``cut``. A question keeps its outcome where it has no score
+    (decided before any draft was scored) or where the run refused it although its score cleared
+    ``cut`` (another layer refused it)."""
+    def refused(row: dict[str, Any], t: float) -> bool:
+        value = score(row)
+        if value is None or (is_refusal(row) and value > cut):
+            return is_refusal(row)
+        return value <= t
+
+    answerable, unanswerable = gold_groups(rows)
+
+    def rate(group: list[dict[str, Any]], t: float) -> float | None:
+        return round(sum(refused(r, t) for r in group) / len(group), 4) if group else None
+
+    return [{"threshold": t, "refusal_unanswerable": rate(unanswerable, t), "false_refusal": rate(answerable, t)}
+            for t in thresholds]
+
+
+def operating_bounds(refusal: list[float | None], false_refusal: list[float | None], max_false_refusal: float,
+                     min_refusal: float) -> dict[str, float | None]:
+    """Over the points of one curve: the most it refuses while false refusal stays at or under the cap,
+    and the least false refusal at which its refusal reaches the target (None where no point does)."""
+    pairs = [(r, f) for r, f in zip(refusal, false_refusal) if r is not None and f is not None]
+    within = [r for r, f in pairs if f <= max_false_refusal]
+    reach = [f for r, f in pairs if r >= min_refusal]
+    return {"best_refusal_within_cap": max(within) if within else None,
+            "false_refusal_to_reach_target": min(reach) if reach else None}

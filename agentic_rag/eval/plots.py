@@ -86,6 +86,26 @@ def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Ris
                    "accuracy of answered questions (1 - risk)")
 
 
+def plot_refusal_tradeoff(curves: dict[str, list[dict[str, Any]]], points: dict[str, tuple[float, float]],
+                          targets: tuple[float, float], path: Path, title: str) -> Path:
+    """Refusal on unanswerable against false refusal on answerable: one curve per re-cut score (points
+    as ``eval.frontier.cut_curve`` gives them), one marker per run's own operating point, and the
+    shaded corner where both targets (max false refusal, min refusal) hold."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.0, 4.0))
+    for name, curve in curves.items():
+        pts = sorted((c["false_refusal"], c["refusal_unanswerable"]) for c in curve
+                     if c["false_refusal"] is not None and c["refusal_unanswerable"] is not None)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, label=f"{name}, every cut")
+    for name, (fr, ref) in points.items():
+        ax.scatter([fr], [ref], s=45, zorder=3, label=f"{name} as run")
+    max_fr, min_ref = targets
+    ax.fill_between([0, max_fr], min_ref, 1.0, color="green", alpha=0.12, label="targets")
+    ax.set_xlim(0, 1)
+    ax.legend(fontsize=7, loc="lower right")
+    return finish_axes(plt, fig, ax, path, title, "false refusal (answerable questions)", "refusal on unanswerable")
+
+
 def plot_pareto(runs: list[dict[str, Any]], path: Path) -> Path:
     """Evidence consistency (mean overlap of answered questions) against tokens per question."""
     plt = pyplot()
