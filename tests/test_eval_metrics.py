@@ -326,3 +326,11 @@ def test_risk_coverage_ranks_by_the_given_score_and_mean_risk_compares_over_comm
     assert mean_risk(pts) == round((1.0 + 0.5 + 1 / 3) / 3, 4)
     assert mean_risk(pts, upto=0.5) == 0.75  # only the thresholds a system answering half reaches
     assert mean_risk([], upto=0.5) is None
+
+
+def test_judge_contains_takes_a_plural_for_its_singular():
+    # squad200: "approximately 1015 Kelvin" states the gold "1015 kelvins" and was scored a hallucination
+    said = "At temperatures in excess of approximately 1015 Kelvin, both forces appear the same."
+    assert judge(said, said, "1015 kelvins", [], refused=False).label == "accurate"
+    assert judge("The grass is green.", "", "glas", [], refused=False).label == "incorrect"
+    assert judge("It is 1015 kelvins.", "", "1016 kelvins", [], refused=False).label == "incorrect"

@@ -5,7 +5,8 @@ Rules, in order, and the one that fired is stored with the decision:
 2. ``gold_idk``: the gold is "i don't know" and the system answered: incorrect.
 3. ``false_premise``: gold "invalid question": accurate only if the prediction says the premise fails.
 4. ``exact`` / ``alias``: normalised prediction equals the gold or an alternative answer.
-5. ``contains``: a normalised gold (or alias) appears inside the prediction as whole words.
+5. ``contains``: a normalised gold (or alias) appears inside the prediction as whole words, a plural
+   standing for its singular ("1015 Kelvin" for "1015 kelvins").
 6. ``numeric``: the numbers agree within ``NUMERIC_REL_TOL``; ``date``: the gold date's month and day
    are in the prediction (month names or abbreviations), and its year too when the prediction names one.
 7. ``token_f1``: token F1 against the best gold >= ``F1_ACCURATE``.
@@ -194,9 +195,13 @@ def _exact(prediction: str, short_answer: str, gold: str) -> bool:
     return any(normalize(text) == normalize(gold) for text in (short_answer, prediction))
 
 
+_PLURAL_S = re.compile(r"(?<=[a-z]{3})(?<![su])s\b")  # "kelvins", not "glass", "bus" or "paris"
+
+
 def _contains(prediction: str, short_answer: str, gold: str) -> bool:
-    gn = normalize(gold)
-    return bool(gn) and f" {gn} " in f" {normalize(prediction)} "
+    """As whole words, a plural matching its singular: "1015 Kelvin" states the gold "1015 kelvins"."""
+    gn, pn = (_PLURAL_S.sub("", normalize(t)) for t in (gold, prediction))
+    return bool(gn) and f" {gn} " in f" {pn} "
 
 
 def _token_f1(prediction: str, short_answer: str, gold: str) -> bool:
