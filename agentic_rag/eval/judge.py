@@ -195,7 +195,7 @@ def _exact(prediction: str, short_answer: str, gold: str) -> bool:
     return any(normalize(text) == normalize(gold) for text in (short_answer, prediction))
 
 
-_PLURAL_S = re.compile(r"(?<=[a-z]{3})(?<![su])s\b")  # "kelvins", not "glass", "bus" or "paris"
+_PLURAL_S = re.compile(r"(?<=[a-z]{3})(?<![su])s\b")  # cut on both sides: "kelvins" -> "kelvin"; "glass", "bus" kept
 
 
 def _contains(prediction: str, short_answer: str, gold: str) -> bool:
