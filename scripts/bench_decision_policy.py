@@ -34,6 +34,8 @@ import graphs  # noqa: F401  (registers the agent and baseline graphs with agent
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.frontier import cut_curve, operating_bounds
+from agentic_rag.eval.probe_report import required_auc
+from agentic_rag.eval.rows import gold_groups
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.plots import (
     common_coverage,
@@ -46,6 +48,7 @@ from agentic_rag.eval.plots import (
 from agentic_rag.eval.report import markdown_table
 from agentic_rag.eval.results import read_results
 from agentic_rag.gate.fitted import cut_for
+from agentic_rag.gate.probe_training import auc
 from agentic_rag.eval.runner import run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,8 +103,13 @@ def measure(name: str, runs: dict[str, Path]) -> dict:
     cut = cut_for(json.loads((runs["fitted"] / "config.json").read_text())["settings"]["WRONG_ANSWER_COST"])
     curve = cut_curve(pick["fitted"], lambda r: r["p_right"], cut,
                       [-1.0] + sorted({r["p_right"] for r in pick["fitted"] if r["p_right"] is not None}))
+    answerable, unanswerable = gold_groups(pick["fitted"])
+    scored = [(1, r["p_right"]) for r in answerable if r["p_right"] is not None] + \
+             [(0, r["p_right"]) for r in unanswerable if r["p_right"] is not None]
     out["every_cut"] = {"cut": cut, **operating_bounds([c["refusal_unanswerable"] for c in curve],
-                                                       [c["false_refusal"] for c in curve], MAX_FALSE_REFUSAL, MIN_REFUSAL)}
+                                                       [c["false_refusal"] for c in curve], MAX_FALSE_REFUSAL, MIN_REFUSAL),
+                        "auc_answerable_vs_unanswerable": round(auc([y for y, _ in scored], [p for _, p in scored]), 3),
+                        "auc_needed": required_auc(MIN_REFUSAL, MAX_FALSE_REFUSAL)}
     out["rows_thresholds"], out["rows_fitted"] = pick["thresholds"], pick["fitted"]  # for the plots, not the report
     out["curve_fitted"] = curve
     return out
@@ -126,11 +134,15 @@ def to_markdown(report: dict) -> str:
          for name, d in report["datasets"].items() for sd in [d["score_difference"]]])
     lines += ["", (f"The fitted P(right) cut at every value instead of its own cut (chosen on these questions, so a bound, "
                    f"not an operating point): the most it refuses of the unanswerable questions while false refusal stays "
-                   f"at or under {MAX_FALSE_REFUSAL}, and the false refusal at which it refuses {MIN_REFUSAL} of them."), ""]
+                   f"at or under {MAX_FALSE_REFUSAL}, and the false refusal at which it refuses {MIN_REFUSAL} of them; "
+                   "the AUC of P(right), answerable vs unanswerable questions, beside the AUC an equal-variance binormal "
+                   "score needs to reach both targets."), ""]
     lines += markdown_table(
-        ["dataset", "cut", f"best refusal, false refusal <= {MAX_FALSE_REFUSAL}", f"false refusal at refusal >= {MIN_REFUSAL}"],
-        [[name, d["every_cut"]["cut"], d["every_cut"]["best_refusal_within_cap"], d["every_cut"]["false_refusal_to_reach_target"]]
-         for name, d in report["datasets"].items()])
+        ["dataset", "cut", f"best refusal, false refusal <= {MAX_FALSE_REFUSAL}", f"false refusal at refusal >= {MIN_REFUSAL}",
+         "AUC of P(right)", "AUC needed"],
+        [[name, c["cut"], c["best_refusal_within_cap"], c["false_refusal_to_reach_target"],
+          c["auc_answerable_vs_unanswerable"], c["auc_needed"]]
+         for name, d in report["datasets"].items() for c in [d["every_cut"]]])
     return "\n".join(lines) + "\n"
 
 
