@@ -34,8 +34,6 @@ import graphs  # noqa: F401  (registers the agent and baseline graphs with agent
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.frontier import cut_curve, operating_bounds
-from agentic_rag.eval.probe_report import required_auc
-from agentic_rag.eval.rows import gold_groups
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.plots import (
     common_coverage,
@@ -45,11 +43,13 @@ from agentic_rag.eval.plots import (
     plot_risk_coverage,
     risk_coverage,
 )
+from agentic_rag.eval.probe_report import required_auc
 from agentic_rag.eval.report import markdown_table
 from agentic_rag.eval.results import read_results
+from agentic_rag.eval.rows import gold_groups
+from agentic_rag.eval.runner import run_eval
 from agentic_rag.gate.fitted import cut_for
 from agentic_rag.gate.probe_training import auc
-from agentic_rag.eval.runner import run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
 # the decision issue's refusal targets on SQuAD 2.0: refuse >= 75% of unanswerable at <= 12% false refusal
@@ -173,6 +173,8 @@ def main() -> int:
             if not (runs[k] / "results.jsonl").is_file():
                 raise SystemExit(f"{runs[k]}: no results.jsonl (run scripts/bench_agent_vs_baseline.py "
                                  f"--datasets {name}{' --preset ' + args.preset if args.preset else ''} first)")
+        if args.reuse and not (runs["fitted"] / "telemetry.jsonl").is_file():
+            raise SystemExit(f"{runs['fitted']}: no finished fitted run to reuse (run without --reuse, or give its --tag)")
         if not args.reuse:
             dataset = json.loads((runs["thresholds"] / "config.json").read_text())["dataset"]
             run_eval(dataset, "agent", settings, runs["fitted"], overwrite=True)

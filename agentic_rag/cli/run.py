@@ -283,13 +283,11 @@ def serve_cmd(
     included, until Ctrl-C; prints the settings that point the agent at it."""
     import subprocess
 
-    from agentic_rag.llm.serve import gguf_for_serving, packaged, require_server, server_command
+    from agentic_rag.llm.serve import packaged, prepared_command
 
     settings = load_settings(preset, override)
     spec = packaged(model)
-    require_server(host, port)
-    cmd = server_command(gguf_for_serving(Path(settings.paths.MODEL_CACHE_DIR), spec), spec.short_name, host, port,
-                         context_tokens)
+    cmd = prepared_command(spec, Path(settings.paths.MODEL_CACHE_DIR), host, port, context_tokens)
     err.print(f"serving {spec.gguf_name} as {spec.short_name}; point the agent at it with:\n"
               f"  -o LLM_BACKEND=openai -o OPENAI_BASE_URL=http://{host}:{port}/v1 -o LLM_MODEL={spec.short_name}",
               highlight=False)

@@ -34,6 +34,17 @@ def reading_of(row: dict[str, Any], reading: str) -> float | None:
     return fmean(parts) if parts else None
 
 
+Groups = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # (answerable, unanswerable), as eval.rows.gold_groups
+
+
+def _rates(groups: Groups, refused: Callable[[dict[str, Any]], bool]) -> dict[str, float | None]:
+    def rate(group: list[dict[str, Any]]) -> float | None:
+        return round(sum(map(refused, group)) / len(group), 4) if group else None
+
+    answerable, unanswerable = groups
+    return {"refusal_unanswerable": rate(unanswerable), "false_refusal": rate(answerable)}
+
+
 def replay(rows: list[dict[str, Any]], reading: str, threshold: float) -> dict[str, float | None]:
     """Refusal on unanswerable and false refusal on answerable questions had the final check cut
     ``reading`` at ``threshold``."""
@@ -41,11 +52,7 @@ def replay(rows: list[dict[str, Any]], reading: str, threshold: float) -> dict[s
         value = reading_of(row, reading)
         return is_refusal(row) if value is None else value < threshold
 
-    def rate(group: list[dict[str, Any]]) -> float | None:
-        return round(sum(map(refused, group)) / len(group), 4) if group else None
-
-    answerable, unanswerable = gold_groups(rows)
-    return {"refusal_unanswerable": rate(unanswerable), "false_refusal": rate(answerable)}
+    return _rates(gold_groups(rows), refused)
 
 
 def frontier(rows: list[dict[str, Any]], thresholds: list[float]) -> dict[str, list[dict[str, float | None]]]:
@@ -58,19 +65,16 @@ def cut_curve(rows: list[dict[str, Any]], score: Callable[[dict[str, Any]], floa
     at each of ``thresholds`` instead of at ``cut``. A question keeps its outcome where it has no score
     (decided before any draft was scored) or where the run refused it although its score cleared
     ``cut`` (another layer refused it)."""
-    def refused(row: dict[str, Any], t: float) -> bool:
-        value = score(row)
-        if value is None or (is_refusal(row) and value > cut):
-            return is_refusal(row)
-        return value <= t
+    def refused_at(t: float) -> Callable[[dict[str, Any]], bool]:
+        def refused(row: dict[str, Any]) -> bool:
+            value = score(row)
+            if value is None or (is_refusal(row) and value > cut):
+                return is_refusal(row)
+            return value <= t
+        return refused
 
-    answerable, unanswerable = gold_groups(rows)
-
-    def rate(group: list[dict[str, Any]], t: float) -> float | None:
-        return round(sum(refused(r, t) for r in group) / len(group), 4) if group else None
-
-    return [{"threshold": t, "refusal_unanswerable": rate(unanswerable, t), "false_refusal": rate(answerable, t)}
-            for t in thresholds]
+    groups = gold_groups(rows)
+    return [{"threshold": t, **_rates(groups, refused_at(t))} for t in thresholds]
 
 
 def operating_bounds(refusal: list[float | None], false_refusal: list[float | None], max_false_refusal: float,

@@ -62,6 +62,13 @@ def server_command(gguf: Path, name: str, host: str, port: int, context_tokens: 
             "--port", str(port), "--n_ctx", str(context_tokens)]
 
 
+def prepared_command(model: PackagedModel, cache_dir: Path, host: str, port: int, context_tokens: int) -> list[str]:
+    """The server's command line for ``model``, once the server and the port are known to be there
+    and the GGUF is assembled: what ``serve`` runs in the foreground and ``start_server`` in the background."""
+    require_server(host, port)
+    return server_command(gguf_for_serving(cache_dir, model), model.short_name, host, port, context_tokens)
+
+
 def wait_until_serving(proc: subprocess.Popen, url: str, timeout_s: float, log: Path | None = None) -> None:
     """Until ``url``/models answers; a server that exits or stays silent is an error naming its log."""
     deadline = time.monotonic() + timeout_s
@@ -81,8 +88,7 @@ def wait_until_serving(proc: subprocess.Popen, url: str, timeout_s: float, log: 
 def start_server(model: PackagedModel, cache_dir: Path, port: int, log: Path, host: str = "127.0.0.1",
                  context_tokens: int = 4096, timeout_s: float = 180.0) -> tuple[subprocess.Popen, str]:
     """A server in the background, ready, and its base URL (``OPENAI_BASE_URL``)."""
-    require_server(host, port)
-    cmd = server_command(gguf_for_serving(cache_dir, model), model.short_name, host, port, context_tokens)
+    cmd = prepared_command(model, cache_dir, host, port, context_tokens)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as fh:  # the server keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
