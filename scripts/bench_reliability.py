@@ -16,7 +16,8 @@ groups, replacing only their rows in benchmarks/reliability.json (the rest are k
 benchmarks/reliability.json and benchmarks/reliability.md.
 
 Usage: python scripts/bench_reliability.py [--group model_faults kill_resume settings runs bad_inputs hostile_pages kit
-       ingest_kill run_folders extensions settings_load secrets_terminal memory] [--case TEXT] [--memory-n 100]
+       ingest_kill run_folders extensions settings_load secrets_terminal security silent_loss hangs actionable_errors
+       memory] [--case TEXT] [--memory-n 100]
        [--work DIR]   (default: every group but memory)
 """
 

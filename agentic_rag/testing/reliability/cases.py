@@ -40,6 +40,13 @@ GROUPS = {  # what each group injects, for the report's header
     "extensions": "an extension that raises mid-run; EXTENSIONS naming what is not an extension or a module that fails",
     "settings_load": "settings that cannot be used, caught when settings load",
     "secrets_terminal": "a key inside the server URL; terminal escape sequences in a dataset",
+    "security": "a run folder, a page, a dataset or a server client that tries to run code, take the key, write where "
+                "it chooses or inject text and markup",
+    "silent_loss": "inputs that made rows, records, pages or spans vanish without a word (line separators, a piped "
+                   "dataset, a numeric id, a full span queue, text on screen that the extractor dropped)",
+    "hangs": "inputs or a server that made a command hang, blow up or outlive its parent (quadratic pages, a record "
+             "that exhausts memory, a server that never answers, a killed `serve`)",
+    "actionable_errors": "outputs that cannot be written, refused in one line before the work",
     "memory": "a 100-question `eval` with the packaged 0.5B (peak memory)",
 }
 
