@@ -80,11 +80,32 @@ def test_anchor_coverage_is_measured_on_cited_text(embedder):
         ("yes_no", "Yes, Office 2019 supports more languages [1].", "yes"),
         ("numeric", "The highway is 3,696 feet long.", "3,696 feet"),
         ("date", "It opened on March 3, 1999 in Paris.", "March 3, 1999"),
-        ("other", "According to the sources, Universal Pictures owns it. It was bought later.", "Universal Pictures owns it"),
+        ("other", "According to the sources, Universal Pictures owns it. It was bought later.", "Universal Pictures"),
     ],
 )
 def test_short_answer(kind, answer, expected):
     assert short_answer("q", answer, kind) == expected
+
+
+@pytest.mark.parametrize(
+    "question,kind,answer,expected",
+    [  # committed answers whose short answer was the whole sentence, or ended in a dangling word
+        ("Who was Richard's fiancee?", "person", "Richard's fiancée was Berengaria.", "Berengaria"),
+        ("Who commissioned the Tapestry?", "person",
+         "Odo, the Bishop of Bayeux and first Earl of Kent, commissioned the Bayeux Tapestry.", "Odo"),
+        ("Who became king in 1643?", "date", "Louis XIV became king in 1643.", "Louis XIV"),
+        ("What percentage of people in Australia regard themselves as Huguenots?", "numeric",
+         "About 2% of Australians regard themselves as Huguenots.", "2%"),
+        ("If the apparant force of two fermions is attractive, what is the spin function?", "other",
+         "The apparant force of two fermions is attractive means that the spatial variables of these fermions "
+         "must be symmetric.", "spatial variables"),
+        ("Who wrote Help?", "person", "Help was written by John Lennon, Paul McCartney and George Harrison.",
+         "John Lennon, Paul McCartney and George Harrison"),
+        ("Which is older, Oxford or Cambridge?", "comparison", "Oxford is older than Cambridge.", "Oxford"),
+    ],
+)
+def test_short_answer_is_the_span_that_answers(question, kind, answer, expected):
+    assert short_answer(question, answer, kind) == expected
 
 
 def test_abstention_has_no_citations_and_says_what_is_missing():

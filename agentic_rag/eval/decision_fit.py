@@ -48,7 +48,7 @@ def judgement_of(row: dict[str, Any]) -> str:
     """right, wrong or unanswerable (any draft to a question without an answer is wrong): the draft's,
     whatever the system then did with it."""
     from agentic_rag.eval.judge import judge
-    from agentic_rag.generator.finalize import short_answer
+    from agentic_rag.generator.short_answer import short_answer
     from agentic_rag.text import strip_markup
 
     if str(row["gold"]).strip().lower() == IDK:

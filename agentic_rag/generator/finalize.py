@@ -14,7 +14,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.kind import question_kind
-from agentic_rag.anchors.matching import RE_DATE_OR_YEAR, normalize_text
+from agentic_rag.anchors.matching import normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
 from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.budget import llm_calls, tokens_summary
@@ -25,41 +25,12 @@ from agentic_rag.gate.checks import CHECK_BY_SIGNAL, INPUT_LAYERS, LAYER_CODES, 
 from agentic_rag.gate.policy import requested
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import citations_from_support, extract_citations
+from agentic_rag.generator.short_answer import short_answer
 from agentic_rag.nodes import Node
-from agentic_rag.prompts import IDK_ANSWER, INVALID_QUESTION
+from agentic_rag.prompts import IDK_ANSWER
 from agentic_rag.state import AnswerRecord
-from agentic_rag.text import split_sentences, strip_markup
+from agentic_rag.text import strip_markup
 from agentic_rag.utils import timed
-
-_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-_NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
-_FALSE_PREMISE = re.compile(r"\b(invalid question|false premise|never (won|been|had|did|was)|did not|has not|have not)\b", re.IGNORECASE)
-_LEADS = re.compile(r"^(the answer is|according to (the )?sources?( \d+)?,?|based on (the )?sources?,?)\s*", re.IGNORECASE)
-
-
-def short_answer(question: str, answer: str, kind: str = "other") -> str:
-    """The minimal span to score: yes/no, a date, a number with its unit, or the first sentence."""
-    text = strip_markup(answer)
-    if not text:
-        return ""
-    if kind == "yes_no":
-        m = _YES_NO.match(text)
-        if m:
-            return m.group(1).lower()
-    if kind in {"date", "time_window"}:
-        m = RE_DATE_OR_YEAR.search(text)
-        if m:
-            return m.group(0)
-    if kind == "numeric":
-        m = _NUMBER_UNIT.search(text)
-        if m:
-            return m.group(0).strip()
-    if _FALSE_PREMISE.search(text) and kind not in {"yes_no"}:
-        if re.search(r"\binvalid question|false premise\b", text, re.IGNORECASE):
-            return INVALID_QUESTION
-    first = split_sentences(text)[0] if split_sentences(text) else text
-    return _LEADS.sub("", first).rstrip(" .")
-
 
 def _list(items: list[str]) -> str:
     items = [f'"{i}"' for i in items]
