@@ -16,6 +16,7 @@ from agentic_rag.datasets.crag import IDK, DataError, ReadReport, SearchResult, 
 from agentic_rag.datasets.prepare import (
     normalise_split,
     prepare_crag,
+    prepare_hotpotqa,
     prepare_nq,
     prepare_rgb,
     prepare_squad2,
@@ -27,6 +28,7 @@ SQUAD = DATA / "squad2" / "squad2_dev_half.jsonl"
 RGB = DATA / "rgb" / "rgb_en_fact_100.jsonl"
 NQ = DATA / "nq" / "nq_open_oracle.jsonl"
 CRAG = DATA / "crag" / "crag_example_10.jsonl.bz2"
+HOTPOT = DATA / "hotpotqa" / "hotpot_dev_distractor_first100.json"
 
 needs_data = pytest.mark.skipif(
     not DATA.is_dir(), reason=f"shared evaluation data not found at {DATA} (see ../shared/data/SOURCES.md)"
@@ -401,3 +403,57 @@ def test_script_runs_with_brief_arguments(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "wrote 3 question record(s)" in result.stdout
     assert len(reread(tmp_path / "t" / "crag_questions.jsonl")) == 3
+
+
+# ------------------------------------------------------------------------------------------------ HotpotQA
+
+
+@needs_data
+def test_hotpotqa_twins_split_by_question(tmp_path):
+    halves = {}
+    for split in ("dev", "test"):
+        out, stats = prepare_hotpotqa(HOTPOT, tmp_path / f"{split}.jsonl", split=split)
+        halves[split] = reread(out)
+        assert stats["bad"] == 0 and stats["written"] == 2 * stats["questions"]
+        assert stats["answerable"] == stats["unanswerable"] == stats["questions"]
+    dev_ids = {r.source_id for r in halves["dev"]}
+    test_ids = {r.source_id for r in halves["test"]}
+    assert not dev_ids & test_ids and len(dev_ids) + len(test_ids) == 100
+    assert 35 <= len(test_ids) <= 65  # a split by hash of the question, about half each
+    raw = {q["question"].strip(): q for q in json.loads(HOTPOT.read_text())}
+    for rec in halves["test"]:
+        src = raw[rec.query]
+        names = [p.page_name for p in rec.search_results]
+        support = set(src["supporting_facts"]["title"])
+        n_paragraphs = len(src["context"]["title"])  # ten, or fewer in a few questions
+        assert rec.question_type == src["type"] and rec.domain == "hotpotqa"
+        if rec.variant == "answerable":
+            assert len(names) == n_paragraphs and support <= set(names) and rec.answer == src["answer"]
+            gold_names = {p.page_name for p in rec.search_results if p.page_url in rec.gold_page_urls}
+            assert gold_names == support and len(rec.gold_page_urls) == len(support)
+        else:  # exactly one supporting paragraph gone, nothing else
+            assert rec.answer == IDK and len(names) == n_paragraphs - 1 and rec.removed_paragraph in support
+            assert rec.removed_paragraph not in names and rec.gold_page_urls == []
+    again, _ = prepare_hotpotqa(HOTPOT, tmp_path / "again.jsonl", split="test")
+    assert again.read_bytes() == (tmp_path / "test.jsonl").read_bytes()
+
+
+def test_hotpotqa_reads_both_layouts_and_reports_bad_items(tmp_path):
+    good = {"question": "Which city?", "answer": "Paris", "type": "bridge",
+            "supporting_facts": [["A", 0], ["B", 0]], "context": [["A", ["A is in B."]], ["B", [" B is Paris."]]]}
+    columns = {**good, "question": "Which town?", "supporting_facts": {"title": ["A"], "sent_id": [0]},
+               "context": {"title": ["A", "C"], "sentences": [["A is a town."], ["C."]]}}
+    bad_support = {**good, "question": "Bad?", "supporting_facts": [["Z", 0]]}
+    src = tmp_path / "hotpot.json"
+    src.write_text(json.dumps([good, columns, bad_support, 7]))
+    report = ReadReport(str(src))
+    out, stats = prepare_hotpotqa(src, tmp_path / "out.jsonl", report=report)
+    records = reread(out)
+    assert [(r.query, r.variant) for r in records] == [
+        ("Which city?", "answerable"), ("Which city?", "unanswerable"),
+        ("Which town?", "answerable"), ("Which town?", "unanswerable")]
+    assert records[0].search_results[1].page_result == "B is Paris."
+    assert sorted((b.line, b.reason) for b in report.bad) == [
+        (3, "a supporting paragraph is not in the context"), (4, "item is not a JSON object")]
+    with pytest.raises(ValueError, match="split must be"):
+        prepare_hotpotqa(src, tmp_path / "x.jsonl", split="train")

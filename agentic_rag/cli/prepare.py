@@ -68,10 +68,26 @@ def prepare_nq_cmd(
     _run_prepare(lambda: prepare_nq(input, out, n=n, seed=seed))
 
 
+@prepare_app.command("hotpotqa")
+def prepare_hotpotqa_cmd(
+    input: Annotated[Path, typer.Option("--input", help="HotpotQA questions in the distractor setting: the JSON array as distributed, or JSON lines.")],
+    out: Annotated[Path, typer.Option("--out")] = Path("data/hotpotqa.jsonl"),
+    split: Annotated[str, typer.Option("--split", help="dev, test (each half of the questions, split by question) or all.")] = "all",
+    variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,unanswerable.")] = "answerable,unanswerable",
+    n: Annotated[Optional[int], typer.Option("--n", help="Questions to sample (each gives one record per variant).")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """HotpotQA -> CRAG format: ten paragraphs as pages, and an unanswerable twin without one supporting paragraph."""
+    from agentic_rag.datasets.prepare import prepare_hotpotqa
+
+    names = tuple(v.strip() for v in variants.split(",") if v.strip())
+    _run_prepare(lambda: prepare_hotpotqa(input, out, split=split, variants=names, n=n, seed=seed))
+
+
 def _run_prepare(fn) -> None:
     try:
         result = fn()
-    except (DataError, FileNotFoundError) as exc:
+    except (DataError, FileNotFoundError, ValueError) as exc:
         fail(str(exc))
     console.print_json(data=_jsonable(result))
 
