@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from agentic_rag.budget import llm_calls, tokens_used
+from agentic_rag.state import support_of
 
 Summary = Callable[[Any, int], Any]
 
@@ -149,6 +150,6 @@ def quoted_chunks(state: dict[str, Any], citations: list[dict[str, Any]]) -> dic
     by_n = {p.get("n"): p for p in bundle.get("passages", [])}
     by_id = {p.get("chunk_id"): p for p in bundle.get("passages", [])}
     wanted = [c.get("chunk_id") for c in citations]
-    wanted += [by_n[r["n"]].get("chunk_id") for r in (state.get("signals") or {}).get("sentences", [])
-               if r.get("quote") and r.get("n") in by_n]
+    wanted += [by_n[n].get("chunk_id") for r in (state.get("signals") or {}).get("sentences", [])
+               for n, _ in support_of(r) if n in by_n]
     return {cid: by_id[cid]["text"] for cid in dict.fromkeys(wanted) if cid in by_id}

@@ -61,6 +61,15 @@ def citation_status(citation: dict[str, Any]) -> str:
     return f"quote {found}, {states}"
 
 
+def support_of(row: dict[str, Any]) -> list[tuple[int | None, str]]:
+    """(source number, quote) of each source sentence that backs one answer sentence: one, or two for
+    an answer that joins facts (its ``bridge``: a second sentence of the same passage or of another)."""
+    if not row.get("quote"):
+        return []
+    bridge = row.get("bridge") or {}
+    return [(row.get("n"), row["quote"]), *([(bridge.get("n"), bridge["quote"])] if bridge.get("quote") else [])]
+
+
 class AnswerRecord(BaseModel):
     """What a user (CLI ``--json``, API, eval) gets back for one question."""
 

@@ -45,6 +45,36 @@ def test_claims_are_numbers_and_names():
     assert key_tokens("Water turns into steam when heated.", "What does water turn into when heated?") == ["steam"]
 
 
+HSI = "Humane Society International Australia is an offshoot of The Humane Society of the United States."
+HSUS = ("The Humane Society of the United States was identified as the 136th largest charity in the United States "
+        "by the Chronicle of Philanthropy.")
+HSI_QUESTION = "How large a charity is the organisation behind the Australian offshoot of the humane society?"
+HSI_ANSWER = ("Humane Society International Australia is an offshoot of The Humane Society of the United States, which "
+              "was identified as the 136th largest charity in the United States by the Chronicle of Philanthropy.")
+
+
+def test_a_name_with_of_the_is_one_claim():
+    assert "Humane Society of the United States" in claims_of(HSI)
+    assert "Humane Society" not in claims_of(HSI) and "United States" not in claims_of(HSI)
+
+
+@pytest.mark.parametrize("pages", [[HSI + " " + HSUS], [HSI, HSUS]], ids=["one passage", "two passages"])
+def test_a_bridge_answer_is_backed_by_two_sentences_together(embedder, pages):
+    """Each half of a multi-hop answer is in its own sentence: neither alone holds its claims, the two do."""
+    bundle = {"passages": [{"n": i, "chunk_id": f"h:{i}", "page_name": f"p{i}", "page_url": f"u{i}", "text": t}
+                           for i, t in enumerate(pages, 1)]}
+    sig = collect_signals(HSI_QUESTION, HSI_ANSWER, bundle, [], {}, S, embedder)
+    row = sig["sentences"][0]
+    assert row["mode"] == "bridge" and row["supported"] and row["states_answer"]
+    assert {row["quote"], row["bridge"]["quote"]} == {HSI, HSUS}
+    assert sig["overlap_est"] == 1.0
+    record = build_record({"question": HSI_QUESTION, "draft": HSI_ANSWER, "bundle": {
+        "passages": bundle["passages"]}, "signals": sig, "decision": {"action": "STOP", "reason": "STOP_OVERLAP_OK"}},
+        "agent", S, {}, 1)
+    assert sorted(c.quote for c in record.citations) == sorted([HSI, HSUS])
+    assert all(c.verified for c in record.citations)
+
+
 def test_model_quote_verified_in_its_source(embedder):
     sig = signals("which film won?", 'Finding Nemo won [1] "Finding Nemo won the Academy Award".', embedder)
     row = sig["sentences"][0]

@@ -27,6 +27,7 @@ import numpy as np
 from agentic_rag.errors import UserError
 from agentic_rag.llm.calls import call_model
 from agentic_rag.prompts import answer_messages
+from agentic_rag.state import support_of
 
 PROBES_DIR = Path(__file__).resolve().parents[1] / "data" / "probes"
 PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
@@ -167,10 +168,10 @@ def quote_bundle(sentences: list[dict[str, Any]], bundle: dict[str, Any]) -> dic
     source's name and date and renumbered as the generator numbers sources."""
     by_source: dict[Any, list[str]] = {}
     for row in sentences:
-        if row.get("supported") and row.get("quote"):
-            quotes = by_source.setdefault(row.get("n"), [])
-            if row["quote"] not in quotes:
-                quotes.append(row["quote"])
+        for n, quote in support_of(row) if row.get("supported") else ():
+            quotes = by_source.setdefault(n, [])
+            if quote not in quotes:
+                quotes.append(quote)
     meta = {p["n"]: p for p in bundle.get("passages", [])}
     keep = ("page_name", "page_url", "page_last_modified")
     return {"passages": [

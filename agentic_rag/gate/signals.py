@@ -32,6 +32,7 @@ from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, anchor_cove
 from agentic_rag.budget import llm_calls, tokens_used
 from agentic_rag.gate.checks import Draft, computed_readings
 from agentic_rag.retrieval.hybrid import tokenize
+from agentic_rag.state import support_of
 from agentic_rag.text import (
     cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup, untrusted_sentences, untrusted_source,
 )
@@ -39,7 +40,7 @@ from agentic_rag.text import (
 _STOP = frozenset(STOPWORDS_EN)
 _YES_NO = {"yes", "no"}
 _NUM = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|&)\s+)?[A-Z][\w'&-]*)*)")
+_NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|&)\s+){0,2}[A-Z][\w'&-]*)*)")  # "Society of the United States" is one name
 _POSSESSIVE = re.compile(r"'s?$")
 _FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also"}
 
@@ -144,20 +145,25 @@ def key_tokens(plain: str, question: str) -> list[str]:
 STATED_WORD_MIN_CHARS = 5  # letters from which a content word of the answer must be in a quote that states it
 
 
-def states_answer(plain: str, quote: str, question: str, kind: str = "other") -> bool:
-    """Whether a quote states what an answer sentence says, not only shares its topic: every name and
-    number the sentence adds to the question and every longer content word it adds (by stem) are in the quote.
-    "ancient Greek" is not stated by "... writings from the Greek and Roman era"; a sentence that only
-    echoes the question (a yes/no answer) needs the question's own names and numbers in the quote."""
-    if not quote:
-        return False
+def unstated(plain: str, quote: str, question: str, kind: str = "other") -> list[str]:
+    """What a quote leaves unsaid of an answer sentence: the names and numbers the sentence adds to the
+    question and its longer content words (by stem) that the quote lacks. "ancient Greek" is not stated by
+    "... writings from the Greek and Roman era"; a sentence that only echoes the question (a yes/no
+    answer) needs the question's own names and numbers in the quote."""
     claims = new_claims(plain, question, kind)
     # words shorter than STATED_WORD_MIN_CHARS are mostly verbs a source puts in another form (came, won, made)
-    words = [t for t in key_tokens(plain, question) if t not in _YES_NO and len(t) >= STATED_WORD_MIN_CHARS]
+    # a relative "which" or "whose" joins the two halves of a bridge answer: no content a quote must hold
+    words = [t for t in key_tokens(plain, question)
+             if t not in _YES_NO and t not in _ASKING and len(t) >= STATED_WORD_MIN_CHARS]
     if not claims and not words:
         claims = claims_of(plain) or claims_of(question)
     present = {stem(t) for t in re.findall(r"\w+", quote.lower())}
-    return all(claim_in(c, quote) for c in claims) and all(stem(t) in present for t in words)
+    return [c for c in claims if not claim_in(c, quote)] + [t for t in words if stem(t) not in present]
+
+
+def states_answer(plain: str, quote: str, question: str, kind: str = "other") -> bool:
+    """Whether a quote states what an answer sentence says, not only shares its topic (``unstated``)."""
+    return bool(quote) and not unstated(plain, quote, question, kind)
 
 
 # words that say what is asked, not what it is about: never "missing" from a passage
@@ -168,7 +174,7 @@ _ASKING = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how
 def supported_quotes(sentences: list[dict[str, Any]]) -> list[str]:
     """The source sentences that back the draft's supported sentences, in draft order: what the
     draft rests on (period checks, relevance, the verifier and its refusal all read these)."""
-    return [r["quote"] for r in sentences if r.get("supported") and r.get("quote")]
+    return [q for r in sentences if r.get("supported") for _, q in support_of(r)]
 
 
 def unmatched_question_terms(question: str, text: str) -> list[str]:
@@ -176,6 +182,48 @@ def unmatched_question_terms(question: str, text: str) -> list[str]:
     missing when the sources look on topic but do not answer the question as asked."""
     present = {stem(t) for t in re.findall(r"\w+", text.lower())}
     return [t for t in dict.fromkeys(tokenize(question)) if t not in _ASKING and stem(t) not in present]
+
+
+def _attributed(plain: str, question: str, kind: str, needed: list[str], pool: list[tuple[int, str]], vectors,
+                have_embedder: bool) -> dict[str, Any]:
+    """The source sentence (or passage) that best holds the sentence's claims, then closest in meaning;
+    when it holds only some of them, the one other sentence that holds the rest (the bridge of a
+    multi-hop answer: "X is an offshoot of Y" + "Y is the 136th largest charity")."""
+    probe = plain if len(plain.split()) >= 6 else f"{question} {plain}".strip()
+    vecs = vectors([probe] + [t for _, t in pool])
+    sims = vecs[1:] @ vecs[0] if have_embedder else np.zeros(len(pool))
+
+    def holds(text: str, claims: list[str]) -> int:
+        return sum(claim_in(c, text) for c in claims)
+
+    best_i, best_key = 0, (-1.0, -1.0)
+    for i, (n, text) in enumerate(pool):
+        key = (holds(text, needed) / len(needed) if needed else 1.0, float(sims[i]))
+        if key > best_key:
+            best_i, best_key = i, key
+    n, text = pool[best_i]
+    found, sim = best_key
+    passage = _chunk_sentences(text)
+    if len(passage) > 1:  # a passage won: quote its sentence holding most claims
+        text = max(passage, key=lambda t: holds(t, needed))
+    out = {"n": n, "quote": text, "mode": "attributed", "claims_found": round(found, 4), "similarity": round(sim, 4)}
+    rest = unstated(plain, text, question, kind)
+    if not rest:
+        return out
+    # the rest in the same passage (it won as a whole) or in any single sentence of the pool
+    partners = [(n, t) for t in passage if t != text] if len(passage) > 1 else [
+        (m, t) for m, t in pool if len(_chunk_sentences(t)) == 1 and t != text]
+    gains = [(len(rest) - len(unstated(plain, f"{text} {t}", question, kind)), m, t) for m, t in partners]
+    gain, m, other = max(gains, key=lambda g: g[0], default=(0, None, ""))
+    if gain <= 0:
+        return out
+    joined = f"{text} {other}"
+    if len(passage) <= 1:  # two sentences of the pool: their claims and closeness are the pair's
+        found = holds(joined, needed) / len(needed) if needed else 1.0
+        pair = vectors([probe, joined])
+        sim = float(pair[1] @ pair[0]) if have_embedder else 0.0
+    return {**out, "mode": "bridge", "bridge": {"n": m, "quote": other}, "claims_found": round(found, 4),
+            "similarity": round(sim, 4)}
 
 
 def sentence_support(
@@ -230,25 +278,12 @@ def sentence_support(
         if not row["supported"]:
             pool = [(n, t) for n, t in source_sents if n in nums] if nums else source_sents
             if pool:
-                probe = plain if len(plain.split()) >= 6 else f"{question} {plain}".strip()
-                vecs = vectors([probe] + [t for _, t in pool])
-                sims = vecs[1:] @ vecs[0] if embedder is not None else np.zeros(len(pool))
-                best_i, best_key = 0, (-1.0, -1.0)
-                for i, (n, text) in enumerate(pool):
-                    found = sum(claim_in(c, text) for c in needed) / len(needed) if needed else 1.0
-                    key = (found, float(sims[i]))
-                    if key > best_key:
-                        best_i, best_key = i, key
-                n, text = pool[best_i]
-                found, sim = best_key
-                if len(_chunk_sentences(text)) > 1:  # a passage won: quote its sentence holding most claims
-                    text = max(_chunk_sentences(text), key=lambda t: sum(claim_in(c, t) for c in needed))
-                row.update(n=n, quote=text, mode="attributed", claims_found=round(found, 4), similarity=round(sim, 4),
-                           supported=found >= min_claims and sim >= tau)
-        row["states_answer"] = states_answer(plain, row["quote"], question, kind)
+                row.update(_attributed(plain, question, kind, needed, pool, vectors, embedder is not None))
+                row["supported"] = row["claims_found"] >= min_claims and row["similarity"] >= tau
+        row["states_answer"] = states_answer(plain, " ".join(q for _, q in support_of(row)), question, kind)
         rows.append(row)
         if row["supported"]:
-            relied.append(row["n"])
+            relied.extend(n for n, _ in support_of(row))
     if not relied:  # nothing backs the answer: judge it against what it cited, or the best attempt
         relied = [n for r in rows for n in (r["model_cites"] or ([r["n"]] if r["n"] is not None else []))]
     cited = [by_n[n] for n in dict.fromkeys(relied) if n not in untrusted]
@@ -302,8 +337,8 @@ def read_draft(
     by_n = {p["n"]: p for p in bundle.get("passages", [])}
     scope = settings.baug.PERIOD_SCOPE  # where a period the question names must be stated (see Settings)
     windows = "\n".join(dict.fromkeys(
-        r["quote"] if scope == "sentence" else support_window(r["quote"], by_n[r["n"]]["text"], scope == "content")
-        for r in rows if r["supported"] and r["n"] in by_n
+        q if scope == "sentence" else support_window(q, by_n[n]["text"], scope == "content")
+        for r in rows if r["supported"] for n, q in support_of(r) if n in by_n
     ))
     overlap = sum(r["supported"] for r in rows) / len(rows) if rows else 0.0
     plain = strip_markup(answer, [p["text"] for p in bundle.get("passages", [])])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_rag.gate.signals import states_answer
+from agentic_rag.state import support_of
 from agentic_rag.text import cited_numbers, quote_in, quotes, strip_markup, untrusted_source
 
 
@@ -44,14 +45,14 @@ def citations_from_support(rows: list[dict[str, Any]], bundle: dict[str, Any]) -
     by_n = {p["n"]: p for p in bundle.get("passages", [])}
     out: dict[tuple[int, str], dict[str, Any]] = {}
     for row in rows:
-        n = row.get("n")
-        if n is None or n not in by_n:
-            continue
-        p = by_n[n]
-        out.setdefault((n, row["quote"]), {
-            "n": n, "chunk_id": p["chunk_id"], "page_name": p.get("page_name", ""), "page_url": p.get("page_url", ""),
-            "quote": row["quote"], "in_source": bool(row["quote"]) and not untrusted_source(p),
-            "states_answer": bool(row.get("states_answer")),
-            "verified": bool(row.get("supported")) and bool(row.get("states_answer")),
-        })
+        for n, quote in support_of(row):
+            if n not in by_n:
+                continue
+            p = by_n[n]
+            out.setdefault((n, quote), {
+                "n": n, "chunk_id": p["chunk_id"], "page_name": p.get("page_name", ""), "page_url": p.get("page_url", ""),
+                "quote": quote, "in_source": not untrusted_source(p),
+                "states_answer": bool(row.get("states_answer")),
+                "verified": bool(row.get("supported")) and bool(row.get("states_answer")),
+            })
     return list(out.values())

@@ -17,7 +17,7 @@ from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_results
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
 from agentic_rag.nodes import Node
-from agentic_rag.state import citation_status
+from agentic_rag.state import citation_status, support_of
 from agentic_rag.telemetry import read_rows
 from agentic_rag.events import clip
 from agentic_rag.nodes import EXTENSION_ROLE, ROLE
@@ -297,8 +297,9 @@ def evidence(row: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str
         sentences = (row.get("signals") or {}).get("sentences", [])
     quotes_by_n: dict[Any, list[str]] = {}
     for s in sentences:
-        if s.get("quote") and s.get("supported"):
-            quotes_by_n.setdefault(s.get("n"), []).append(s["quote"])
+        if s.get("supported"):
+            for n, quote in support_of(s):
+                quotes_by_n.setdefault(n, []).append(quote)
     quotes_by_chunk: dict[str, list[str]] = {}
     for c in row.get("citations") or []:
         quotes_by_chunk.setdefault(c["chunk_id"], []).append(c.get("quote", ""))
