@@ -34,6 +34,18 @@ def test_abstention_metrics():
     assert s["refused_before_generation_with_generator_call"] == 0
 
 
+def test_each_question_type_has_its_refusal_and_false_refusal_rates():
+    typed = lambda kind, *a: {**row(*a), "question_type": kind}  # noqa: E731
+    s = summarize([typed("bridge", "paris", "ok", "accurate", 1.0), typed("bridge", "paris", "refuse", "missing"),
+                   typed("bridge", "i don't know", "refuse", "missing"), typed("comparison", "yes", "ok", "accurate", 1.0),
+                   typed("comparison", "i don't know", "ok", "incorrect")])
+    bridge, comparison = s["by_question_type"]["bridge"], s["by_question_type"]["comparison"]
+    assert (bridge["false_refusal_rate"], bridge["refusal_rate_unanswerable"]) == (0.5, 1.0)
+    assert (comparison["false_refusal_rate"], comparison["refusal_rate_unanswerable"]) == (0.0, 0.0)
+    only_answerable = summarize([typed("simple", "paris", "ok", "accurate", 1.0)])["by_question_type"]["simple"]
+    assert only_answerable["refusal_rate_unanswerable"] is None and only_answerable["false_refusal_rate"] == 0.0
+
+
 def test_answers_to_negatives_that_match_the_real_answer_are_counted_apart_and_stay_incorrect():
     from agentic_rag.eval.rows import matches_world_answer
 

@@ -51,7 +51,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "llm_calls_per_q": ("LLM calls per question", "mean LLM calls per question"),
     "latency_p50_ms": ("median latency (ms)", "median wall time per question, milliseconds"),
     "latency_p95_ms": ("95th percentile latency (ms)", "95th percentile wall time per question, milliseconds"),
-    "by_question_type": ("by question type", "accuracy, hallucination, missing and score per CRAG question type"),
+    "by_question_type": ("by question type", "accuracy, hallucination, missing, score, refusal on unanswerable and false refusal per question type (CRAG's; bridge / comparison for HotpotQA)"),
     "by_domain": ("by domain", "the same per CRAG domain"),
     "by_static_or_dynamic": ("by dynamism", "the same per CRAG static-or-dynamic label"),
     "refusals_by_reason": ("refusals by reason", "per reason code, the answerable and unanswerable questions it refused"),
@@ -166,7 +166,8 @@ PRE_GENERATION_REFUSALS = checks.PRE_GENERATION_REFUSALS
 
 
 def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:
-    """CRAG scores per value of a record field (empty when the data does not have it)."""
+    """CRAG scores and refusal rates per value of a record field (empty when the data does not have it); a
+    rate is None in a group without questions of its kind."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if r.get(field):
@@ -175,6 +176,9 @@ def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, An
     for name, rs in sorted(groups.items()):
         acc = sum(r["judgement"] == "accurate" for r in rs) / len(rs)
         hal = sum(r["judgement"] == "incorrect" for r in rs) / len(rs)
+        answerable, unans = gold_groups(rs)
         out[name] = {"n": len(rs), "accuracy": round(acc, 4), "hallucination": round(hal, 4),
-                     "missing": round(1 - acc - hal, 4), "score": round(acc - hal, 4)}
+                     "missing": round(1 - acc - hal, 4), "score": round(acc - hal, 4),
+                     "refusal_rate_unanswerable": _rate(sum(is_refusal(r) for r in unans), len(unans)),
+                     "false_refusal_rate": _rate(sum(is_refusal(r) for r in answerable), len(answerable))}
     return out
