@@ -6,7 +6,7 @@ difference, and per question the two answers, reason codes, judgements, tokens a
 row of each run gzipped as ``<system>_results.jsonl.gz``. The run folders (telemetry, traces) stay
 under ``artifacts/runs/``.
 
-Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40 squad200 rgb_negative100]
+Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40 squad200 rgb_negative100 hotpot_test]
        [--preset NAME] [--out benchmarks/agent_vs_baseline] [--systems agent]
 
 ``--systems agent`` runs the agent again and pairs it with the baseline run already in its folder: a
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.configuration import Settings, SettingsError
-from agentic_rag.datasets.prepare import prepare_rgb, prepare_squad2
+from agentic_rag.datasets.prepare import prepare_hotpotqa, prepare_rgb, prepare_squad2
 from agentic_rag.eval.compare import compare, copy_run_files, to_markdown, write_plots
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.metrics import run_summary
@@ -71,7 +71,11 @@ def dataset_path(name: str, work: Path) -> str:
         out = work / "rgb_negative100.jsonl"
         prepare_rgb(SHARED / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("negative",), n=100, seed=0)
         return str(out)
-    raise SystemExit(f"unknown dataset {name!r} (crag_example, squad200, rgb40 or rgb_negative100)")
+    if name in ("hotpot_dev", "hotpot_test"):  # multi-hop: each question answerable, and without one supporting paragraph
+        out = work / f"{name}.jsonl"
+        prepare_hotpotqa(SHARED / "hotpotqa" / "hotpot_dev_distractor_first100.json", out, split=name.split("_")[1])
+        return str(out)
+    raise SystemExit(f"unknown dataset {name!r} (crag_example, squad200, rgb40, rgb_negative100, hotpot_dev or hotpot_test)")
 
 
 def seed_criteria(b: dict, a: dict) -> dict:
