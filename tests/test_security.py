@@ -50,3 +50,59 @@ def test_checkpoint_values_are_read_only_as_a_run_writes_them(tmp_path):
             serde.loads_typed(stored)
         assert said in str(caught.value) and "\n" not in str(caught.value)
     assert not marker.exists()
+
+
+def test_a_request_sets_only_per_request_settings():
+    from agentic_rag.configuration import PER_REQUEST_SETTINGS, Settings, SettingsError
+    from agentic_rag.testing.attacks import FORBIDDEN_REQUEST_SETTINGS
+
+    assert {"MAX_ROUNDS", "TOKEN_BUDGET", "OVERLAP_TAU", "GATE_POLICY", "RETRIEVAL_K"} <= PER_REQUEST_SETTINGS
+    for name, value in FORBIDDEN_REQUEST_SETTINGS:
+        assert name not in PER_REQUEST_SETTINGS
+        for configurable in ({name: value or "/tmp/x"}, {Settings.section_of(name): {name: value or "/tmp/x"}},
+                             {"settings": {name: value or "/tmp/x"}}):
+            with pytest.raises(SettingsError, match=f"setting {Settings.section_of(name)}.{name} cannot be set by a request"):
+                Settings.from_runnable_config({"configurable": configurable})
+    with pytest.raises(SettingsError, match="preset cannot be chosen by a request"):
+        Settings.from_runnable_config({"configurable": {"preset": "fast"}})
+    said = str(pytest.raises(SettingsError, Settings.from_runnable_config,
+                             {"configurable": {"OPENAI_BASE_URL": "http://client.example/v1"}}).value)
+    assert "an endpoint" in said and "AGENTIC_RAG_OPENAI_BASE_URL" in said and "\n" not in said
+    got = Settings.from_runnable_config({"configurable": {"budget": {"MAX_ROUNDS": 1}, "llm": {"MAX_OUTPUT_TOKENS": 90},
+                                                          "OVERLAP_TAU": 0.4, "thread_id": "t"}})
+    assert (got.budget.MAX_ROUNDS, got.llm.MAX_OUTPUT_TOKENS, got.baug.OVERLAP_TAU) == (1, 90, 0.4)
+
+
+def test_the_llm_section_in_a_runs_configurable_is_settings_not_the_injected_model(settings):
+    from agentic_rag.llm.calls import model_from
+    from agentic_rag.testing.fakes import ScriptedChat
+
+    fake = ScriptedChat(replies=["x"])
+    assert model_from({"configurable": {"llm": fake}}, settings) is fake
+    served = settings.replace(LLM_BACKEND="openai", OPENAI_BASE_URL="http://127.0.0.1:9/v1", LLM_MODEL="m")
+    assert model_from({"configurable": {"llm": {"MAX_OUTPUT_TOKENS": 90}}}, served)._llm_type != "dict"
+
+
+def test_a_served_graphs_client_cannot_take_the_key_choose_files_or_crash_it(tmp_path):
+    from agentic_rag.testing.attacks import FORBIDDEN_REQUEST_SETTINGS, served_attacks
+    from agentic_rag.testing.bad_inputs import REPLY
+    from agentic_rag.testing.processes import child_env
+    from agentic_rag.testing.servers import console_script
+
+    langgraph = console_script("langgraph")
+    if langgraph is None:
+        pytest.skip("langgraph-cli is not installed (extra: dev)")
+    key = "sk-server-7d1c0e"
+    seen = served_attacks(langgraph, tmp_path, child_env(keep=("AGENTIC_RAG_PRESET",)), key, REPLY)
+    replies = seen["replies"]
+    assert seen["attacker_requests"] == [] and seen["written"] == [], seen
+    assert key not in str(replies) and key not in seen["log"]
+    for name, _ in FORBIDDEN_REQUEST_SETTINGS:
+        status, body = replies[f"config.configurable.{name}"]
+        assert status == 422 and f".{name} cannot be set by a request" in body["detail"], (name, body)
+    assert replies["context paths.TELEMETRY_PATH"][0] == 422 and replies["assistant with OPENAI_BASE_URL"][0] == 422
+    status, body = replies["context flat MAX_ROUNDS"]
+    assert status == 422 and '{"budget": {"MAX_ROUNDS": ...}}' in body["detail"]
+    status, body = replies["context section llm"]
+    assert status == 200 and "__error__" not in body and body["result"]["status"] == "ok", body
+    assert seen["model_requests_of_llm_section"] > 0

