@@ -106,3 +106,44 @@ def test_a_served_graphs_client_cannot_take_the_key_choose_files_or_crash_it(tmp
     status, body = replies["context section llm"]
     assert status == 200 and "__error__" not in body and body["result"]["status"] == "ok", body
     assert seen["model_requests_of_llm_section"] > 0
+
+
+def test_markdown_text_shows_as_written_on_one_line():
+    from agentic_rag.eval.markdown import markdown_table, md_escape, row_cells
+    from agentic_rag.testing.attacks import MARKUP, unescaped_markup
+
+    assert len(unescaped_markup(MARKUP)) == 4  # the tag, its handler, the heading, the image link
+    texts = [MARKUP, "a\\|b", "AT&T &lt;b&gt;", "end\\", "x\u2028# y\r\n", "[x](y) ![i](http://e/i.png)"]
+    header, row = markdown_table(["name", "text"], [["t", t] for t in texts])[0], markdown_table(["t"], [[MARKUP]])[2]
+    assert row_cells(header) == ["name", "text"] and not unescaped_markup(row) and "\n" not in row
+    for text in texts:
+        line = markdown_table(["x", "text", "y"], [[1, text, 2]])[2]
+        one_line = "".join(" " if c in "\r\n\u2028" else c for c in text).strip()
+        assert row_cells(line) == ["1", one_line, "2"] and md_escape(text) in line
+
+
+def test_dataset_labels_reach_report_and_comparison_as_text(tmp_path):
+    import shutil
+
+    from agentic_rag.configuration import Settings
+    from agentic_rag.datasets.crag import CragRecord, write_records
+    from agentic_rag.eval.runner import run_eval
+    from agentic_rag.testing.attacks import MARKUP, markup_labels, unescaped_markup
+    from agentic_rag.testing.fakes import ScriptedChat
+    from tests.test_trace import REPLIES, records
+
+    recs = [CragRecord(**markup_labels(r.model_dump())) for r in records()]
+    recs[0].answer = f"finding nemo {MARKUP}"
+    data = tmp_path / "markup.jsonl"
+    write_records(recs, data)
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "artifacts")})
+    run_eval(data, "baseline", settings, tmp_path / "run", progress=False,
+                   extra_config={"llm": ScriptedChat(replies=list(REPLIES))})
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert not unescaped_markup(report), report
+    assert len([x for x in report.splitlines() if x.startswith("|") and "pwn" in x]) == 3  # one row per breakdown
+    shutil.copytree(tmp_path / "run", tmp_path / "run2")
+    res = runner.invoke(app, ["compare", str(tmp_path / "run"), str(tmp_path / "run2"), "--out", str(tmp_path / "c.md")])
+    assert res.exit_code == 0, res.output
+    comparison = (tmp_path / "c.md").read_text()
+    assert not unescaped_markup(comparison) and "finding nemo pwn \\| x \\|" in comparison, comparison

@@ -28,6 +28,23 @@ def poison_checkpoints(path: Path, command: str, channel: str = "question") -> i
                             (zlib.compress(call), channel)).rowcount
 
 
+# A label that breaks a markdown table, adds a heading and loads remote images when the report is rendered
+MARKUP = ("pwn | x |\n# Injected heading\n<img src=http://attacker.example/t.png onerror=alert(1)>"
+          " ![t](http://attacker.example/i.png)")
+
+
+def markup_labels(record: dict) -> dict:
+    """The record with its domain, question type and static_or_dynamic set to ``MARKUP``."""
+    return {**record, "domain": MARKUP, "question_type": MARKUP, "static_or_dynamic": MARKUP}
+
+
+def unescaped_markup(text: str) -> list[str]:
+    """The pieces of ``MARKUP`` a markdown text carries as markup rather than as text: the tag (its onerror
+    with it), the heading, the image link."""
+    return ([p for p in ("<img", "onerror=alert(1)>") if p in text] + re.findall(r"(?m)^# Injected.*$", text)
+            + re.findall(r"(?<!\\)\]\(http", text))
+
+
 # Per-request settings a client of the served graph must not choose (an endpoint, a credential, a model, a
 # path of each kind, code to import), each with the value a client would send: (setting, value or None for
 # a path under the client's folder)
