@@ -147,3 +147,28 @@ def test_dataset_labels_reach_report_and_comparison_as_text(tmp_path):
     assert res.exit_code == 0, res.output
     comparison = (tmp_path / "c.md").read_text()
     assert not unescaped_markup(comparison) and "finding nemo pwn \\| x \\|" in comparison, comparison
+
+
+def test_a_pickled_probe_file_is_refused_without_being_unpickled(tmp_path):
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from agentic_rag.datasets.crag import DataError
+    from agentic_rag.datasets.probe_sets import probe_training_ids
+    from agentic_rag.testing.attacks import pickled_npz
+    from agentic_rag.testing.processes import ROOT, child_env
+
+    good = tmp_path / "good.npz"
+    np.savez(good, ids=np.array(["nq-1-answerable", "sq-2"]), X=np.zeros((2, 2)))
+    assert probe_training_ids([good]) == {"nq-1", "sq-2"}
+    marker = tmp_path / "pwned"
+    bad = pickled_npz(tmp_path / "bad.npz", f"touch {marker}")
+    with pytest.raises(DataError, match="bad.npz is not a probe training file"):
+        probe_training_ids([good, bad])
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_nq_dev.py"), "--exclude", str(bad), "--out",
+                           str(tmp_path / "dev.jsonl")], env=child_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [proc.stderr.strip()], proc.stderr
+    assert proc.stderr.startswith("error: ") and "bad.npz" in proc.stderr
+    assert not marker.exists() and not (tmp_path / "dev.jsonl").exists()
