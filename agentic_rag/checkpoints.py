@@ -15,8 +15,20 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.errors import UserError
+
 _SAVERS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+
+# What a run's checkpoints hold besides plain values (dicts, lists, strings, numbers): the worker payloads
+# LangGraph sends. A run folder is shared (`trace RUN` reads someone else's), and LangGraph's msgpack
+# builds any (module, name) it finds by calling it: anything outside this list is refused, never built.
+CHECKPOINT_TYPES = frozenset({("langgraph.types", "Send")})
+CHECKPOINT_KINDS = frozenset({"msgpack", "null"})  # what the serializer writes for those values (never json, pickle)
+
+
+class CheckpointRefused(UserError, ValueError):
+    """A checkpoint file holds something a run does not write: a type to build, another encoding, damage."""
 
 
 def thread_id(state: dict[str, Any]) -> str:
@@ -24,16 +36,42 @@ def thread_id(state: dict[str, Any]) -> str:
     return state.get("question_id") or "q-" + hashlib.sha1(state["question"].encode()).hexdigest()[:12]
 
 
+def _foreign_type(data: bytes) -> str | None:
+    """The first type a msgpack value would build that is not in ``CHECKPOINT_TYPES`` (``module.name``), or
+    None; read without building anything, nested values included."""
+    import ormsgpack
+    from langgraph.checkpoint.serde import jsonplus as lg
+
+    builds = {lg.EXT_CONSTRUCTOR_SINGLE_ARG, lg.EXT_CONSTRUCTOR_POS_ARGS, lg.EXT_CONSTRUCTOR_KW_ARGS,
+              lg.EXT_METHOD_SINGLE_ARG, lg.EXT_PYDANTIC_V1, lg.EXT_PYDANTIC_V2}
+    found: list[str] = []
+
+    def check(code: int, payload: bytes) -> None:
+        inner = ormsgpack.unpackb(payload, ext_hook=check, option=ormsgpack.OPT_NON_STR_KEYS)
+        if code == lg.EXT_DELTA_SNAPSHOT:
+            return None
+        key = tuple(map(str, inner[:2])) if code in builds and isinstance(inner, (list, tuple)) else (f"extension {code}",)
+        if key not in CHECKPOINT_TYPES:
+            found.append(".".join(key))
+        return None
+
+    ormsgpack.unpackb(data, ext_hook=check, option=ormsgpack.OPT_NON_STR_KEYS)
+    return found[0] if found else None
+
+
 class ZlibSerde:
     """LangGraph's serializer with its bytes compressed: a question's pages (HTML) and the worker
-    payloads that carry them shrink several times over."""
+    payloads that carry them shrink several times over. It reads only what a run writes: a value that
+    would build a type outside ``CHECKPOINT_TYPES`` (or comes in another encoding) is refused, naming
+    ``source``, before anything is built; LangGraph's own reading is strict (its allow-list) too."""
 
     SUFFIX = "+zlib"
 
-    def __init__(self, inner=None) -> None:
+    def __init__(self, inner=None, source: str | Path = "checkpoint file") -> None:
         from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-        self.inner = inner or JsonPlusSerializer()
+        self.inner = inner or JsonPlusSerializer(allowed_msgpack_modules=sorted(CHECKPOINT_TYPES))
+        self.source = source
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         kind, data = self.inner.dumps_typed(obj)
@@ -41,9 +79,18 @@ class ZlibSerde:
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         kind, raw = data
-        if kind.endswith(self.SUFFIX):
-            return self.inner.loads_typed((kind[: -len(self.SUFFIX)], zlib.decompress(raw)))
-        return self.inner.loads_typed(data)
+        try:
+            if kind.endswith(self.SUFFIX):
+                kind, raw = kind[: -len(self.SUFFIX)], zlib.decompress(raw)
+            foreign = _foreign_type(raw) if kind == "msgpack" else None
+        except (ValueError, TypeError, zlib.error) as exc:
+            raise CheckpointRefused(f"{self.source} is damaged and cannot be read ({type(exc).__name__})") from None
+        if kind not in CHECKPOINT_KINDS:
+            foreign = f"a {kind!r} value"
+        if foreign:
+            raise CheckpointRefused(f"{self.source} was not written by a run: it holds {foreign}, which would be "
+                                    "built when read; refused, nothing was run")
+        return self.inner.loads_typed((kind, raw))
 
 
 def _blob_saver_class():
@@ -128,7 +175,8 @@ def saver(path: str | Path):
     with _LOCK:
         if key not in _SAVERS:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
-            _SAVERS[key] = _blob_saver_class()(sqlite3.connect(key, check_same_thread=False), serde=ZlibSerde())
+            conn = sqlite3.connect(key, check_same_thread=False)
+            _SAVERS[key] = _blob_saver_class()(conn, serde=ZlibSerde(source=key))
             _SAVERS[key].setup()
         return _SAVERS[key]
 

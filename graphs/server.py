@@ -3,8 +3,9 @@
 langgraph-api publishes each graph's input schema but does not check a run's input against it: an
 input without ``question`` used to start the run and come back as ``{"__error__": KeyError}``.
 This middleware checks the input of every run-creating request against the graph's input JSON
-schema (``GraphInput`` in agentic_rag/state.py) and its settings against ``Settings`` (the graphs' context
-schema) before a run exists, and answers 422 naming the field or setting.
+schema (``GraphInput`` in agentic_rag/state.py), and its settings, and an assistant's, against ``Settings``
+(the graphs' context schema; a request sets only the per-request ones) before a run exists, and answers 422
+naming the field or setting.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 
-# POST /runs, /runs/wait, /runs/stream, /runs/batch and the same under /threads/{id}
-_RUN_ROUTE = re.compile(r"^(?P<thread>/threads/[^/]+)?/runs(?:/(?P<kind>wait|stream|batch))?/?$")
+# POST /runs, /runs/wait, /runs/stream, /runs/batch, /runs/crons and the same under /threads/{id}
+_RUN_ROUTE = re.compile(r"^(?P<thread>/threads/[^/]+)?/runs(?:/(?P<kind>wait|stream|batch|crons))?/?$")
+# POST /assistants and PATCH /assistants/{id}: an assistant's config and context join every run it starts
+_ASSISTANT_ROUTE = re.compile(r"^/assistants(?P<id>/[^/]+)?/?$")
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,19 +54,40 @@ def input_problem(payload: Any, on_thread: bool) -> str | None:
 
 
 def settings_problem(payload: dict[str, Any]) -> str | None:
-    """Why a run request's settings (``context``, as LangGraph Studio sends them, or ``config.configurable``,
-    flat or nested) cannot be used, or None: the one-line settings error before a run exists, not a
-    validation traceback in the run's output."""
-    from agentic_rag.configuration import Settings, SettingsError
+    """Why a run request's settings (``context``, by section as LangGraph Studio sends them, or
+    ``config.configurable``, flat or nested) cannot be used, or None: the one-line settings error before a
+    run exists, not a validation traceback in the run's output. A request may set only the per-request
+    settings (``Settings.from_runnable_config`` refuses the rest, here and in the run)."""
+    from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, Settings, SettingsError, flat_name
 
     context = payload.get("context") or {}
     configurable = (payload.get("config") or {}).get("configurable") or {}
     if not isinstance(context, dict) or not isinstance(configurable, dict):
         return None  # the server's own validation answers this
+    for key in (str(k) for k in context if str(k).lower() not in SECTIONS):  # LangGraph drops them from the run
+        name = flat_name(key)
+        if name in FIELD_SECTIONS:
+            return f'context.{key}: context takes settings by section: {{"{FIELD_SECTIONS[name]}": {{"{name}": ...}}}}'
+        return f"context.{key}: not a settings section (context takes {', '.join(SECTIONS)})"
     try:
         Settings.from_runnable_config({"configurable": {**configurable, **context}})
     except SettingsError as exc:
         return f"{'context' if context else 'config.configurable'}: {exc}"
+    return None
+
+
+def _check_of(path: str, method: str):
+    """What checks a request's body before the server sees it: a run's input and settings, an assistant's
+    settings; None for every other request."""
+    run = _RUN_ROUTE.match(path)
+    if run and method == "POST":
+        def check_runs(payload: Any) -> str | None:
+            payloads = payload if run.group("kind") == "batch" and isinstance(payload, list) else [payload]
+            return next((p for p in (input_problem(x, bool(run.group("thread"))) for x in payloads) if p), None)
+        return check_runs
+    assistant = _ASSISTANT_ROUTE.match(path)
+    if assistant and method == ("PATCH" if assistant.group("id") else "POST"):
+        return lambda payload: settings_problem(payload) if isinstance(payload, dict) else None
     return None
 
 
@@ -74,8 +98,8 @@ class RequireGraphInput:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        match = _RUN_ROUTE.match(scope.get("path", "")) if scope["type"] == "http" else None
-        if match is None or scope.get("method") != "POST":
+        check = _check_of(scope.get("path", ""), scope.get("method", "")) if scope["type"] == "http" else None
+        if check is None:
             await self.app(scope, receive, send)
             return
         chunks, more = [], True
@@ -88,8 +112,7 @@ class RequireGraphInput:
             payload = json.loads(body or b"null")
         except ValueError:
             payload = None  # the server's own validation answers this
-        payloads = payload if match.group("kind") == "batch" and isinstance(payload, list) else [payload]
-        problem = next((p for p in (input_problem(x, bool(match.group("thread"))) for x in payloads) if p), None)
+        problem = check(payload)
         if problem:
             data = json.dumps({"detail": problem}).encode()
             await send({"type": "http.response.start", "status": 422,

@@ -209,12 +209,13 @@ def markdown(data: dict) -> str:
         "",
         *summary_table(data),
     ]
+    from agentic_rag.eval.markdown import markdown_table
+
     for label, r in data["runs"].items():
-        out += ["", f"## {label}", "", "| question | status | s (budget) | kit tokens | rule judge | answer |", "|---|---|---|---|---|---|"]
-        for q in r["questions"]:
-            answer = q["prediction"].replace("|", "\\|").replace("\n", " ")
-            secs = "" if q["seconds"] is None else f"{q['seconds']:.1f} ({q['budget_s']:.1f})"
-            out.append(f"| {q['query'][:60]} | {q['status']} | {secs} | {q['kit_tokens']} | {q['rule_judge']} | {answer[:160]} |")
+        out += ["", f"## {label}", ""]
+        out += markdown_table(["question", "status", "s (budget)", "kit tokens", "rule judge", "answer"], [
+            [q["query"][:60], q["status"], "" if q["seconds"] is None else f"{q['seconds']:.1f} ({q['budget_s']:.1f})",
+             q["kit_tokens"], q["rule_judge"], q["prediction"][:160]] for q in r["questions"]])
     return "\n".join(out) + "\n"
 
 

@@ -34,6 +34,7 @@ import graphs  # noqa: F401  (registers the agent and baseline graphs with agent
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.frontier import cut_curve, operating_bounds
+from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.plots import (
     common_coverage,
@@ -44,7 +45,6 @@ from agentic_rag.eval.plots import (
     risk_coverage,
 )
 from agentic_rag.eval.probe_report import required_auc
-from agentic_rag.eval.report import markdown_table
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_groups
 from agentic_rag.eval.runner import run_eval

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from agentic_rag.eval.markdown import md_escape
 from agentic_rag.eval.refusals import ANSWERED_IDK, missing_report, refusal_table, refusals_by_reason
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_groups, is_refusal
@@ -68,7 +69,7 @@ def markdown(entry: dict, by: str | None) -> list[str]:
                   + (" (" + ", ".join(f"{f['piece']!r} in {f['id']}" for f in entry["filler_in_missing"][:10]) + ")"
                      if entry["filler_in_missing"] else "") + "."]
     for g, sub in (entry.get(f"by_{by}") or {}).items():
-        lines += ["", f"### {by} = {g}", "", head(sub), ""] + refusal_table(sub["by_reason"])
+        lines += ["", f"### {by} = {md_escape(g)}", "", head(sub), ""] + refusal_table(sub["by_reason"])
     return lines + [""]
 
 

@@ -35,8 +35,8 @@ from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.decision_fit import calibrate_fit
 from agentic_rag.eval.decision_fit import to_markdown as fit_markdown
+from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.metrics import run_summary
-from agentic_rag.eval.report import markdown_table
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.gate.fitted import DECISIONS_DIR

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from agentic_rag.eval.judge import MATCH_RULES, judge, rule_rates
+from agentic_rag.eval.markdown import md_escape
 from agentic_rag.eval.rows import usable_gold
 
 HERE = Path(__file__).resolve().parents[1] / "benchmarks" / "judge_agreement"
@@ -74,7 +75,8 @@ def main() -> int:
         lines.append(f"| `{r['rule']}` | {r['true_positives']} | {r['false_positives']} | {r['false_positive_rate']} | "
                      f"{r['false_negatives']} | {r['false_negative_rate']} |")
     lines += ["", "## Disagreements", ""]
-    lines += [f"- {r['dataset']}/{r['system']}/{r['id']}: hand {r['hand_label']}, judge {j.label} ({j.rule}): {r['prediction'][:120]}"
+    lines += [f"- {r['dataset']}/{r['system']}/{md_escape(r['id'])}: hand {r['hand_label']}, judge {j.label} ({j.rule}): "
+              f"{md_escape(r['prediction'][:120])}"
               for r, j in disagree] or ["none"]
     (HERE / "README.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

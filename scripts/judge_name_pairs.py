@@ -30,6 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from agentic_rag.eval.judge import TYPE_WORDS, fold_word, judge, normalize
+from agentic_rag.eval.markdown import md_escape
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "judge_agreement"
@@ -152,11 +153,14 @@ def main() -> int:
         "## Golds of different questions",
         "",
     ]
-    lines += [f"- gold \"{p['gold']}\" <- prediction \"{p['prediction']}\"" for p in fired["cross_question"]] or ["none"]
+    lines += [f"- gold \"{md_escape(p['gold'])}\" <- prediction \"{md_escape(p['prediction'])}\""
+              for p in fired["cross_question"]] or ["none"]
     lines += ["", "## Golds of the same question", ""]
-    lines += [f"- gold \"{p['gold']}\" <- prediction \"{p['prediction']}\"" for p in fired["same_question"]] or ["none"]
+    lines += [f"- gold \"{md_escape(p['gold'])}\" <- prediction \"{md_escape(p['prediction'])}\""
+              for p in fired["same_question"]] or ["none"]
     lines += ["", "## Gold-passage sentences", ""]
-    lines += [f"- {p['id']}: golds \"{p['golds']}\" <- \"{p['sentence']}\"" for p in in_passages] or ["none"]
+    lines += [f"- {md_escape(p['id'])}: golds \"{md_escape(p['golds'])}\" <- \"{md_escape(p['sentence'])}\""
+              for p in in_passages] or ["none"]
     (OUT / f"{rule}_pairs.md").write_text("\n".join(lines) + "\n")
     print(json.dumps(summary))
     return 0

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agentic_rag.datasets.crag import IDK
+from agentic_rag.datasets.crag import IDK, DataError
 from agentic_rag.datasets.probe_sets import as_snippets, base_id, nq_records, probe_training_ids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,11 @@ def main() -> int:
     ap.add_argument("--exclude", type=Path, nargs="*", default=sorted((ROOT / "artifacts" / "probe").glob("*.npz")),
                     help="probe training files whose questions are left out")
     args = ap.parse_args()
-    seen = probe_training_ids(args.exclude)
+    try:
+        seen = probe_training_ids(args.exclude)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as tmp:
         records = nq_records(NQ, args.n * 4, args.seed, Path(tmp))
     fresh = [r for r in records if base_id(r.interaction_id) not in seen]

@@ -17,10 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from agentic_rag.datasets.crag import IDK
+from agentic_rag.datasets.crag import IDK, DataError
 from agentic_rag.datasets.prepare import prepare_squad2
+from agentic_rag.datasets.probe_sets import probe_training_ids
 
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad2" / "squad2_dev_half.jsonl"
 PROBE_DATA = Path(__file__).resolve().parents[1] / "artifacts" / "probe"
@@ -30,6 +29,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("data"))
     args = ap.parse_args()
+    try:
+        probe_ids = probe_training_ids(sorted(PROBE_DATA.glob("*.npz")))
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     test, _ = prepare_squad2(SQUAD, args.out / "squad200.jsonl", n=200, seed=0)
     pool, _ = prepare_squad2(SQUAD, args.out / "squad_pool_seed1.jsonl", n=400, seed=1)
     test_ids = {json.loads(line)["interaction_id"] for line in test.read_text().splitlines()}
@@ -39,7 +43,6 @@ def main() -> int:
     unanswerable = [r for r in rows if r["answer"] == IDK][:50]
     dev = [r for pair in zip(answerable, unanswerable) for r in pair]
     (args.out / "squad_dev100.jsonl").write_text("".join(json.dumps(r) + "\n" for r in dev))
-    probe_ids = {str(i) for f in sorted(PROBE_DATA.glob("*.npz")) for i in np.load(f, allow_pickle=True)["ids"]}
     taken = {r["interaction_id"] for r in dev} | probe_ids
     rest = [r for r in rows if r["interaction_id"] not in taken]
     answerable = [r for r in rest if r["answer"] != IDK][:75]

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from agentic_rag.anchors.matching import RE_YEAR
-from agentic_rag.datasets.crag import IDK, iter_records
+from agentic_rag.datasets.crag import IDK, DataError, iter_records
 from agentic_rag.datasets.probe_sets import as_snippets, nq_records, probe_training_ids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,11 @@ def main() -> int:
                     help="probe training files whose questions are left out")
     ap.add_argument("--out", type=Path, default=ROOT / "data" / "year_dev.jsonl")
     args = ap.parse_args()
-    seen = probe_training_ids(args.exclude)
+    try:
+        seen = probe_training_ids(args.exclude)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     seen |= {r.interaction_id for r in iter_records(args.test)}
     squad = [r for r in iter_records(args.squad) if RE_YEAR.search(r.query) and r.interaction_id not in seen]
     with tempfile.TemporaryDirectory() as tmp:

@@ -199,7 +199,7 @@ def settings_markdown(rows: list[tuple[str, ...]]) -> str:
     """The settings as markdown, one table per section, with the section's own description; paths
     under the user cache are written from ``<user cache>`` and others under the home folder from
     ``~``, so the tables read the same on every machine and for every user's environment."""
-    from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, USER_CACHE, unit_of
+    from agentic_rag.configuration import FIELD_SECTIONS, PER_REQUEST_SETTINGS, SECTIONS, USER_CACHE, unit_of
     from agentic_rag.gate.checks import checks_markdown
 
     home, cache = str(Path.home()), str(USER_CACHE)
@@ -207,13 +207,14 @@ def settings_markdown(rows: list[tuple[str, ...]]) -> str:
     for section in dict.fromkeys(r[0] for r in rows):
         doc = SECTIONS[section].__doc__ if section in SECTIONS else "The configured extensions' own settings."
         out += [f"### {section}", "", " ".join((doc or "").split()), "",
-                "| setting | value | unit | meaning |", "|---|---|---|---|"]
+                "| setting | value | unit | per request | meaning |", "|---|---|---|---|---|"]
         for _, name, value, unit, _, meaning in (r for r in rows if r[0] == section):
             if value.startswith(cache):
                 value = "<user cache>" + value[len(cache):]
             elif value.startswith(home):
                 value = "~" + value[len(home):]
-            cells = [f"`{name}`", f"`{value}`", unit, meaning]
+            asked = "yes" if section in SECTIONS and name in PER_REQUEST_SETTINGS else ""
+            cells = [f"`{name}`", f"`{value}`", unit, asked, meaning]
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         out.append("")
     units = {name: unit_of(SECTIONS[section].model_fields[name]) for name, section in FIELD_SECTIONS.items()}

@@ -18,23 +18,25 @@ The declarations are sections.py, the reading of presets, variables and override
 ``Settings`` object settings.py; this module is what callers import.
 """
 
+from agentic_rag.configuration.available import OTEL_PACKAGES, import_store_class, missing_otel_packages
 from agentic_rag.configuration.loading import (
     ENV_FALLBACKS, ENV_PREFIX, PRESET_ENV, PRESETS_DIR, REMOVED_SETTINGS, RENAMED_PRESETS, RemovedSettingWarning,
     env_warnings, ignored_env_names, parse_overrides, read_preset, setting_sources,
 )
 from agentic_rag.configuration.sections import (
-    FIELD_SECTIONS, NESTED_DELIMITER, SECRET_SETTINGS, SECTIONS, AgentSettings, BAUGSettings, BudgetSettings,
-    CragSettings, EvalSettings, GateSettings, LLMSettings, PathSettings, RetrievalSettings, ScaleSettings,
-    OTEL_PACKAGES, PATTERN_UNITS, USER_CACHE, SettingNames, SettingsError, flat_name, import_store_class, meaning_of,
-    missing_otel_packages, setting, unit_of,
+    FIELD_SECTIONS, NESTED_DELIMITER, PER_REQUEST_SETTINGS, SECRET_SETTINGS, SECTIONS, AgentSettings, BAUGSettings,
+    BudgetSettings, CragSettings, EvalSettings, GateSettings, LLMSettings, PathSettings, RetrievalSettings,
+    ScaleSettings, PATTERN_UNITS, USER_CACHE, SettingNames, SettingsError, flat_name, meaning_of, per_request, setting,
+    unit_of,
 )
 from agentic_rag.configuration.settings import FlatSettingsReadWarning, Settings
 
 __all__ = [
-    "ENV_FALLBACKS", "ENV_PREFIX", "FIELD_SECTIONS", "NESTED_DELIMITER", "PRESET_ENV", "PRESETS_DIR", "REMOVED_SETTINGS",
-    "RENAMED_PRESETS", "SECRET_SETTINGS", "SECTIONS", "AgentSettings", "BAUGSettings", "BudgetSettings", "CragSettings",
-    "EvalSettings", "FlatSettingsReadWarning", "GateSettings", "LLMSettings", "PathSettings", "RemovedSettingWarning",
-    "RetrievalSettings", "ScaleSettings", "SettingNames", "Settings", "SettingsError", "env_warnings", "flat_name",
-    "ignored_env_names", "import_store_class", "meaning_of", "parse_overrides", "read_preset", "setting",
-    "setting_sources", "unit_of", "OTEL_PACKAGES", "PATTERN_UNITS", "USER_CACHE", "missing_otel_packages",
+    "ENV_FALLBACKS", "ENV_PREFIX", "FIELD_SECTIONS", "NESTED_DELIMITER", "PER_REQUEST_SETTINGS", "PRESET_ENV",
+    "PRESETS_DIR", "REMOVED_SETTINGS", "RENAMED_PRESETS", "SECRET_SETTINGS", "SECTIONS", "AgentSettings",
+    "BAUGSettings", "BudgetSettings", "CragSettings", "EvalSettings", "FlatSettingsReadWarning", "GateSettings",
+    "LLMSettings", "PathSettings", "RemovedSettingWarning", "RetrievalSettings", "ScaleSettings", "SettingNames",
+    "Settings", "SettingsError", "env_warnings", "flat_name", "ignored_env_names", "import_store_class",
+    "meaning_of", "parse_overrides", "read_preset", "setting", "per_request", "setting_sources", "unit_of",
+    "OTEL_PACKAGES", "PATTERN_UNITS", "USER_CACHE", "missing_otel_packages",
 ]

@@ -16,7 +16,8 @@ from pydantic_settings import EnvSettingsSource, NoDecode
 from pydantic_settings import SettingsError as EnvParseError
 
 from agentic_rag.configuration.sections import (
-    FIELD_SECTIONS, NESTED_DELIMITER, SECRET_SETTINGS, SECTIONS, SettingsError, flat_name,
+    FIELD_SECTIONS, NESTED_DELIMITER, PER_REQUEST_SETTINGS, SECRET_SETTINGS, SECTIONS, SettingsError, flat_name,
+    unit_of,
 )
 from agentic_rag.redact import redact_text
 
@@ -231,6 +232,38 @@ def _canonical(values: Mapping[str, Any], source: str) -> dict[str, dict[str, An
         else:
             raise SettingsError(f"unknown setting {key!r} in {source}{_suggest(dotted.upper(), FIELD_SECTIONS)}")
     return out
+
+
+# What a setting that is not per request would let a request do, by the setting's unit
+_SERVER_ONLY = {
+    "URL": "an endpoint (the server would send its requests, and its key, there)",
+    "secret": "a credential",
+    "model name": "a model", "model name or path": "a model",
+    "path": "a path on the server (it would read or write there)",
+    "store name": "code the server imports", "module paths or names": "code the server imports",
+    "per extension": "code the server imports",
+}
+
+
+def request_settings(configurable: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The settings a run's ``configurable`` (a served graph's request: ``config.configurable`` or ``context``)
+    names, nested; a SettingsError naming the first that only the server may set (``PER_REQUEST_SETTINGS``
+    holds what a request may), so a client cannot send the server's key elsewhere or choose its files."""
+    if "preset" in configurable:
+        raise SettingsError("preset cannot be chosen by a request: a preset sets models and paths; the server's "
+                            f"is {PRESET_ENV} where it starts")
+    given = configurable.get("settings")
+    known = {k: v for k, v in configurable.items() if _is_setting_key(k, v)}
+    values = _canonical({**given, **known} if isinstance(given, Mapping) else known, source="override")
+    for section, fields in values.items():
+        for name in fields:
+            if name not in PER_REQUEST_SETTINGS:
+                why = _SERVER_ONLY.get(unit_of(SECTIONS[section].model_fields[name]), "how the server process runs")
+                raise SettingsError(
+                    f"setting {section}.{name} cannot be set by a request: it is {why}. A request may set only the "
+                    "settings docs/configuration.md marks per request (budgets, thresholds, policy); this one is "
+                    f"set where the server starts ({ENV_PREFIX}{name})")
+    return values
 
 
 def _merge(into: dict[str, dict[str, Any]], layer: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic.fields import FieldInfo
 from pydantic_settings import NoDecode
 
+from agentic_rag.configuration.available import import_store_class, missing_otel_packages
 from agentic_rag.errors import UserError
 
 NESTED_DELIMITER = "__"  # retrieval__RETRIEVAL_K, AGENTIC_RAG_RETRIEVAL__RETRIEVAL_K
@@ -26,15 +27,25 @@ class SettingsError(UserError, ValueError):
     label = "settings error"
 
 
-def setting(default: Any, unit: str, text: str, **constraints: Any) -> Any:
+def setting(default: Any, unit: str, text: str, per_request: bool = False, **constraints: Any) -> Any:
     """A settings field whose description ends with its unit, kept apart too (the `settings` table's
-    unit column, and LangGraph Studio's schema) so it never has to be read out of the prose."""
-    return Field(default, description=f"{text} Unit: {unit}.", json_schema_extra={"unit": unit}, **constraints)
+    unit column, and LangGraph Studio's schema) so it never has to be read out of the prose.
+
+    ``per_request``: a question-level knob (a budget, a threshold, a policy) that a served graph's client
+    may set for its own run. Every other setting (an endpoint, a credential, a model, a path, what the
+    process imports or spends) is the server's: a request that names one is refused."""
+    extra = {"unit": unit, "per_request": per_request}
+    return Field(default, description=f"{text} Unit: {unit}.", json_schema_extra=extra, **constraints)
 
 
 def unit_of(field: FieldInfo) -> str:
     extra = field.json_schema_extra
     return str(extra.get("unit", "")) if isinstance(extra, dict) else ""
+
+
+def per_request(field: FieldInfo) -> bool:
+    extra = field.json_schema_extra
+    return bool(extra.get("per_request")) if isinstance(extra, dict) else False
 
 
 def meaning_of(field: FieldInfo) -> str:
@@ -84,7 +95,7 @@ class LLMSettings(_Section):
     OPENAI_API_KEY: SecretStr | None = setting(
         None, "secret", "API key (openai backend); falls back to $OPENAI_API_KEY."
     )
-    MAX_OUTPUT_TOKENS: int = setting(160, "tokens", "Cap on generated tokens per LLM call.", ge=1, le=4096)
+    MAX_OUTPUT_TOKENS: int = setting(160, "tokens", "Cap on generated tokens per LLM call.", ge=1, le=4096, per_request=True)
     TEMPERATURE: float = setting(0.0, "unitless", "Sampling temperature; 0 = greedy (deterministic).", ge=0.0, le=2.0)
     TORCH_THREADS: int = setting(0, "threads", "Torch intra-op threads; 0 = number of CPU cores.", ge=0)
     LLM_TIMEOUT_S: float = setting(
@@ -137,12 +148,14 @@ class RetrievalSettings(_Section):
         "cut and counted, so one huge page cannot stall ingestion or exhaust memory.",
         ge=10_000,
     )
-    RETRIEVAL_POOL_K: int = setting(24, "passages", "Candidates taken from each retriever before fusion.", ge=1)
-    RETRIEVAL_K: int = setting(8, "passages", "Passages returned after fusion and MMR.", ge=1)
-    MMR_LAMBDA: float = setting(
-        0.45, "unitless, 0-1", "MMR trade-off: 1 = pure relevance, 0 = pure diversity.", ge=0.0, le=1.0
+    RETRIEVAL_POOL_K: int = setting(
+        24, "passages", "Candidates taken from each retriever before fusion.", ge=1, per_request=True
     )
-    RRF_K: int = setting(60, "ranks", "Reciprocal-rank-fusion constant k in 1/(k+rank).", ge=1)
+    RETRIEVAL_K: int = setting(8, "passages", "Passages returned after fusion and MMR.", ge=1, per_request=True)
+    MMR_LAMBDA: float = setting(
+        0.45, "unitless, 0-1", "MMR trade-off: 1 = pure relevance, 0 = pure diversity.", ge=0.0, le=1.0, per_request=True
+    )
+    RRF_K: int = setting(60, "ranks", "Reciprocal-rank-fusion constant k in 1/(k+rank).", ge=1, per_request=True)
 
     @field_validator("VECTOR_STORE")
     @classmethod
@@ -164,44 +177,50 @@ class AgentSettings(_Section):
         [], "regexes", "When any are set a question must match one (else it is out of domain)."
     )
     OOD_DENY_PATTERNS: list[str] = setting([], "regexes", "Patterns that put a question out of domain.")
-    ANCHOR_TOP_M: int = setting(6, "anchors", "Anchors proposed per question.", ge=1)
-    ANCHOR_MIN_SCORE: float = setting(0.5, "0-1", "Confidence an anchor needs to be selected.", ge=0.0, le=1.0)
-    MAX_WORKERS: int = setting(4, "workers", "Retriever-Workers per round, one per selected anchor.", ge=1)
+    ANCHOR_TOP_M: int = setting(6, "anchors", "Anchors proposed per question.", ge=1, per_request=True)
+    ANCHOR_MIN_SCORE: float = setting(
+        0.5, "0-1", "Confidence an anchor needs to be selected.", ge=0.0, le=1.0, per_request=True
+    )
+    MAX_WORKERS: int = setting(4, "workers", "Retriever-Workers per round, one per selected anchor.", ge=1, per_request=True)
     FINE_MIN_SIM: float = setting(
-        0.2, "cosine", "Fine prune: similarity of passage to question needed to keep it.", ge=-1.0, le=1.0
+        0.2, "cosine", "Fine prune: similarity of passage to question needed to keep it.", ge=-1.0, le=1.0, per_request=True
     )
     PATH_MIN_SCORE: float = setting(
-        0.3, "0-1", "A path whose best passage scores below this ends as 'low_score'.", ge=0.0, le=1.0
+        0.3, "0-1", "A path whose best passage scores below this ends as 'low_score'.", ge=0.0, le=1.0, per_request=True
     )
     PRUNE_FALLBACK_K: int = setting(
         2, "passages",
         "When pruning leaves every worker without a passage, the Supervisor packs this many of the best passages it "
         "turned down and lets the confidence gate and the answer layers decide (0 = refuse as no evidence).",
-        ge=0,
+        ge=0, per_request=True,
     )
     NEW_HITS_EPS: float = setting(
-        0.2, "fraction", "New-hits ratio below which a path ends as 'no_novelty'.", ge=0.0, le=1.0
+        0.2, "fraction", "New-hits ratio below which a path ends as 'no_novelty'.", ge=0.0, le=1.0, per_request=True
     )
     ANCHOR_BONUS: float = setting(
-        0.07, "0-1 score", "Added to the [0,1] fused score, scaled by the passage's anchor coverage.", ge=0.0, le=1.0
+        0.07, "0-1 score", "Added to the [0,1] fused score, scaled by the passage's anchor coverage.", ge=0.0, le=1.0,
+        per_request=True
     )
     AMBIGUITY_ENABLED: bool = setting(
         False, "on/off",
         "Group evidence into topic clusters and return 'ambiguous' with options when none wins (off by default: it "
-        "raised false refusal on the dev sweep, benchmarks/calibration/qwen-1.5b/13_AMBIGUITY_ENABLED).",
+        "raised false refusal on the dev sweep, benchmarks/calibration/qwen-1.5b/13_AMBIGUITY_ENABLED).", per_request=True,
     )
     AMBIGUITY_MERGE_SIM: float = setting(
-        0.5, "cosine", "Centroid similarity above which two source groups are one topic.", ge=-1.0, le=1.0
+        0.5, "cosine", "Centroid similarity above which two source groups are one topic.", ge=-1.0, le=1.0, per_request=True
     )
-    MIN_GROUP_GAP: float = setting(0.1, "0-1", "Score or similarity gap that lets the best cluster win.", ge=0.0)
-    MAX_OPTIONS: int = setting(3, "options", "Options returned with an 'ambiguous' status.", ge=2)
+    MIN_GROUP_GAP: float = setting(
+        0.1, "0-1", "Score or similarity gap that lets the best cluster win.", ge=0.0, per_request=True
+    )
+    MAX_OPTIONS: int = setting(3, "options", "Options returned with an 'ambiguous' status.", ge=2, per_request=True)
     FACTOID_ONE_SHOT_RETRIEVAL: bool = setting(
-        True, "on/off", "Before abstaining on missing anchors, retrieve once more with them appended to the query."
+        True, "on/off", "Before abstaining on missing anchors, retrieve once more with them appended to the query.",
+        per_request=True
     )
     FACTOID_MIN_TOKENS_LEFT: int = setting(
-        300, "tokens", "Token budget left that the one-shot anchor retrieval needs.", ge=0
+        300, "tokens", "Token budget left that the one-shot anchor retrieval needs.", ge=0, per_request=True
     )
-    USE_FACTOID_FINALIZER: bool = setting(True, "on/off", "Extract a short answer span for EM/F1 scoring.")
+    USE_FACTOID_FINALIZER: bool = setting(True, "on/off", "Extract a short answer span for EM/F1 scoring.", per_request=True)
     EXTENSIONS: Annotated[list[str], NoDecode] = setting(
         [], "module paths or names",
         "Agent nodes added without editing the graph, in order: 'module:attribute' paths or names registered under "
@@ -225,31 +244,36 @@ class GateSettings(_Section):
     """Layer 1, the confidence gate before the LLM: tier 1 grades the packed passages, tier 2 reads
     the retrieval scores."""
 
-    GATE_ENABLED: bool = setting(True, "on/off", "Refuse before generation when retrieval confidence is low.")
+    GATE_ENABLED: bool = setting(
+        True, "on/off", "Refuse before generation when retrieval confidence is low.", per_request=True
+    )
     GATE_SCORE_SOURCE: Literal["vector", "bm25", "fused"] = setting(
-        "vector", "choice", "Tier-2 score the gate reads, normalised to [0,1] (see gate/confidence.py)."
+        "vector", "choice", "Tier-2 score the gate reads, normalised to [0,1] (see gate/confidence.py).", per_request=True
     )
     RETRIEVAL_MIN_SCORE: float = setting(
-        0.15, "0-1", "Tier 2: normalised score the top passage needs; calibrated on a SQuAD dev split.", ge=0.0, le=1.0
+        0.15, "0-1", "Tier 2: normalised score the top passage needs; calibrated on a SQuAD dev split.", ge=0.0, le=1.0,
+        per_request=True
     )
     RETRIEVAL_MIN_RATIO: float = setting(
-        1.0, "ratio", "Tier 2: top-1 / top-2 score ratio needed (1 = rule off).", ge=1.0
+        1.0, "ratio", "Tier 2: top-1 / top-2 score ratio needed (1 = rule off).", ge=1.0, per_request=True
     )
     USE_RERANKER: bool = setting(
-        False, "on/off", "Tier 1: grade the packed passages 0-3 with the grader RERANKER_KIND names."
+        False, "on/off", "Tier 1: grade the packed passages 0-3 with the grader RERANKER_KIND names.", per_request=True
     )
     RERANKER_KIND: Literal["cross_encoder", "llm"] = setting(
         "cross_encoder", "choice",
         "Tier 1's grader: the cross-encoder at RERANKER_MODEL, or the generator asked for a 0-3 digit per passage "
-        "(one call each, stage 'grade'; see gate/grader.py).",
+        "(one call each, stage 'grade'; see gate/grader.py).", per_request=True,
     )
     RERANKER_MODEL: str | None = setting(
         None, "path", "Local folder of a relevance cross-encoder (e.g. a saved ms-marco-MiniLM-L-6-v2)."
     )
     GRADE_MAX_PASSAGES: int = setting(
-        4, "passages", "RERANKER_KIND=llm: passages graded, in rank order; each is one LLM call.", ge=1
+        4, "passages", "RERANKER_KIND=llm: passages graded, in rank order; each is one LLM call.", ge=1, per_request=True
     )
-    RELEVANCE_THRESHOLD: float = setting(2.0, "grade, 0-3", "Tier 1: relevance the top passage needs.", ge=0.0, le=3.0)
+    RELEVANCE_THRESHOLD: float = setting(
+        2.0, "grade, 0-3", "Tier 1: relevance the top passage needs.", ge=0.0, le=3.0, per_request=True
+    )
 
     @model_validator(mode="after")
     def _reranker_needs_a_model(self) -> "GateSettings":
@@ -264,81 +288,92 @@ class BAUGSettings(_Section):
     when the agent stops, revises or abstains."""
 
     GROUNDING_ENABLED: bool = setting(
-        True, "on/off", "Layer 2: an answer must be supported by its sources (overlap, faith, NLI) to STOP."
+        True, "on/off", "Layer 2: an answer must be supported by its sources (overlap, faith, NLI) to STOP.",
+        per_request=True
     )
     OVERLAP_TAU: float = setting(
         0.3, "cosine",
         "Similarity from which an answer sentence counts as supported by its source sentence; calibrated on a SQuAD "
         "dev split (benchmarks/calibration/OVERLAP_TAU).",
-        ge=0.0, le=1.0,
+        ge=0.0, le=1.0, per_request=True,
     )
     ATTRIBUTION_MIN_CLAIMS: float = setting(
         0.5, "fraction", "Share of a sentence's new names/numbers its supporting source sentence must hold.",
-        ge=0.0, le=1.0,
+        ge=0.0, le=1.0, per_request=True,
     )
-    OVERLAP_MIN: float = setting(0.5, "fraction of sentences", "Support overlap needed to STOP.", ge=0.0, le=1.0)
-    FAITH_MIN: float = setting(0.6, "fraction of claims", "Faithfulness needed to STOP.", ge=0.0, le=1.0)
+    OVERLAP_MIN: float = setting(
+        0.5, "fraction of sentences", "Support overlap needed to STOP.", ge=0.0, le=1.0, per_request=True
+    )
+    FAITH_MIN: float = setting(0.6, "fraction of claims", "Faithfulness needed to STOP.", ge=0.0, le=1.0, per_request=True)
     ANSWER_RELEVANCE_MIN: float = setting(
-        0.3, "cosine", "Similarity of answer to question needed to STOP.", ge=-1.0, le=1.0
+        0.3, "cosine", "Similarity of answer to question needed to STOP.", ge=-1.0, le=1.0, per_request=True
     )
     ANSWER_NEW_WORDS_MIN: float = setting(
         1.0, "words",
         "Content words the answer adds to the question, needed to STOP: an answer that only restates the "
         "question adds nothing a source could back (questions that offer options are not read).",
-        ge=0.0,
+        ge=0.0, per_request=True,
     )
     COVERAGE_MIN: float = setting(
-        0.0, "fraction", "Share of selected anchors the cited text must hold to STOP.", ge=0.0, le=1.0
+        0.0, "fraction", "Share of selected anchors the cited text must hold to STOP.", ge=0.0, le=1.0, per_request=True
     )
     NLI_MODEL: str | None = setting(None, "path", "Local folder of an NLI cross-encoder for layer 2 (optional).")
-    NLI_MIN: float = setting(0.5, "0-1", "P(entailment) an answer needs when NLI_MODEL is set.", ge=0.0, le=1.0)
+    NLI_MIN: float = setting(
+        0.5, "0-1", "P(entailment) an answer needs when NLI_MODEL is set.", ge=0.0, le=1.0, per_request=True
+    )
     PROBE_ENABLED: bool = setting(
         True, "on/off",
         "Layer 2: the answerability probe reads the generator's last-prompt-token hidden state (local backend only; "
-        "skipped and recorded for other backends).",
+        "skipped and recorded for other backends).", per_request=True,
     )
     PROBE_PATH: Path | None = setting(None, "path", "Probe file; None = the packaged probe for the packaged model.")
     ANSWERABILITY_MIN: float = setting(
         0.3, "0-1",
         "P(the context answers the question) from the probe below which the answer is refused (the sweep: "
         "benchmarks/calibration/ANSWERABILITY_MIN).",
-        ge=0.0, le=1.0,
+        ge=0.0, le=1.0, per_request=True,
     )
     VERIFIER_ENABLED: bool = setting(
         True, "on/off",
         "Layer 2: before an answer is shown, the generator is asked whether the sentences it quotes state that answer "
-        "(one prefill-only call on the local backend, booked as stage 'verify').",
+        "(one prefill-only call on the local backend, booked as stage 'verify').", per_request=True,
     )
     VERIFIER_MIN: float = setting(
-        0.425, "0-1", "P(yes) from the support verifier below which the answer is refused.", ge=0.0, le=1.0
+        0.425, "0-1", "P(yes) from the support verifier below which the answer is refused.", ge=0.0, le=1.0, per_request=True
     )
     VERIFIER_COMBINE: Literal["alone", "mean_with_probe", "mean_with_probes", "probes"] = setting(
         "mean_with_probes", "choice",
         "What VERIFIER_MIN cuts: the verifier's P(yes) alone ('alone'); its mean with the probe's answerability "
         "('mean_with_probe'); its mean with that and the quote probe's ('mean_with_probes'); or the mean of the two "
         "probe readings without the verifier call ('probes'). The quote probe is the same probe read on an answer "
-        "prompt whose only source is the sentences the draft quotes (one prefill, stage 'verify').",
+        "prompt whose only source is the sentences the draft quotes (one prefill, stage 'verify').", per_request=True,
     )
-    HEDGING_ENABLED: bool = setting(True, "on/off", "Layer 3: hedging or filler in the answer becomes an abstention.")
+    HEDGING_ENABLED: bool = setting(
+        True, "on/off", "Layer 3: hedging or filler in the answer becomes an abstention.", per_request=True
+    )
     PERIOD_SCOPE: Literal["window", "content", "sentence"] = setting(
         "window", "choice",
         "Where a year, quarter or date the question names must be stated for the answer to stand: 'window' = the "
         "supporting sentence or a neighbour of it; 'content' = the same, but a neighbour that is only a date (a "
-        "snippet's page date) does not count; 'sentence' = the supporting sentence itself.",
+        "snippet's page date) does not count; 'sentence' = the supporting sentence itself.", per_request=True,
     )
-    REFLECT_ENABLED: bool = setting(True, "on/off", "Allow the one Self-RAG-style critique-and-revise per question.")
+    REFLECT_ENABLED: bool = setting(
+        True, "on/off", "Allow the one Self-RAG-style critique-and-revise per question.", per_request=True
+    )
     REFLECT_MIN_OVERLAP: float = setting(
-        0.25, "fraction", "Below this overlap a draft is not worth revising: abstain instead.", ge=0.0, le=1.0
+        0.25, "fraction", "Below this overlap a draft is not worth revising: abstain instead.", ge=0.0, le=1.0,
+        per_request=True
     )
     JUDGE_POLICY: Literal["off", "gray_zone"] = setting(
-        "off", "choice", "LLM grounding judge: off, or only for gray-zone signals (counted as stage 'judge')."
+        "off", "choice", "LLM grounding judge: off, or only for gray-zone signals (counted as stage 'judge').",
+        per_request=True
     )
-    JUDGE_MAX_CALLS_PER_Q: int = setting(1, "calls", "LLM judge calls per question at most.", ge=0)
+    JUDGE_MAX_CALLS_PER_Q: int = setting(1, "calls", "LLM judge calls per question at most.", ge=0, per_request=True)
     # -- the fitted decision (gate/fitted.py, fitted by `agentic-rag calibrate --fit`) --------------
     GATE_POLICY: Literal["thresholds", "fitted"] = setting(
         "thresholds", "choice",
         "How a draft is judged: the hand-set thresholds above, or one fitted P(the answer is right | signals) from "
-        "DECISION_FILE compared with the cut WRONG_ANSWER_COST implies.",
+        "DECISION_FILE compared with the cut WRONG_ANSWER_COST implies.", per_request=True,
     )
     DECISION_FILE: Path | None = setting(
         None, "path", "Decision file written by `agentic-rag calibrate --fit` (GATE_POLICY=fitted); None = the one "
@@ -347,12 +382,12 @@ class BAUGSettings(_Section):
     WRONG_ANSWER_COST: float = setting(
         1.0, "points",
         "What a wrong answer costs against +1 for a right one and 0 for a refusal (CRAG: 1); the fitted policy answers "
-        "when P(right) > cost / (1 + cost).", gt=0.0,
+        "when P(right) > cost / (1 + cost).", gt=0.0, per_request=True,
     )
     GREY_ZONE_WIDTH: float = setting(
         0.1, "probability",
         "Within this distance of the cut the fitted policy retrieves more, reflects or asks the verifier (while the "
-        "budget allows) instead of deciding at once.", ge=0.0, le=0.5,
+        "budget allows) instead of deciding at once.", ge=0.0, le=0.5, per_request=True,
     )
     REQUEST_LOGPROBS: bool = setting(
         True, "on/off",
@@ -364,19 +399,23 @@ class BAUGSettings(_Section):
 class BudgetSettings(_Section):
     """Caps per question, read by both graphs: evidence, tokens, calls, rounds, time, question length."""
 
-    MAX_CONTEXT_TOKENS: int = setting(1000, "tokens", "Evidence packed into a prompt, strictly below.", ge=50)
-    TOKEN_BUDGET: int = setting(
-        3000, "tokens", "Hard cap on LLM tokens (prompt + completion) per question, all calls.", ge=200
+    MAX_CONTEXT_TOKENS: int = setting(
+        1000, "tokens", "Evidence packed into a prompt, strictly below.", ge=50, per_request=True
     )
-    MAX_LLM_CALLS: int = setting(3, "calls", "Hard cap on LLM calls per question.", ge=1)
-    MAX_ROUNDS: int = setting(2, "rounds", "Retrieval rounds per question, the first included.", ge=1, le=5)
+    TOKEN_BUDGET: int = setting(
+        3000, "tokens", "Hard cap on LLM tokens (prompt + completion) per question, all calls.", ge=200, per_request=True
+    )
+    MAX_LLM_CALLS: int = setting(3, "calls", "Hard cap on LLM calls per question.", ge=1, per_request=True)
+    MAX_ROUNDS: int = setting(
+        2, "rounds", "Retrieval rounds per question, the first included.", ge=1, le=5, per_request=True
+    )
     WALL_TIME_S: float = setting(
-        600.0, "s", "Per-question wall time after which no new LLM call or retrieval round starts.", gt=0
+        600.0, "s", "Per-question wall time after which no new LLM call or retrieval round starts.", gt=0, per_request=True
     )
     MAX_QUESTION_CHARS: int = setting(
         1000, "characters",
         "Longer questions are refused (ABSTAIN_QUESTION_TOO_LONG) before any anchor, retrieval or LLM work.",
-        ge=10,
+        ge=10, per_request=True,
     )
 
 
@@ -427,26 +466,6 @@ class CragSettings(_Section):
         "Folder of the kit's trimming tokenizer (its tokenizer/); None = the kit's models.utils tokenizer when "
         "importable, else one UTF-8 byte fewer than the kit's token cap (no Llama token is shorter than a byte).",
     )
-
-
-# The optional extra that sends spans (agentic_rag/trace/otel.py): module -> distribution.
-OTEL_PACKAGES = {"opentelemetry.sdk": "opentelemetry-sdk",
-                 "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
-                 "openinference.semconv": "openinference-semantic-conventions"}
-
-
-def missing_otel_packages() -> str | None:
-    """Why spans cannot be sent from this environment, in one line naming the install, or None."""
-    import importlib.util
-
-    def found(module: str) -> bool:
-        try:
-            return importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            return False
-
-    absent = [dist for module, dist in OTEL_PACKAGES.items() if not found(module)]
-    return f"OTLP export needs {', '.join(absent)}: pip install 'agentic-rag[otel]'" if absent else None
 
 
 class PathSettings(_Section):
@@ -557,20 +576,6 @@ class SettingNames(frozenset):
 
 
 SECRET_SETTINGS = SettingNames({"OPENAI_API_KEY", "EVAL_JUDGE_API_KEY"})
-
-
-def import_store_class(name: str) -> type:
-    """The LangChain ``VectorStore`` class a ``VECTOR_STORE`` of the form ``module:Class`` names
-    (retrieval/vectorstore.py fills it; ValueError when it cannot be imported or is no store)."""
-    from importlib import import_module
-
-    from langchain_core.vectorstores import VectorStore
-
-    module, _, attr = name.partition(":") if ":" in name else name.rpartition(".")
-    try:
-        cls = getattr(import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"VECTOR_STORE {name!r} cannot be imported: {exc}") from None
-    if not (isinstance(cls, type) and issubclass(cls, VectorStore)):
-        raise ValueError(f"VECTOR_STORE {name!r} is not a LangChain VectorStore class")
-    return cls
+# What a served graph's request may set for its own run (fields declared with per_request=True)
+PER_REQUEST_SETTINGS = SettingNames(name for section, model in SECTIONS.items()
+                                    for name, field in model.model_fields.items() if per_request(field))

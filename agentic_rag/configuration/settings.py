@@ -12,7 +12,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agentic_rag.configuration.loading import (
-    ENV_PREFIX, _canonical, _EnvSource, _explain, _is_setting_key, _layers, _merge,
+    ENV_PREFIX, _canonical, _EnvSource, _explain, _layers, _merge, request_settings,
 )
 from agentic_rag.configuration.sections import (
     FIELD_SECTIONS, NESTED_DELIMITER, SECRET_SETTINGS, SECTIONS, AgentSettings, BAUGSettings, BudgetSettings,
@@ -129,17 +129,14 @@ class Settings(BaseSettings):
 
     @classmethod
     def from_runnable_config(cls, config: Mapping[str, Any] | None) -> "Settings":
-        """Settings for a graph run: a ``Settings`` object, or keys under ``configurable``, flat
-        (``RETRIEVAL_K``) or nested (``retrieval: {...}``, as LangGraph Studio sends its context)."""
+        """Settings for a graph run: a ``Settings`` object (how this process's own callers pass them), or keys
+        under ``configurable``, flat (``RETRIEVAL_K``) or nested (``retrieval: {...}``, as LangGraph Studio
+        sends its context), which may come from a served graph's client: only the per-request settings."""
         configurable = dict((config or {}).get("configurable") or {})
         given = configurable.get("settings")
         if isinstance(given, Settings):
             return given
-        known = {k: v for k, v in configurable.items() if _is_setting_key(k, v)}
-        preset = configurable.get("preset")
-        if isinstance(given, Mapping):
-            known = {**given, **known}
-        return cls.load(preset=preset, overrides=known)
+        return cls.load(overrides=request_settings(configurable))
 
     def public_dump(self) -> dict[str, Any]:
         """Every setting by flat name, as JSON-ready values, secrets masked (run configs, telemetry, the

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult, iter_records
+from agentic_rag.datasets.crag import IDK, CragRecord, DataError, SearchResult, iter_records
 from agentic_rag.datasets.prepare import prepare_nq, prepare_squad2
 from agentic_rag.retrieval.hybrid import tokenize
 
@@ -46,8 +47,16 @@ SNIPPETS_SUFFIX = "-snippets"
 
 def probe_training_ids(files: list[Path]) -> set[str]:
     """The question ids in probe training files (``collect`` outputs), variant suffixes dropped: what
-    a dev split must leave out so that no probe has seen its questions."""
-    return {base_id(str(i)) for f in files for i in np.load(f, allow_pickle=True)["ids"]}
+    a dev split must leave out so that no probe has seen its questions. The ids are strings, read without
+    unpickling: an .npz given here may come from anyone, and an object array in it would run code when read."""
+    ids: set[str] = set()
+    for f in files:
+        try:
+            with np.load(f, allow_pickle=False) as data:
+                ids |= {base_id(str(i)) for i in data["ids"]}
+        except (ValueError, KeyError, OSError, zipfile.BadZipFile) as exc:
+            raise DataError(f"{f} is not a probe training file whose ids are strings: {exc}") from None
+    return ids
 
 
 def as_snippets(record: CragRecord, words: int = 40) -> CragRecord:

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.eval.markdown import cut, markdown_table, md_escape
 from agentic_rag.eval.metrics import metric_label
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import usable_gold
@@ -68,11 +69,6 @@ def paired_bootstrap(a: list[int], b: list[int], samples: int = BOOTSTRAP_SAMPLE
     }
 
 
-def _cell(text: Any, width: int = 90) -> str:
-    s = str(text).replace("|", "\\|").replace("\n", " ")
-    return s if len(s) <= width else s[: width - 1] + "\u2026"
-
-
 def paired_ids(*runs_rows: list[dict[str, Any]]) -> list[str]:
     """The questions two or more runs are compared on, in the first run's order: those every run
     answered, less those whose gold cannot score an answer (out of the metrics, so out of the pairing)."""
@@ -111,38 +107,41 @@ def write_plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 def paired_sentence(p: dict[str, Any], bold: bool = False) -> str:
-    """One pair of runs in words, the same in the report and the terminal."""
+    """One pair of runs in words, the same in the report and the terminal (run names escaped in the report)."""
     sd = p["score_difference"]
-    pair = f"{p['run']} vs {p['vs']}"
+    pair = f"{md_escape(p['run'])} vs {md_escape(p['vs'])}" if bold else f"{p['run']} vs {p['vs']}"
     return (f"{f'**{pair}**' if bold else pair} on {p['questions']} questions: CRAG score difference "
             f"{sd.get('diff')} (paired bootstrap 95% CI {sd.get('ci95_low')} to {sd.get('ci95_high')}); "
             + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in p["changes"].items()) + ".")
 
 
+ANSWER_CHARS, QUERY_CHARS, GOLD_CHARS = 90, 70, 40  # characters of each text shown per cell of the per-question table
+
+
 def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[Path] | None = None) -> str:
+    """comparison.md: the summary table, the paired differences and the per-question table; every text that
+    comes from a run folder or its dataset (run names, questions, golds, answers, reasons) escaped."""
     runs = result["runs"]
-    lines = [f"# {title}", ""]
+    lines = [f"# {md_escape(title)}", ""]
     for plot in plots or []:
         lines += [f"![{plot.stem}]({plot.name})", ""]
-    lines.append("| metric | " + " | ".join(r["name"] for r in runs) + " | meaning |")
-    lines.append("|---|" + "---|" * len(runs) + "---|")
-    for key in SUMMARY_KEYS:
-        lines.append(f"| {key} | " + " | ".join(str(r["summary"].get(key, "")) for r in runs) + f" | {metric_label(key)} |")
+    lines += markdown_table(["metric", *(r["name"] for r in runs), "meaning"],
+                            [[key, *(r["summary"].get(key, "") for r in runs), metric_label(key)] for key in SUMMARY_KEYS])
     for p in result["paired"]:
         lines += ["", paired_sentence(p, bold=True)]
     lines += ["", "## Per question", ""]
-    header = "| question | gold |"
+    header = ["question", "gold"]
     for r in runs:
-        header += f" {r['name']}: answer | {r['name']}: reason | {r['name']}: judge | {r['name']}: tokens | {r['name']}: ms |"
-    lines.append(header)
-    lines.append("|---|---|" + "---|---|---|---|---|" * len(runs))
+        header += [f"{r['name']}: {col}" for col in ("answer", "reason", "judge", "tokens", "ms")]
     maps = [{row["id"]: row for row in r["rows"]} for r in runs]
+    table = []
     for qid in result["common_ids"]:
         first = maps[0][qid]
-        line = f"| {_cell(first['query'], 70)} | {_cell(first['gold'], 40)} |"
+        cells = [cut(first["query"], QUERY_CHARS), cut(first["gold"], GOLD_CHARS)]
         for m in maps:
             row = m[qid]
-            line += (f" {_cell(row['prediction'])} | {row.get('reason', '')} | {row['judgement']} |"
-                     f" {row['tokens'].get('total', 0)} | {row['latency_ms']:.0f} |")
-        lines.append(line)
+            cells += [cut(row["prediction"], ANSWER_CHARS), row.get("reason", ""), row["judgement"],
+                      row["tokens"].get("total", 0), f"{row['latency_ms']:.0f}"]
+        table.append(cells)
+    lines += markdown_table(header, table)
     return "\n".join(lines) + "\n"

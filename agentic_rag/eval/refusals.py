@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_rag.eval.judge import judge
+from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.rows import gold_groups, is_refusal
 
 # a refusal written into an answer ("I don't know" with status ok): no check refused it, the model did
@@ -80,12 +81,12 @@ def refusals_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def refusal_table(by_reason: dict[str, dict[str, Any]]) -> list[str]:
     """Markdown rows of ``refusals_by_reason`` (header included)."""
-    lines = ["| reason | refused | answerable | unanswerable | false premise | answerable per unanswerable | "
-             "share of answerable refused | answerable: draft right / wrong |", "|---|---|---|---|---|---|---|---|"]
-    for reason, c in by_reason.items():
-        ratio = "-" if c["answerable_per_unanswerable"] is None else c["answerable_per_unanswerable"]
-        share = "-" if c["share_of_answerable"] is None else c["share_of_answerable"]
-        drafts = f"{c.get('withheld_right', 0)} / {c.get('withheld_wrong', 0)}"
-        lines.append(f"| {reason} | {c['refused']} | {c['refused_answerable']} | {c['refused_unanswerable']} | "
-                     f"{c['refused_false_premise']} | {ratio} | {share} | {drafts} |")
-    return lines
+    def dash(value: Any) -> Any:
+        return "-" if value is None else value
+
+    return markdown_table(
+        ["reason", "refused", "answerable", "unanswerable", "false premise", "answerable per unanswerable",
+         "share of answerable refused", "answerable: draft right / wrong"],
+        [[reason, c["refused"], c["refused_answerable"], c["refused_unanswerable"], c["refused_false_premise"],
+          dash(c["answerable_per_unanswerable"]), dash(c["share_of_answerable"]),
+          f"{c.get('withheld_right', 0)} / {c.get('withheld_wrong', 0)}"] for reason, c in by_reason.items()])

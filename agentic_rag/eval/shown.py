@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from agentic_rag.eval.markdown import ELLIPSIS, row_cells
 from agentic_rag.text import dangling_words
 
 
@@ -33,22 +34,6 @@ def _json_predictions(value: Any) -> Iterator[str]:
             yield from _json_predictions(v)
 
 
-def _cells(line: str) -> list[str]:
-    parts, cur, i = [], "", 0
-    body = line.strip()[1:-1] if line.strip().startswith("|") else line
-    while i < len(body):
-        if body[i] == "\\" and i + 1 < len(body) and body[i + 1] == "|":
-            cur, i = cur + "|", i + 2
-            continue
-        if body[i] == "|":
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += body[i]
-        i += 1
-    return parts + [cur.strip()]
-
-
 def _table_answers(text: str) -> Iterator[str]:
     """The cells of columns headed "... answer" in a markdown file's tables."""
     columns: list[int] = []
@@ -56,7 +41,7 @@ def _table_answers(text: str) -> Iterator[str]:
         if not line.startswith("|"):
             columns = []
             continue
-        cells = _cells(line)
+        cells = row_cells(line)
         if not columns and any(c.endswith("answer") for c in cells):
             columns = [i for i, c in enumerate(cells) if c.endswith("answer")]
             continue
@@ -65,7 +50,7 @@ def _table_answers(text: str) -> Iterator[str]:
         for i in columns:
             if i < len(cells) and cells[i]:
                 cell = cells[i]
-                yield cell.rsplit(" ", 1)[0] if cell.endswith("\u2026") else cell
+                yield cell.rsplit(" ", 1)[0] if cell.endswith(ELLIPSIS) else cell
 
 
 def shown_answers(root: Path) -> Iterator[tuple[str, str]]:

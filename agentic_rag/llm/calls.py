@@ -7,6 +7,7 @@ what the call used under its stage (generation, reflect, judge, verify...).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -25,9 +26,11 @@ def prompt_cost(messages: list, settings: Settings) -> int:
 
 
 def model_from(config: Any, settings: Settings):
-    """The chat model for a run: ``configurable.llm`` when a caller injects one (tests, notebooks), else settings."""
+    """The chat model for a run: ``configurable.llm`` when a caller injects one (tests, notebooks), else settings.
+    A mapping there is the ``llm`` settings section a served graph's request sent as context (LangGraph copies
+    context into ``configurable``), read with the other settings, not a model."""
     injected = ((config or {}).get("configurable") or {}).get("llm")
-    return injected if injected is not None else get_chat_model(settings)
+    return injected if injected is not None and not isinstance(injected, Mapping) else get_chat_model(settings)
 
 
 def call_model(messages: list, settings: Settings, stage: str, llm=None, **call_kwargs: Any) -> tuple[AIMessage, dict[str, Any]]:

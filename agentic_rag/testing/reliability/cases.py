@@ -177,6 +177,22 @@ def warnings_shown(stderr: str) -> list[str]:
     return [x for x in screen_lines(stderr) if x.startswith(("warning:", "error:"))]
 
 
+def served_graph(ctx: Context, name: str, requests: Callable[[list[str], Path], Any]) -> Any:
+    """``requests(langgraph command, folder)`` with `langgraph dev` installed and a fresh work folder ``name``;
+    a server that never comes up is a failed row (RuntimeError), not a lost report."""
+    from agentic_rag.testing.servers import ServerDidNotStart, console_script
+
+    langgraph = console_script("langgraph")
+    if langgraph is None:
+        raise RuntimeError("langgraph-cli is not installed (extra: dev)")
+    folder = ctx.folder(name)
+    folder.mkdir()
+    try:
+        return requests(langgraph, folder)
+    except ServerDidNotStart as exc:
+        raise RuntimeError(str(exc)[:300]) from None
+
+
 def ingest_cmd(ctx: Context, source: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "agentic_rag.cli", "ingest", str(source), "--out", str(out),
             "-o", f"ARTIFACTS_DIR={ctx.work / 'artifacts'}"]

@@ -18,7 +18,8 @@ from agentic_rag.testing.hostile import (
 )
 from agentic_rag.testing.processes import child_env, eval_cmd, result_ids
 from agentic_rag.testing.reliability.cases import (
-    KEY, TRACEBACK, Context, ask_cmd, case, cli, eval_outcome, ingest_cmd, one_line_error, process_outcome, warnings_shown,
+    KEY, TRACEBACK, Context, ask_cmd, case, cli, eval_outcome, ingest_cmd, one_line_error, process_outcome, served_graph,
+    warnings_shown,
 )
 
 # --- bad inputs -----------------------------------------------------------------------------------
@@ -197,21 +198,16 @@ def _ask_long(ctx: Context) -> dict[str, Any]:
 def _served(ctx: Context) -> dict[str, Any]:
     import urllib.request
 
-    from agentic_rag.testing.servers import ServerDidNotStart, console_script, graph_server, post
+    from agentic_rag.testing.servers import graph_server, post
 
-    langgraph = console_script("langgraph")
-    if langgraph is None:
-        raise RuntimeError("langgraph-cli is not installed (extra: dev)")
-    folder = ctx.folder("served")
-    folder.mkdir()
-    try:
+    def requests(langgraph: list[str], folder: Path):
         with graph_server(langgraph, folder, child_env()) as (port, log):
             missing = post(port, {"assistant_id": "agent", "input": {}})
             wrong = post(port, {"assistant_id": "baseline", "input": {"question": 3}})
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/ok", timeout=30) as resp:
-                alive = resp.status == 200  # the bad inputs did not take the server down
-    except ServerDidNotStart as exc:  # the server never came up: a failed row, not a lost report
-        raise RuntimeError(str(exc)[:300]) from None
+                return missing, wrong, resp.status == 200, log  # alive: the bad inputs did not take the server down
+
+    missing, wrong, alive, log = served_graph(ctx, "served", requests)
     text = log.read_text(errors="replace")
     return {"exit_code": 0, "crash": not alive, "traceback": TRACEBACK in text,
             "outcome": f"{missing[0]}: {missing[1].get('detail')}; {wrong[0]}: {wrong[1].get('detail')}"[:200],
