@@ -151,6 +151,32 @@ def test_compare_writes_plots_and_a_paired_interval(tmp_path):
     assert "CRAG score difference 0.5 (paired bootstrap 95% CI" in text and "wrong to missing: 2" in text
 
 
+def test_compare_lists_the_right_answers_lost_and_the_question_types(tmp_path):
+    import json
+
+    from agentic_rag.eval.compare import compare, to_markdown
+
+    def run(name, judgements):
+        d = tmp_path / name
+        d.mkdir()
+        rows = [{**row("x", "ok" if j != "missing" else "refuse", j), "id": str(i), "query": f"question {i}",
+                 "prediction": f"{name} answer {i}", "reason": "R", "question_type": "bridge" if i < 2 else "comparison",
+                 "score": {"accurate": 1, "missing": 0, "incorrect": -1}[j]} for i, j in enumerate(judgements)]
+        (d / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+        (d / "summary.json").write_text(json.dumps({"system": name, **summarize(rows)}))
+        return d
+
+    result = compare([run("baseline", ["accurate", "accurate", "accurate", "incorrect"]),
+                      run("agent", ["accurate", "missing", "incorrect", "missing"])])
+    p = result["paired"][0]
+    assert p["right_answers_lost"] == ["1", "2"] and p["right_answers_kept"] == round(1 / 3, 4)
+    text = to_markdown(result)
+    lost = text.split("## Right answers lost")[1].split("## Per question")[0]
+    assert "question 1" in lost and "question 2" in lost and "question 0" not in lost and "question 3" not in lost
+    assert "agent answer 2" in lost and "baseline answer 1" in lost
+    assert "## By question type" in text and "| comparison | agent |" in text
+
+
 def test_abstain_r1_names_match_the_definitions():
     rows = [row("a", "ok", "accurate", f1=1.0), row("a", "refuse", "missing"), row("i don't know", "refuse", "missing"),
             row("i don't know", "ok", "incorrect")]

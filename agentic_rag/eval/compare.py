@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.eval.markdown import cut, markdown_table, md_escape
-from agentic_rag.eval.metrics import metric_label
+from agentic_rag.eval.metrics import BREAKDOWN_FIGURES, metric_label
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import usable_gold
 
@@ -93,8 +93,11 @@ def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
             "wrong_to_missing": sum(by_run[0][i]["judgement"] == "incorrect" and rows[i]["judgement"] == "missing" for i in common),
             "right_to_missing": sum(by_run[0][i]["judgement"] == "accurate" and rows[i]["judgement"] == "missing" for i in common),
         }
+        right = [i for i in common if by_run[0][i]["judgement"] == "accurate"]
+        lost = [i for i in right if rows[i]["judgement"] != "accurate"]  # answered wrong or refused
         stats.append({"run": run["name"], "vs": base["name"], "questions": len(common),
-                      "score_difference": paired_bootstrap(a, b) if common else {}, "changes": flips})
+                      "score_difference": paired_bootstrap(a, b) if common else {}, "changes": flips,
+                      "right_answers_kept": round(1 - len(lost) / len(right), 4) if right else None, "right_answers_lost": lost})
     return {"runs": runs, "common_ids": common, "paired": stats}
 
 
@@ -110,9 +113,11 @@ def paired_sentence(p: dict[str, Any], bold: bool = False) -> str:
     """One pair of runs in words, the same in the report and the terminal (run names escaped in the report)."""
     sd = p["score_difference"]
     pair = f"{md_escape(p['run'])} vs {md_escape(p['vs'])}" if bold else f"{p['run']} vs {p['vs']}"
+    kept = p.get("right_answers_kept")
     return (f"{f'**{pair}**' if bold else pair} on {p['questions']} questions: CRAG score difference "
             f"{sd.get('diff')} (paired bootstrap 95% CI {sd.get('ci95_low')} to {sd.get('ci95_high')}); "
-            + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in p["changes"].items()) + ".")
+            + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in p["changes"].items())
+            + (f"; right answers of {p['vs']} kept: {kept}" if kept is not None else "") + ".")
 
 
 ANSWER_CHARS, QUERY_CHARS, GOLD_CHARS = 90, 70, 40  # characters of each text shown per cell of the per-question table
@@ -129,11 +134,24 @@ def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[P
                             [[key, *(r["summary"].get(key, "") for r in runs), metric_label(key)] for key in SUMMARY_KEYS])
     for p in result["paired"]:
         lines += ["", paired_sentence(p, bold=True)]
+    typed = [r for r in runs if r["summary"].get("by_question_type")]
+    if typed:
+        lines += ["", "## By question type", ""]
+        lines += markdown_table(["question type", "run", *BREAKDOWN_FIGURES[1:]], [
+            [kind, r["name"], *(r["summary"]["by_question_type"].get(kind, {}).get(f, "") for f in BREAKDOWN_FIGURES[1:])]
+            for kind in dict.fromkeys(k for r in typed for k in r["summary"]["by_question_type"]) for r in typed])
+    maps = [{row["id"]: row for row in r["rows"]} for r in runs]
+    for p, m in zip(result["paired"], maps[1:]):
+        if p.get("right_answers_lost"):
+            lines += ["", f"## Right answers lost: {md_escape(p['vs'])} right, {md_escape(p['run'])} wrong or refused", ""]
+            lines += markdown_table(["question", "type", "gold", f"{p['vs']}: answer", f"{p['run']}: answer", "reason"], [
+                [cut(maps[0][i]["query"], QUERY_CHARS), maps[0][i].get("question_type", ""), cut(maps[0][i]["gold"], GOLD_CHARS),
+                 cut(maps[0][i]["prediction"], ANSWER_CHARS), cut(m[i]["prediction"], ANSWER_CHARS), m[i].get("reason", "")]
+                for i in p["right_answers_lost"]])
     lines += ["", "## Per question", ""]
     header = ["question", "gold"]
     for r in runs:
         header += [f"{r['name']}: {col}" for col in ("answer", "reason", "judge", "tokens", "ms")]
-    maps = [{row["id"]: row for row in r["rows"]} for r in runs]
     table = []
     for qid in result["common_ids"]:
         first = maps[0][qid]

@@ -161,6 +161,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 BREAKDOWNS = ("question_type", "domain", "static_or_dynamic")
+# the figures of each group of a breakdown, in the order the reports show them
+BREAKDOWN_FIGURES = ("n", "accuracy", "hallucination", "missing", "score", "refusal_rate_unanswerable", "false_refusal_rate")
 # refusals decided before any generation: the confidence gate, no evidence, out of domain, ambiguity
 PRE_GENERATION_REFUSALS = checks.PRE_GENERATION_REFUSALS
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.eval.markdown import markdown_table, md_escape
-from agentic_rag.eval.metrics import metric_label
+from agentic_rag.eval.metrics import BREAKDOWN_FIGURES, metric_label
 from agentic_rag.eval.refusals import refusal_table
 
 
@@ -22,9 +22,8 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]])
     for key, groups in summary.items():
         if key.startswith("by_") and isinstance(groups, dict) and groups:
             lines += ["", f"## {key.replace('_', ' ')}", ""]
-            lines += markdown_table(["group", "n", "accuracy", "hallucination", "missing", "score"],
-                                    [[g, v["n"], v["accuracy"], v["hallucination"], v["missing"], v["score"]]
-                                     for g, v in groups.items()])
+            lines += markdown_table(["group", *BREAKDOWN_FIGURES], [[g, *(v.get(f, "") for f in BREAKDOWN_FIGURES)]
+                                                                 for g, v in groups.items()])
     if summary.get("refusals_by_reason"):
         lines += ["", "## refusals by reason", ""] + refusal_table(summary["refusals_by_reason"])
     lines += ["", f"![risk-coverage]({plot.name})", ""]
