@@ -29,7 +29,7 @@ from agentic_rag.eval.judge import judge
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import read_results
-from agentic_rag.eval.rows import matches_world_answer
+from agentic_rag.eval.rows import matches_world_answer, reextracted_short_answer
 from agentic_rag.eval.runner import run_eval
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 
@@ -39,11 +39,13 @@ SHARED = ROOT.parent / "shared" / "data"
 
 
 def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
-    """Re-score a finished run with the current judge (no model call); rewrites results and summary."""
+    """Re-score a finished run with the current judge and short-answer extractor (no model call); rewrites
+    results and summary."""
     out = Path(out_dir)
     results_path = out / "results.jsonl"
     rows = read_results(results_path)
     for row in rows:
+        row["short_answer"] = reextracted_short_answer(row)
         j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok")
         row.update(judgement=j.label, judge_rule=j.rule, score=j.score, em=j.em, f1=j.f1)
         if row.get("world_answer"):

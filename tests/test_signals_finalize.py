@@ -132,6 +132,8 @@ def test_short_answer(kind, answer, expected):
         ("Who wrote Help?", "person", "Help was written by John Lennon, Paul McCartney and George Harrison.",
          "John Lennon, Paul McCartney and George Harrison"),
         ("Which is older, Oxford or Cambridge?", "comparison", "Oxford is older than Cambridge.", "Oxford"),
+        ("is dreamworks animation owned by time warner or universal pictures?", "comparison",
+         "DreamWorks Animation is owned by Universal Pictures.", "Universal Pictures"),
     ],
 )
 def test_short_answer_is_the_span_that_answers(question, kind, answer, expected):

@@ -96,3 +96,16 @@ def gold_groups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
     gold = [str(r["gold"]).strip().lower() for r in rows]
     return ([r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)],
             [r for r, g in zip(rows, gold) if g == IDK])
+
+
+def reextracted_short_answer(row: dict[str, Any]) -> str:
+    """The row's short answer by the current extractor (a rejudged run's EM/F1 read the span it gives
+    today), with the question kind the run decided (its anchors event) when the row has it."""
+    if row["status"] != "ok":
+        return row["short_answer"]
+    from agentic_rag.anchors.kind import question_kind
+    from agentic_rag.anchors.predictor import propose_anchors
+    from agentic_rag.generator.short_answer import short_answer
+
+    kind = next((e["kind"] for e in row.get("events") or () if e.get("node") == "anchors" and e.get("kind")), None)
+    return short_answer(row["query"], row["prediction"], kind or question_kind(row["query"], propose_anchors(row["query"])))

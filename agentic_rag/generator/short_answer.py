@@ -27,7 +27,6 @@ _INVALID = re.compile(r"\binvalid question|false premise\b", re.IGNORECASE)
 _LEADS = re.compile(r"^(the answer is|according to (the )?sources?( \d+)?,?|based on (the )?sources?,?)\s*", re.IGNORECASE)
 _CONJUNCTIONS = {"and", "or", "&"}
 _JOINERS = {",", *_CONJUNCTIONS}  # what may stand between coordinated names
-_CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
 
 
 def short_answer(question: str, answer: str, kind: str = "other") -> str:
@@ -72,8 +71,8 @@ def answer_span(question: str, sentence: str) -> str:
     new = [i for i, s in enumerate(spans) if adds(s)]
     if new:
         start = new[0]
-    elif _CHOICE.search(question):
-        start = next((i for i, s in enumerate(spans) if content(s)), None)
+    elif options := _options(question):  # naming an option is the answer: the first span naming one
+        start = next((i for i, s in enumerate(spans) if {stem(t) for t in content(s)} & options), None)
         if start is None:
             return ""
     else:
@@ -89,6 +88,17 @@ def answer_span(question: str, sentence: str) -> str:
     if new:  # the words before the first one the question lacks are its premise ("Richard's fiancée")
         span = doc[next(t.i for t in span if adds(doc[t.i:t.i + 1])):span.end]
     return _trimmed(span)
+
+
+def _options(question: str) -> set[str]:
+    """The stems of the two options of a choice ("... owned by Time Warner or Universal Pictures?"): the
+    words after its last "or", and as many words before it."""
+    head, sep, tail = normalize_text(question).rstrip(" ?.").rpartition(" or ")
+    if not sep:
+        return set()
+    right = tokenize(tail)
+    left = tokenize(head)[-len(right):] if right else []
+    return {stem(t) for t in left + right}
 
 
 def _candidate_spans(doc) -> list:
