@@ -8,13 +8,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from agentic_rag.children import start_child, stop_child
 from agentic_rag.llm import serve
 from agentic_rag.llm.packaged import PACKAGED_MODELS
-from agentic_rag.testing.processes import port_open
+from agentic_rag.testing.processes import port_open, seconds_until_ended
 from agentic_rag.testing.servers import free_port
 
 PACKAGE = Path(__file__).resolve().parents[1] / "agentic_rag"
@@ -47,15 +46,4 @@ def test_stop_child_ends_what_the_child_started_too():
     proc = start_child([sys.executable, "-c", grandchild], stdout=subprocess.PIPE, text=True)
     pid = int(proc.stdout.readline())
     stop_child(proc)
-    deadline = time.monotonic() + 5
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert proc.returncode is not None and not alive(pid)
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for init to reap it has ended)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
+    assert proc.returncode is not None and seconds_until_ended([pid], timeout=5) is not None

@@ -101,6 +101,41 @@ def seconds_until_closed(port: int, timeout: float = PORT_CLOSE_S) -> float | No
     return round(time.monotonic() - t0, 2)
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` now (Linux /proc): its children, theirs, and so on."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(") ", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # ended while being read
+            continue
+        parents.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        below = parents.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running: a zombie waiting to be reaped has ended."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def seconds_until_ended(pids: list[int], timeout: float) -> float | None:
+    """Seconds until none of ``pids`` runs any more; None if some still do after ``timeout``."""
+    t0 = time.monotonic()
+    while any(alive(p) for p in pids):
+        if time.monotonic() - t0 > timeout:
+            return None
+        time.sleep(0.1)
+    return round(time.monotonic() - t0, 2)
+
+
 def lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.is_file() else 0
 
