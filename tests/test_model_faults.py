@@ -35,8 +35,11 @@ def server():
 
 
 def remote(settings: Settings, url: str, **extra) -> Settings:
+    """One question's retries against the module's server: its breaker is off (each test plans its own
+    faults), and the breaker's own tests turn it on."""
     return settings.replace(LLM_BACKEND="openai", OPENAI_BASE_URL=url, LLM_MODEL="m", OPENAI_API_KEY=KEY,
-                            LLM_TIMEOUT_S=1.0, LLM_RETRIES=RETRIES, LLM_BACKOFF_S=0.05, **extra)
+                            LLM_TIMEOUT_S=1.0, LLM_RETRIES=RETRIES, LLM_BACKOFF_S=0.05, LLM_BREAKER_COOLDOWN_S=0.0,
+                            **extra)
 
 
 def ask(server: FaultServer, settings: Settings, plan: list[str], system: str = "agent", url: str | None = None):
@@ -121,6 +124,34 @@ def test_a_backoff_that_would_pass_the_deadline_is_not_waited(server, agent_sett
     assert result.reason == "ABSTAIN_LLM_UNAVAILABLE" and time.time() - t0 < 4.0
 
 
+def test_an_eval_against_a_server_that_never_answers_waits_one_timeout_not_one_per_question(settings, tmp_path):
+    """The server accepts the connection and never replies: the first question waits out LLM_TIMEOUT_S,
+    the others end at once as refusals that say since when the server stopped answering."""
+    timeout, n = 3.0, 4
+    with FaultServer(default="hang", hang_s=60) as silent:
+        s = remote(settings, silent.url).replace(LLM_TIMEOUT_S=timeout, LLM_RETRIES=0, LLM_BREAKER_COOLDOWN_S=600.0)
+        res = run_eval(dataset(tmp_path, n=n), "agent", s, tmp_path / "run", progress=False)
+        asked = len(silent.requests)
+    rows = res["rows"]
+    assert [r["reason"] for r in rows] == ["ABSTAIN_LLM_UNAVAILABLE"] * n and res["summary"]["llm_unavailable"] == n
+    # the time the questions waited for the model (a cold process's model loads are not the server's)
+    waited_s = [r["llm_ms"] / 1000 for r in rows]
+    assert asked == 1 and waited_s[0] >= timeout and sum(waited_s[1:]) < timeout  # was: a timeout per question
+    assert f"no reply within {timeout:.1f} s" in rows[0]["explanation"]
+    for row in rows[1:]:
+        assert silent.url in row["explanation"] and "stopped answering at" in row["explanation"]
+        assert "not sent to it" in row["explanation"] and "LLM_BREAKER_COOLDOWN_S" in row["explanation"]
+
+
+def test_a_server_that_answers_a_retry_is_asked_by_the_next_question(server, agent_settings):
+    result, served, _ = ask(server, agent_settings, ["hang", "ok"])
+    assert result.status == "ok" and served == ["hang", "ok"]
+    s = remote(agent_settings, server.url).replace(LLM_BREAKER_COOLDOWN_S=600.0)
+    server.set_plan(["hang", "ok", "ok"])
+    first, second = (answer("agent", s, record=record()) for _ in range(2))
+    assert first.status == second.status == "ok" and server.modes_served()[-3:] == ["hang", "ok", "ok"]
+
+
 # --- the graph's handling at every call site (scripted model) ---------------------------------------
 
 
@@ -181,7 +212,8 @@ def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_serv
     and the summary written, no traceback, and the key (given on the command line and in the
     environment, echoed back by the server's 500) in no file, no stdout, no stderr."""
     data = dataset(tmp_path)
-    server.set_plan(["500"] * 3 + ["429", "ok"] + ["hang"] * 3 + ["empty"] + ["no_choices"] * 3)
+    # the hang last: after it the server's breaker refuses the calls of later questions
+    server.set_plan(["500"] * 3 + ["429", "ok"] + ["empty"] + ["no_choices"] * 3 + ["hang"] * 3)
     opts = ["-o", "LLM_BACKEND=openai", "-o", "LLM_MODEL=m", "-o", "LLM_TIMEOUT_S=1", "-o", "LLM_BACKOFF_S=0.05",
             "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
     out = tmp_path / "run"
@@ -189,8 +221,8 @@ def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_serv
              "-o", f"OPENAI_API_KEY={KEY}", *opts, env={"OPENAI_API_KEY": KEY})
     assert ev.returncode == 0, ev.stderr[-2000:]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert [r["reason"] for r in rows] == ["ABSTAIN_LLM_UNAVAILABLE", "STOP_OVERLAP_OK", "ABSTAIN_LLM_UNAVAILABLE",
-                                           "ABSTAIN_EMPTY_ANSWER", "ABSTAIN_LLM_UNAVAILABLE"]
+    assert [r["reason"] for r in rows] == ["ABSTAIN_LLM_UNAVAILABLE", "STOP_OVERLAP_OK", "ABSTAIN_EMPTY_ANSWER",
+                                           "ABSTAIN_LLM_UNAVAILABLE", "ABSTAIN_LLM_UNAVAILABLE"]
     assert json.loads((out / "summary.json").read_text())["llm_unavailable"] == 3
     assert "3 of 5 questions ended as ABSTAIN_LLM_UNAVAILABLE" in ev.stderr
 

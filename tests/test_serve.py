@@ -4,6 +4,7 @@ draft's confidence signals and the verifier's P(yes) as the in-process model's s
 from __future__ import annotations
 
 import importlib.util
+import signal
 import socket
 
 import pytest
@@ -16,6 +17,7 @@ from agentic_rag.llm import serve
 from agentic_rag.llm.logprobs import RETURNED
 from agentic_rag.llm.packaged import PACKAGED_MODELS
 from agentic_rag.runner import answer
+from agentic_rag.testing.processes import serve_stopped_by
 from agentic_rag.testing.records import record
 from agentic_rag.testing.servers import free_port
 
@@ -53,6 +55,18 @@ def test_a_model_is_served_under_its_short_name_by_either_name():
         assert serve.packaged(name) is PACKAGED_MODELS["packaged-1.5b"]
     cmd = serve.server_command(serve.Path("m.gguf"), "qwen2.5-coder-1.5b", "127.0.0.1", 8765, 4096)
     assert cmd[1:3] == ["-m", "llama_cpp.server"] and cmd[cmd.index("--model_alias") + 1] == "qwen2.5-coder-1.5b"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL, signal.SIGINT],
+                         ids=lambda sig: sig.name)
+def test_serve_stopped_by_a_signal_takes_its_server_with_it(sig, tmp_path):
+    """`agentic-rag serve --port P &`, then `kill` of that process alone: the server it started must not
+    stay behind, re-parented to init and holding the port. SIGTERM/SIGHUP: serve stops it; SIGKILL: the
+    kernel does (PR_SET_PDEATHSIG); SIGINT: as Ctrl-C in a terminal. Python's http.server stands in for
+    llama.cpp's server (llama-cpp-python is not installed here); the command and its code are serve's."""
+    code, closed_after_s, stderr = serve_stopped_by(sig, tmp_path)
+    assert closed_after_s is not None, "the server outlived `serve`"
+    assert code == (130 if sig == signal.SIGINT else -sig) and "Traceback" not in stderr
 
 
 @pytest.mark.model

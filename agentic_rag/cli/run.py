@@ -280,9 +280,9 @@ def serve_cmd(
     override: OverrideOpt = None,
 ) -> None:
     """Serve a packaged model with llama.cpp's OpenAI-compatible server, token log-probabilities
-    included, until Ctrl-C; prints the settings that point the agent at it."""
-    import subprocess
-
+    included, until Ctrl-C (or SIGTERM, SIGHUP: the server ends with this command); prints the
+    settings that point the agent at it."""
+    from agentic_rag.children import start_child, stop_child
     from agentic_rag.llm.serve import packaged, prepared_command
 
     settings = load_settings(preset, override)
@@ -291,8 +291,10 @@ def serve_cmd(
     err.print(f"serving {spec.gguf_name} as {spec.short_name}; point the agent at it with:\n"
               f"  -o LLM_BACKEND=openai -o OPENAI_BASE_URL=http://{host}:{port}/v1 -o LLM_MODEL={spec.short_name}",
               highlight=False)
+    server = start_child(cmd)
     try:
-        code = subprocess.call(cmd)
-    except KeyboardInterrupt:
+        code = server.wait()
+    except KeyboardInterrupt:  # Ctrl-C reaches this process alone: the server leads a process group of its own
+        stop_child(server)
         code = 130
     raise typer.Exit(code)

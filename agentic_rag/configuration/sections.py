@@ -113,6 +113,13 @@ class LLMSettings(_Section):
         "cannot start within the question's WALL_TIME_S is not made.",
         ge=0.0,
     )
+    LLM_BREAKER_COOLDOWN_S: float = setting(
+        60.0, "s",
+        "After a remote LLM call got no reply within the whole LLM_TIMEOUT_S on every attempt, further calls to that "
+        "server end at once as ABSTAIN_LLM_UNAVAILABLE; after this long one call tries it again, and a reply ends "
+        "the refusals. 0 = off: every call waits out its own timeouts.",
+        ge=0.0,
+    )
 
 
 class RetrievalSettings(_Section):

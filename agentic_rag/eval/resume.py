@@ -22,7 +22,7 @@ from agentic_rag.errors import UserError
 # Settings that change where files go, how fast a run is or how the model server is reached, never
 # what it answers: a run resumes across them (the server moved to another port, a longer timeout).
 CONNECTION_SETTINGS = frozenset({
-    "OPENAI_BASE_URL", "OPENAI_API_KEY", "LLM_TIMEOUT_S", "LLM_RETRIES", "LLM_BACKOFF_S",
+    "OPENAI_BASE_URL", "OPENAI_API_KEY", "LLM_TIMEOUT_S", "LLM_RETRIES", "LLM_BACKOFF_S", "LLM_BREAKER_COOLDOWN_S",
     "EVAL_JUDGE_BASE_URL", "EVAL_JUDGE_API_KEY",
 })
 RUN_NEUTRAL_SETTINGS = frozenset({

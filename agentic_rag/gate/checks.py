@@ -70,7 +70,8 @@ REASON_LIST: tuple[Reason, ...] = (
     Reason("ABSTAIN_NO_SCORE_GAP", ABSTAIN, "the confidence gate: top-1 is not `RETRIEVAL_MIN_RATIO` above top-2",
            "no_score_gap", PRE_GENERATION),
     Reason("ABSTAIN_LLM_UNAVAILABLE", ABSTAIN, "the model could not be reached after `LLM_RETRIES` within the "
-           "question's `WALL_TIME_S`", "llm_unavailable"),
+           "question's `WALL_TIME_S`, or its server had stopped answering an earlier call (`LLM_BREAKER_COOLDOWN_S`)",
+           "llm_unavailable"),
     Reason("ABSTAIN_EMPTY_ANSWER", ABSTAIN, "the model replied with an empty text", "empty_answer"),
     Reason("ABSTAIN_EXTENSION_FAILED", ABSTAIN, "an extension node raised or broke its declaration; the question "
            "goes straight to finalize (docs/extending.md)", "extension_failed", policy=False),

@@ -28,7 +28,7 @@ from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flag
 from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quote_probe_messages, read_quote_probe
 from agentic_rag.gate.signals import DraftReading, read_draft, supported_quotes
 from agentic_rag.llm.calls import model_from, prompt_cost
-from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
+from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline, model_failed
 from agentic_rag.nodes import Node
 from agentic_rag.prompts import is_hedging, reflect_request
 from agentic_rag.retrieval.embeddings import get_embedder
@@ -248,8 +248,8 @@ def decided_flags(state: RAGState) -> Flags:
     the extensions' latest requests."""
     llm_error = state.get("llm_error") or {}
     requests = tuple({**r, "by": name} for name, r in (state.get("extension_flags") or {}).items() if r)
-    # no attempt at all: the time ran out, not the model
-    return replace(Flags.from_dict(state.get("flags") or {}), llm_unavailable=bool(llm_error.get("attempts")),
+    # no attempt at all, and no server known to be down: the time ran out, not the model
+    return replace(Flags.from_dict(state.get("flags") or {}), llm_unavailable=model_failed(llm_error),
                    requests=requests)
 
 

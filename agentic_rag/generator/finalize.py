@@ -155,12 +155,13 @@ def explain_refusal(
 def _llm_unavailable(r: Refusal) -> tuple[str, list[str]]:
     e = r.llm_error
     attempts = e.get("attempts", 0)
-    return (
-        f"The language model at {e.get('url', 'the configured endpoint')} could not be reached "
-        f"({attempts} attempt{'s' if attempts != 1 else ''} in {e.get('elapsed_s', 0.0):.1f} s; last error: "
-        f"{e.get('last_error', 'unknown')}), so no answer could be written or checked.",
-        ["a reachable language model"],
-    )
+    if e.get("down_since"):  # refused by the server's breaker: last_error says since when (llm/breaker.py)
+        what = f"{e.get('last_error', '')}; this question was not sent to it"
+    else:
+        what = (f"could not be reached ({attempts} attempt{'s' if attempts != 1 else ''} in "
+                f"{e.get('elapsed_s', 0.0):.1f} s; last error: {e.get('last_error', 'unknown')})")
+    return (f"The language model at {e.get('url', 'the configured endpoint')} {what}, so no answer could be "
+            "written or checked.", ["a reachable language model"])
 
 
 def _extension_failed(r: Refusal) -> tuple[str, list[str]]:

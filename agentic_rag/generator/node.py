@@ -11,7 +11,7 @@ from agentic_rag.configuration import Settings
 from agentic_rag.gate.probe import probe_request, read_probe
 from agentic_rag.llm.calls import call_model, model_from
 from agentic_rag.llm.logprobs import reply_signals, request_kwargs
-from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
+from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline, model_failed
 from agentic_rag.nodes import Node
 from agentic_rag.prompts import answer_messages, reflect_request
 from agentic_rag.state import RAGState
@@ -50,7 +50,7 @@ def generate_plain_node(state: RAGState, config: RunnableConfig) -> dict[str, An
     update = _generate(state, config, with_probe=False)
     if "llm_error" not in update:
         return update
-    return {**update, "decision": UNAVAILABLE if update["llm_error"]["attempts"] else OUT_OF_TIME}
+    return {**update, "decision": UNAVAILABLE if model_failed(update["llm_error"]) else OUT_OF_TIME}
 
 
 @timed(Node.REFLECT)

@@ -42,6 +42,7 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
             settings.llm.LLM_TIMEOUT_S,
             settings.llm.LLM_RETRIES,
             settings.llm.LLM_BACKOFF_S,
+            settings.llm.LLM_BREAKER_COOLDOWN_S,
         )
         return _with_cache(model, settings)
     raise ValueError(f"unknown LLM_BACKEND {settings.llm.LLM_BACKEND!r}; expected 'local' or 'openai'")
@@ -103,7 +104,7 @@ def _local_model(path: str, cap: int, temperature: float, threads: int, repetiti
 @lru_cache(maxsize=16)
 def _openai_model(
     model: str, base_url: str | None, api_key: str, temperature: float, cap: int, timeout: float,
-    retries: int, backoff_s: float,
+    retries: int, backoff_s: float, cooldown_s: float,
 ) -> BaseChatModel:
     from agentic_rag.llm.remote import RemoteChat
 
@@ -116,7 +117,7 @@ def _openai_model(
         max_tokens=cap,
         timeout=timeout,
         max_retries=0,
-    ).with_retry_policy(retries, backoff_s)
+    ).with_retry_policy(retries, backoff_s, cooldown_s)
 
 
 def get_tokenizer(settings) -> Any:

@@ -5,7 +5,9 @@ The OpenAI client's own retries are off: its backoff knows nothing of the questi
 question could outlive ``WALL_TIME_S`` by several timeouts. Here every attempt's timeout is the lesser
 of ``LLM_TIMEOUT_S`` and the time the question has left, and a retry that could not start before the
 deadline is not made. Only faults of the server or the connection are retried or turned into
-``LLMUnavailableError``; an error raised before any request was sent (a bug) still propagates.
+``LLMUnavailableError``; an error raised before any request was sent (a bug) still propagates. A
+server that held a call through every attempt without a word is not asked again until its breaker's
+cool-down has passed (llm/breaker.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
+from agentic_rag.llm.breaker import Call, guarded
 from agentic_rag.llm.usage import LLMUnavailableError, seconds_left
 from agentic_rag.redact import redact_text, redact_url, url_secrets
 
@@ -39,9 +42,10 @@ class RemoteChat(ChatOpenAI):
 
     _retries: int = PrivateAttr(default=0)
     _backoff_s: float = PrivateAttr(default=1.0)
+    _cooldown_s: float = PrivateAttr(default=0.0)
 
-    def with_retry_policy(self, retries: int, backoff_s: float) -> "RemoteChat":
-        self._retries, self._backoff_s = int(retries), float(backoff_s)
+    def with_retry_policy(self, retries: int, backoff_s: float, cooldown_s: float = 0.0) -> "RemoteChat":
+        self._retries, self._backoff_s, self._cooldown_s = int(retries), float(backoff_s), float(cooldown_s)
         return self
 
     @property
@@ -53,7 +57,7 @@ class RemoteChat(ChatOpenAI):
         return call_with_retries(
             lambda timeout: super(RemoteChat, self)._generate(messages, stop, run_manager, timeout=timeout, **kwargs),
             url=self.display_url, timeout_s=float(self.request_timeout or 600.0), retries=self._retries,
-            backoff_s=self._backoff_s, secrets=(secret, *url_secrets(self.openai_api_base)),
+            backoff_s=self._backoff_s, cooldown_s=self._cooldown_s, secrets=(secret, *url_secrets(self.openai_api_base)),
         )
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
@@ -67,9 +71,16 @@ class RemoteChat(ChatOpenAI):
 
 
 def call_with_retries(attempt: Callable[[float], T], *, url: str, timeout_s: float, retries: int, backoff_s: float,
-                      secrets: tuple[str, ...] = ()) -> T:
+                      cooldown_s: float = 0.0, secrets: tuple[str, ...] = ()) -> T:
     """``attempt(timeout)`` until it succeeds, a fault is not worth retrying, the retries are spent or
-    the deadline (``llm_deadline``) leaves no time; then ``LLMUnavailableError`` with the last fault."""
+    the deadline (``llm_deadline``) leaves no time; then ``LLMUnavailableError`` with the last fault.
+    A server that stopped answering is not asked at all while its breaker is open (llm/breaker.py)."""
+    with guarded(url, cooldown_s) as call:
+        return _attempts(attempt, call, url, timeout_s, retries, backoff_s, secrets)
+
+
+def _attempts(attempt: Callable[[float], T], call: Call, url: str, timeout_s: float, retries: int, backoff_s: float,
+              secrets: tuple[str, ...]) -> T:
     t0 = time.monotonic()
     faults: list[str] = []
     for n in range(retries + 1):
@@ -85,6 +96,8 @@ def call_with_retries(attempt: Callable[[float], T], *, url: str, timeout_s: flo
                 raise
             text, retryable, retry_after = fault
             faults.append(redact_text(text, secrets))
+            if isinstance(exc, openai.APITimeoutError) and timeout >= timeout_s:  # the whole LLM_TIMEOUT_S, no word
+                call.hung = faults[-1]
         if not retryable or n == retries:
             break
         wait = retry_after if retry_after is not None else backoff_s * 2 ** n

@@ -18,6 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from agentic_rag.children import start_child, stop_child
 from agentic_rag.errors import UserError
 from agentic_rag.llm.packaged import PACKAGED_MODELS, PackagedModel, assemble_gguf, packaged_by_short_name
 
@@ -81,7 +82,7 @@ def wait_until_serving(proc: subprocess.Popen, url: str, timeout_s: float, log: 
             return
         except OSError:
             time.sleep(0.5)
-    proc.kill()
+    stop_child(proc)
     raise ServeError(f"llama.cpp's server did not answer within {timeout_s:.0f} s{where}")
 
 
@@ -91,7 +92,7 @@ def start_server(model: PackagedModel, cache_dir: Path, port: int, log: Path, ho
     cmd = prepared_command(model, cache_dir, host, port, context_tokens)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as fh:  # the server keeps its own copy of the descriptor
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+        proc = start_child(cmd, stdout=fh, stderr=subprocess.STDOUT)
     url = f"http://{host}:{port}/v1"
     wait_until_serving(proc, url, timeout_s, log)
     return proc, url

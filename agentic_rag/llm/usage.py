@@ -11,7 +11,7 @@ import threading
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -24,26 +24,39 @@ _FIELDS = ("input_tokens", "output_tokens", "total_tokens")
 
 class LLMUnavailableError(RuntimeError):
     """The model could not be asked: its server refused, failed, timed out or replied with something
-    that is not a chat completion, on every attempt the question's time allowed.
+    that is not a chat completion, on every attempt the question's time allowed; or its server had
+    stopped answering an earlier call, and its breaker refused this one without a try (llm/breaker.py).
 
     Graph nodes turn it into the refusal ABSTAIN_LLM_UNAVAILABLE, so one unreachable server costs a
     question, never the run; with no attempt at all (the question's wall time ran out before the call
-    could start) the model is not to blame, and the refusal is ABSTAIN_LOW_BUDGET. ``url`` and
+    could start) the model is not to blame (``model_failed``), and the refusal is ABSTAIN_LOW_BUDGET. ``url`` and
     ``last_error`` are kept free of credentials (agentic_rag/redact.py)."""
 
-    def __init__(self, url: str, last_error: str, attempts: int, elapsed_s: float) -> None:
+    def __init__(self, url: str, last_error: str, attempts: int, elapsed_s: float,
+                 down_since: float | None = None) -> None:
         url, last_error = redact_url(url), redact_text(last_error)  # whoever raised it: stored and shown
         self.url, self.last_error, self.attempts, self.elapsed_s = url, last_error, attempts, elapsed_s
+        self.down_since = down_since  # set when the server's breaker refused the call (llm/breaker.py)
+        if down_since is not None:
+            super().__init__(f"the model at {url} {last_error}")
+            return
         super().__init__(f"the model at {url} did not answer ({attempts} attempt{'s' if attempts != 1 else ''} "
                          f"in {elapsed_s:.1f} s; last error: {last_error})")
 
     @property
     def tried(self) -> bool:
-        return self.attempts > 0
+        return model_failed(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "last_error": self.last_error, "attempts": self.attempts,
-                "elapsed_s": round(self.elapsed_s, 2)}
+                "elapsed_s": round(self.elapsed_s, 2),
+                **({"down_since": round(self.down_since, 3)} if self.down_since is not None else {})}
+
+
+def model_failed(llm_error: Mapping[str, Any]) -> bool:
+    """Whether the model is to blame for a failed call (``LLMUnavailableError.to_dict``): an attempt
+    failed, or its server had stopped answering; not when the question's time ran out before any try."""
+    return bool(llm_error.get("attempts") or llm_error.get("down_since"))
 
 
 _DEADLINE: ContextVar[float | None] = ContextVar("llm_deadline", default=None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +18,9 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Callable
+
+from agentic_rag.children import start_child
+from agentic_rag.testing.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout whose code the children run
 TIMING = {"latency_p50_ms", "latency_p95_ms"}  # the summary fields that differ between two runs of the same questions
@@ -44,8 +48,92 @@ def sigint_as_in_a_terminal() -> None:
 
 def start(cmd: list[str], keep: tuple[str, ...] = ()) -> subprocess.Popen:
     """``cmd`` in a session of its own (a kill reaches all of it), as from a terminal (Ctrl-C works)."""
-    return subprocess.Popen(cmd, env=child_env(keep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=sigint_as_in_a_terminal)
+    return start_child(cmd, env=child_env(keep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       preexec_fn=sigint_as_in_a_terminal)
+
+
+# `agentic-rag serve` whose llama.cpp server is Python's http.server: a child of the same shape (a Python
+# process holding a port and answering HTTP 200 until stopped) where llama-cpp-python is not installed
+SERVE_STAND_IN = """
+import sys
+from agentic_rag.llm import serve
+serve.prepared_command = lambda model, cache, host, port, n_ctx: [
+    sys.executable, "-m", "http.server", str(port), "--bind", host, "--directory", sys.argv[2]]
+from agentic_rag.cli import app
+app(["serve", "--port", sys.argv[1]])
+"""
+# seconds a `serve` that exited may leave its port open: SIGTERM and SIGHUP stop its server before it
+# exits, and after SIGKILL the kernel's SIGTERM reaches the server at once; what is still open later stays
+PORT_CLOSE_S = 5.0
+
+
+def serve_stopped_by(sig: int, folder: Path) -> tuple[int, float | None, str]:
+    """`agentic-rag serve --port P &` (its server: the stand-in, serving ``folder``), then ``sig`` to that
+    process alone, as `kill` sends it: serve's exit code, the seconds until its port closed (None: still
+    open after ``PORT_CLOSE_S``, and then the server left behind is ended here) and serve's stderr."""
+    port = free_port()
+    proc = start([sys.executable, "-c", SERVE_STAND_IN, str(port), str(folder)])
+    try:
+        if not wait_until(lambda: port_open(port), proc, timeout=120.0):
+            raise RuntimeError(f"serve did not start: {proc.stderr.read() if proc.poll() is not None else 'no port'}")
+        proc.send_signal(sig)
+        code = proc.wait(timeout=60)
+        closed_s = seconds_until_closed(port)
+    finally:
+        if proc.poll() is None or port_open(port):  # serve, or a server left behind, still in serve's group
+            os.killpg(proc.pid, signal.SIGKILL)
+    return code, closed_s, proc.stderr.read()
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def seconds_until_closed(port: int, timeout: float = PORT_CLOSE_S) -> float | None:
+    """Seconds until nothing listens on ``port`` any more; None if something still does after ``timeout``."""
+    t0 = time.monotonic()
+    while port_open(port):
+        if time.monotonic() - t0 > timeout:
+            return None
+        time.sleep(0.05)
+    return round(time.monotonic() - t0, 2)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` now (Linux /proc): its children, theirs, and so on."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(") ", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # ended while being read
+            continue
+        parents.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        below = parents.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running: a zombie waiting to be reaped has ended."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def seconds_until_ended(pids: list[int], timeout: float) -> float | None:
+    """Seconds until none of ``pids`` runs any more; None if some still do after ``timeout``."""
+    t0 = time.monotonic()
+    while any(alive(p) for p in pids):
+        if time.monotonic() - t0 > timeout:
+            return None
+        time.sleep(0.1)
+    return round(time.monotonic() - t0, 2)
 
 
 def lines(path: Path) -> int:
@@ -109,7 +197,7 @@ def compare_runs(reference: Path, resumed: Path) -> dict:
 
 def start_ingest(folder: Path, out: Path, artifacts: Path) -> tuple[subprocess.Popen, list[bytes]]:
     """``agentic-rag ingest`` of ``folder``; the list fills with its stderr as it prints (progress markers)."""
-    proc = subprocess.Popen(
+    proc = start_child(
         [sys.executable, "-m", "agentic_rag.cli", "ingest", str(folder), "--out", str(out), "-o", f"ARTIFACTS_DIR={artifacts}"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

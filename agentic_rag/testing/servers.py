@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +17,8 @@ from contextlib import contextmanager
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Iterator
+
+from agentic_rag.children import start_child, stop_child
 
 REPO = Path(__file__).resolve().parents[2]  # the checkout: langgraph.json and graphs/ live there
 LANGGRAPH_STARTUP_S = 300  # a cold `langgraph dev` imports the graphs and loads the models first
@@ -48,7 +49,7 @@ def free_port() -> int:
 def running(cmd: list[str], ready_url: str, log_path: Path, timeout_s: float, **popen) -> Iterator[subprocess.Popen]:
     """The process, once ``ready_url`` answers 200; the test fails with the log's tail if it never does."""
     log = open(log_path, "w+b")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)
+    proc = start_child(cmd, stdout=log, stderr=subprocess.STDOUT, **popen)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -66,13 +67,7 @@ def running(cmd: list[str], ready_url: str, log_path: Path, timeout_s: float, **
             time.sleep(0.5)
         yield proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_child(proc)
         log.close()
 
 

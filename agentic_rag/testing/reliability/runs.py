@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.children import start_child
 from agentic_rag.testing.processes import child_env, eval_cmd, kill, lines, result_ids, start, wait_until
 from agentic_rag.testing.reliability.cases import (
     TRACEBACK, WEAK, Context, case, cli, one_line_error, resumed_outcome, warnings_shown,
@@ -31,7 +32,7 @@ for i in range(int(sys.argv[3])):
 def _two_writers(ctx: Context) -> dict[str, Any]:
     path = ctx.work / "shared_telemetry.jsonl"
     path.unlink(missing_ok=True)
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag, "100"], env=child_env()) for tag in "ab"]
+    procs = [start_child([sys.executable, "-c", WRITER, str(path), tag, "100"], env=child_env()) for tag in "ab"]
     codes = [p.wait() for p in procs]
     broken = 0
     for line in path.read_text().splitlines():
