@@ -262,3 +262,24 @@ def test_the_printed_resume_command_never_shows_a_key():
                                           f"--override=eval_judge_api_key={KEY}", "-o", "RETRIEVAL_K=3"], "runs/x")
     assert KEY not in line and "OPENAI_API_KEY=***" in line and "--override=eval_judge_api_key=***" in line
     assert line.endswith("-o RETRIEVAL_K=3 --out runs/x --resume")
+
+
+def test_a_run_against_a_server_without_logprobs_says_which_signals_it_lacks(server, tmp_path):
+    """Served without the probe and without log-probabilities, the run says so before its first question,
+    in its summary table and in report.md: the decision's honesty must not fall back in silence."""
+    data = dataset(tmp_path)
+    server.set_plan([])
+    server.reply = REPLY
+    out = tmp_path / "run"
+    ev = cli("eval", "--dataset", str(data), "--n", "2", "--out", str(out), "-o", "LLM_BACKEND=openai", "-o", "LLM_MODEL=m",
+             "-o", f"OPENAI_BASE_URL={server.url}", "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}")
+    assert ev.returncode == 0, ev.stderr[-2000:]
+    said = " ".join(ev.stderr.split())
+    assert said.index("this run will lack model signals: answerability unavailable: LLM_BACKEND=openai") \
+        < said.index("this run lacked model signals")
+    assert "lp_mean, lp_min, p_first missing on 2 of 2 drafts (token log-probabilities: not returned by the backend)" in said
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["signals_missing"]) == {"answerability", "lp_mean", "lp_min", "p_first"}
+    assert "signals_missing" in ev.stdout and "answerability, lp_mean, lp_min, p_first" in " ".join(ev.stdout.split())
+    report = (out / "report.md").read_text()
+    assert "## model signals missing" in report and "answerability missing on 2 of 2 drafts" in report

@@ -80,6 +80,14 @@ def fail(msg: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def warn_missing_signals(gaps: dict[str, str], when: str) -> None:
+    """A warning line for the model signals a run lacks (eval/provenance.py): said, never silent."""
+    from agentic_rag.eval.provenance import gap_warning
+
+    if line := gap_warning(gaps, when):
+        err.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
+
+
 def record_source(dataset: str | None, record_id: str | None, index: Path | None, settings: Settings):
     """(record, index_dir) for a question: a dataset record's own pages, or a corpus index."""
     if index is not None:

@@ -28,11 +28,14 @@ from agentic_rag.cli.common import (
     load_settings,
     prog_name,
     record_source,
+    warn_missing_signals,
 )
 from agentic_rag.configuration import SettingsError
 from agentic_rag.datasets.crag import DataError
 from agentic_rag.errors import UserError
+from agentic_rag.eval.provenance import signals_unavailable
 from agentic_rag.events import clip
+from agentic_rag.llm.logprobs import LOGPROB_SIGNALS, NOT_RETURNED
 from agentic_rag.state import citation_status
 
 
@@ -92,6 +95,8 @@ def ask(
     from agentic_rag.trace.live import node_printer
 
     settings = load_settings(preset, override, needs_llm=True)
+    if system == "agent":
+        warn_missing_signals(signals_unavailable(settings), "this answer will lack model signals")
     record, index_dir = record_source(dataset, record_id, index, settings)
     if record is None and not question:
         fail("give a QUESTION with --index")
@@ -104,6 +109,8 @@ def ask(
         )
     except ValueError as exc:
         fail(str(exc))
+    if system == "agent" and result.signals.get("logprobs") == NOT_RETURNED:
+        warn_missing_signals({k: NOT_RETURNED for k in LOGPROB_SIGNALS}, "the answer lacked model signals")
     if as_json:
         print(json.dumps(result.model_dump(), indent=2, ensure_ascii=False))
         return
@@ -166,6 +173,8 @@ def eval_cmd(
         fail("give --resume or --overwrite, not both")
     interrupt_on_sigterm()
     settings = load_settings(preset, override, needs_llm=True)
+    if system == "agent":
+        warn_missing_signals(signals_unavailable(settings), "this run will lack model signals")
     if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
         fail("checkpoints are written where the graph runs: use --executor local to keep them")
     pool = executor_for(executor, workers, settings, address)
@@ -203,7 +212,10 @@ def eval_cmd(
     for key, value in res["summary"].items():
         if not isinstance(value, dict):
             summary.add_row(escape(key), escape(str(value)), escape(metric_label(key)))
+    if missing := res["summary"].get("signals_missing"):
+        summary.add_row("signals_missing", f"[yellow]{escape(', '.join(missing))}[/]", escape(metric_label("signals_missing")))
     console.print(summary)
+    warn_missing_signals(res["summary"].get("signals_missing") or {}, "this run lacked model signals")
     if res["summary"].get("unusable_gold"):
         err.print(f"[yellow]warning:[/] {res['summary']['unusable_gold']} questions have a gold answer that cannot score "
                   f"an answer (empty or 'nan') and are left out of the metrics: {', '.join(res['summary']['unusable_gold_ids'])}",

@@ -8,6 +8,7 @@ import math
 import statistics
 from typing import Any
 
+from agentic_rag.eval.provenance import signal_gaps
 from agentic_rag.eval.refusals import refusals_by_reason
 from agentic_rag.eval.rows import gold_groups, is_refusal, split_usable, stage_calls
 from agentic_rag.gate import checks
@@ -56,6 +57,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "by_static_or_dynamic": ("by dynamism", "the same per CRAG static-or-dynamic label"),
     "refusals_by_reason": ("refusals by reason", "per reason code, the answerable and unanswerable questions it refused"),
     "bad_records": ("bad input records", "dataset lines skipped as malformed"),
+    "signals_missing": ("model signals missing", "per signal read from the model (the answerability probe, token "
+                        "log-probabilities), the drafts it was missing on and why: empty when the backend gave every one"),
     "legend": ("legend", "each field's plain name (this table)"),
 }
 
@@ -69,6 +72,8 @@ def metric_label(key: str) -> str:
 def run_summary(system: str, rows: list[dict[str, Any]], bad_records: int) -> dict[str, Any]:
     """summary.json: the metrics with the system, the malformed input count and a legend of plain names."""
     summary = {"system": system, **summarize(rows), "bad_records": bad_records}
+    if system == "agent":  # the baseline decides nothing, so reads no model signal
+        summary["signals_missing"] = signal_gaps(rows)
     return {**summary, "legend": {k: METRICS[k][0] for k in summary if k in METRICS}}
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.configuration import Settings
+from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
 
 
 TRACKED_PACKAGES = (
@@ -91,6 +92,49 @@ def logprob_report(rows: list[dict[str, Any]]) -> dict[str, Any]:
               "not returned" if counts.get(NOT_RETURNED) and not counts.get(RETURNED) else
               "partly returned" if counts.get(RETURNED) else "not requested" if counts else "no drafts")
     return {"status": status, "drafts": dict(counts)}
+
+
+# Signals read from the model itself rather than computed from the text: what a backend may not give.
+# The probe carries most correct refusals, so a run without it must say so, not fall back in silence.
+MODEL_SIGNALS = {"answerability": "the answerability probe", **dict.fromkeys(LOGPROB_SIGNALS, "token log-probabilities")}
+DECIDES_INSTEAD = ("the decision rests on the signals computed from the text (support, faithfulness, anchor coverage, "
+                   "relevance) and the verifier; a fitted decision reads a missing signal at its development mean")
+
+
+def signals_unavailable(settings: Settings) -> dict[str, str]:
+    """The model signals a run will lack whatever its questions, known from its settings alone."""
+    out: dict[str, str] = {}
+    if not settings.baug.PROBE_ENABLED:
+        out["answerability"] = "off (PROBE_ENABLED)"
+    elif settings.llm.LLM_BACKEND != "local":
+        out["answerability"] = f"unavailable: LLM_BACKEND={settings.llm.LLM_BACKEND} does not expose the model's hidden states"
+    if not settings.baug.REQUEST_LOGPROBS:
+        out.update(dict.fromkeys(LOGPROB_SIGNALS, "off (REQUEST_LOGPROBS)"))
+    return out
+
+
+def signal_gaps(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Per model signal missing on some drafts of a run: on how many, and why where the rows say it."""
+    drafts = [r.get("signals") or {} for r in rows if r.get("draft")]
+    out = {}
+    for name, source in MODEL_SIGNALS.items():
+        missing = sum(s.get(name) is None for s in drafts)
+        if missing:
+            why = next((s["logprobs"] for s in drafts if name != "answerability" and s.get(name) is None
+                        and s.get("logprobs")), "")
+            out[name] = f"missing on {missing} of {len(drafts)} drafts ({source}{': ' + why if why else ''})"
+    return out
+
+
+def gap_warning(gaps: dict[str, str], when: str) -> str:
+    """One line for missing model signals, those missing alike said together (empty when none is)."""
+    if not gaps:
+        return ""
+    said: dict[str, list[str]] = {}
+    for name, what in gaps.items():
+        said.setdefault(what, []).append(name)
+    parts = [", ".join(names) + " " + what for what, names in said.items()]
+    return f"{when}: {'; '.join(parts)}; {DECIDES_INSTEAD}"
 
 
 def file_sha256(path: Path) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from agentic_rag.eval.markdown import markdown_table, md_escape
 from agentic_rag.eval.metrics import BREAKDOWN_FIGURES, metric_label
+from agentic_rag.eval.provenance import gap_warning
 from agentic_rag.eval.refusals import refusal_table
 
 
@@ -24,6 +25,8 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]])
             lines += ["", f"## {key.replace('_', ' ')}", ""]
             lines += markdown_table(["group", *BREAKDOWN_FIGURES], [[g, *(v.get(f, "") for f in BREAKDOWN_FIGURES)]
                                                                  for g, v in groups.items()])
+    if summary.get("signals_missing"):
+        lines += ["", "## model signals missing", "", md_escape(gap_warning(summary["signals_missing"], "This run lacked model signals"))]
     if summary.get("refusals_by_reason"):
         lines += ["", "## refusals by reason", ""] + refusal_table(summary["refusals_by_reason"])
     lines += ["", f"![risk-coverage]({plot.name})", ""]
