@@ -237,3 +237,32 @@ def test_executor_mistakes_are_one_line_errors(tmp_path, monkeypatch):
         res = runner.invoke(app, [command[0], "--executor", "ray", *command[1:]])
         assert res.exit_code == 2 and "pip install 'agentic-rag[ray]'" in res.output, res.output
         assert len(res.output.strip().splitlines()) == 1
+
+
+def test_ray_init_does_not_take_over_sigterm(settings):
+    """Ray's init installs its own SIGTERM handler, so a stopped `eval --executor ray` aborted (exit -6)
+    instead of saving its rows and printing the resume command (exit 143): the run's handler is kept."""
+    from agentic_rag.eval.executors import RayExecutor
+
+    class FakeRay:
+        def is_initialized(self):
+            return False
+
+        def init(self, **kwargs):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+    def ours(signum, frame):  # pragma: no cover - never delivered
+        raise KeyboardInterrupt
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        signal.signal(signal.SIGTERM, ours)
+        signal.signal(signal.SIGHUP, ours)
+        executor = RayExecutor(workers=1, settings=settings)
+        executor._module = FakeRay()
+        executor._connect()
+        assert signal.getsignal(signal.SIGTERM) is ours and signal.getsignal(signal.SIGHUP) is ours
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)

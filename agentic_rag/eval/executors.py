@@ -16,10 +16,13 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -172,6 +175,11 @@ class RayExecutor:
         quiet = {"log_to_driver": False, "logging_level": "warning"}
         if ray.is_initialized():
             ray.shutdown()
+        with _own_stop_signals():
+            self._init(ray, quiet)
+        self._ray = ray
+
+    def _init(self, ray, quiet: dict[str, Any]) -> None:
         if self.address is None:
             # reachable from this machine only, for this run only: Ray's token would be written to the
             # user's home and then switch on token checks for every later cluster started there
@@ -188,7 +196,6 @@ class RayExecutor:
                 raise ExecutorError(
                     f"the Ray cluster at {self.address} has {have:g} CPUs; {self.workers} workers need {need:g} "
                     f"(RAY_CPUS_PER_WORKER={self.cpus:g} each): lower --workers or add nodes")
-        self._ray = ray
 
     # -- pool -------------------------------------------------------------------------------------
     def _start_actor(self, running: dict[Any, _Slot]) -> None:
@@ -345,3 +352,18 @@ def _cause_line(exc: BaseException) -> str:
     """The last line of the creation task's traceback: the exception that stopped the model load."""
     lines = [line for line in str(exc).strip().splitlines() if line.strip()]
     return lines[-1].strip() if lines else type(exc).__name__
+
+
+@contextmanager
+def _own_stop_signals():
+    """Keep the handlers SIGTERM and SIGHUP had before ``ray.init``, which installs its own: a stopped run
+    must still save its rows and print how to resume (exit 143), not abort with Ray's."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

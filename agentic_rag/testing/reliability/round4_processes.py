@@ -94,7 +94,9 @@ def stopped_ray_eval(ctx: Context, sig: signal.Signals) -> dict[str, Any]:
         "exit_code": proc.returncode, "crash": not waiting, "traceback": TRACEBACK in stderr, "rows_lost": 0,
         "outcome": f"eval exited {proc.returncode} in {took:.1f} s; {len(below)} processes below it, "
                    + (f"all gone {ended_s} s later" if ended_s is not None else f"{len(left)} STILL RUNNING"),
-        "ok_expected": waiting and below != [] and ended_s is not None,
+        # SIGTERM stops a run as Ctrl-C does (143, the resume command); SIGKILL leaves no word
+        "ok_expected": waiting and below != [] and ended_s is not None
+        and (sig != signal.SIGTERM or (proc.returncode == 143 and "resume with" in stderr)),
         "detail": {"processes_below": len(below), "ended_after_s": ended_s, "left_running": len(left),
                    "exit_s": round(took, 2)},
     }
