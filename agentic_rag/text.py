@@ -183,3 +183,16 @@ _DANGLING = re.compile(
 def dangling_words(text: str) -> list[str]:
     """The places in a shown answer where stripped text left a word hanging (empty when there is none)."""
     return [m.group(0) for m in _DANGLING.finditer(text)]
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "ics", "ic", "al", "ly", "ed", "es", "er", "s")
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper: enough for "symbolic" to meet "symbols" and "controlled" "control"."""
+    w = word.lower()
+    for suffix in _SUFFIXES:
+        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
+            w = w[: -len(suffix)]
+            break
+    return w[:-1] if len(w) >= 5 and w[-1] == w[-2] else w  # "controll" -> "control", applied to both sides

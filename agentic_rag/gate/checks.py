@@ -148,8 +148,8 @@ def answer_new_words(draft: Draft) -> float | None:
     a long restatement that adds the one word asked for ("... is less than k.") answers the question. A
     question that offers the answer's options ("X or Y", a comparison) is answered by repeating one of
     them, so it is not read."""
-    from agentic_rag.gate.signals import stem
     from agentic_rag.retrieval.hybrid import tokenize
+    from agentic_rag.text import stem
 
     words = tokenize(draft.answer)
     if not words or draft.kind in ("comparison", "yes_no") or " or " in f" {draft.question.lower()} ":

@@ -38,83 +38,17 @@ extension's; the policy stays a pure function of its inputs.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from agentic_rag.gate.checks import (  # noqa: F401  (STOP ... ACTIONS: their names are imported from here)
-    ABSTAIN, ACTIONS, CHECK_BY_SIGNAL, LAYER_CODES, REFLECT, RETRIEVE_MORE, STOP, REASON_LIST, SUPPORT_CHECKS, failed, passes,
+    ABSTAIN, ACTIONS, CHECK_BY_SIGNAL, LAYER_CODES, REFLECT, RETRIEVE_MORE, STOP, SUPPORT_CHECKS, failed, passes,
 )
-from agentic_rag.gate.checks import GATE_REASONS as _GATE_REASONS
-
-# the codes with their actions, layers and wording are defined once, in gate/checks.py
-REASONS = {r.code: r.action for r in REASON_LIST if r.policy}
-GATE_REASONS = {gate_reason: code for gate_reason, (code, _) in _GATE_REASONS.items()}
+from agentic_rag.gate.decision import (  # noqa: F401  (Decision ... requested: their names are imported from here)
+    GATE_REASONS, REASONS, Decision, Flags, can_retrieve_more, decided, requested,
+)
+from agentic_rag.gate.fitted import decide_fitted
 
 FACTOID_KINDS = {"numeric", "date", "person", "award", "tournament", "time_window", "other"}
-
-
-@dataclass(frozen=True)
-class Decision:
-    action: str
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Flags:
-    """What the graph has already done and can still afford (from state and caps, not from the model)."""
-
-    has_evidence: bool
-    has_draft: bool
-    kind: str = "other"
-    validators_ok: bool = True
-    one_shot_done: bool = False
-    reflected: bool = False
-    no_new_hits: bool = False
-    can_generate: bool = True  # budget, call cap and wall time allow one more LLM call
-    can_retrieve: bool = True  # rounds left and wall time allow one more retrieval round
-    gate_reason: str = ""  # the confidence gate's refusal reason, "" when it passed or did not run
-    hedging: bool = False  # layer 3 found hedging or filler in the draft
-    ood: bool = False  # the question is out of domain
-    too_long: bool = False  # the question is longer than MAX_QUESTION_CHARS
-    ambiguity: str = ""  # "ambiguous" or "refuse" (invalid selection) from the ambiguity policy
-    llm_unavailable: bool = False  # an LLM call of this question failed on every attempt (state's llm_error)
-    empty_draft: bool = False  # the generator was called and its reply was empty
-    # extension nodes' requests: {"by": name, "action": ABSTAIN | RETRIEVE_MORE, "code": "UPPER_SNAKE", ...}
-    requests: tuple[dict[str, Any], ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """As the state stores it (plain JSON-ready data)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Flags":
-        """From the state; a key this version does not know (an older checkpoint's) is left out."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def _decide(reason: str) -> Decision:
-    return Decision(REASONS[reason], reason)
-
-
-def can_retrieve_more(signals: dict[str, Any], flags: Flags, settings) -> bool:
-    """The one extra retrieval round is still on offer: allowed, unused, and rounds, time and tokens left."""
-    return (
-        settings.agent.FACTOID_ONE_SHOT_RETRIEVAL
-        and not flags.one_shot_done
-        and flags.can_retrieve
-        and flags.can_generate
-        and signals["tokens_left"] >= settings.agent.FACTOID_MIN_TOKENS_LEFT
-        and not signals.get("stagnation", False)
-    )
-
-
-def requested(reason: str, requests) -> dict[str, Any] | None:
-    """The extension request a decision's reason code comes from (None for the policy's own codes)."""
-    return next((r for r in requests or () if reason in (f"ABSTAIN_{r['code']}", f"RETRIEVE_{r['code']}")), None)
 
 
 def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
@@ -137,26 +71,24 @@ def failed_support(signals: dict[str, Any], settings) -> list[tuple[str, float, 
 
 def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     if flags.too_long:
-        return _decide("ABSTAIN_QUESTION_TOO_LONG")
+        return decided("ABSTAIN_QUESTION_TOO_LONG")
     if flags.ood:
-        return _decide("ABSTAIN_OUT_OF_DOMAIN")
+        return decided("ABSTAIN_OUT_OF_DOMAIN")
     if flags.ambiguity == "refuse":
-        return _decide("ABSTAIN_INVALID_SELECTION")
+        return decided("ABSTAIN_INVALID_SELECTION")
     if not flags.has_evidence:
-        return _decide("ABSTAIN_NO_EVIDENCE")
+        return decided("ABSTAIN_NO_EVIDENCE")
     if flags.ambiguity == "ambiguous":
-        return _decide("AMBIGUOUS_OPTIONS")
+        return decided("AMBIGUOUS_OPTIONS")
     if flags.llm_unavailable:  # whatever the draft, a check or revision it needed could not be made
-        return _decide("ABSTAIN_LLM_UNAVAILABLE")
+        return decided("ABSTAIN_LLM_UNAVAILABLE")
     if flags.gate_reason and not flags.has_draft:
-        return _decide(GATE_REASONS[flags.gate_reason])
+        return decided(GATE_REASONS[flags.gate_reason])
     if not flags.has_draft:
-        return _decide("ABSTAIN_EMPTY_ANSWER" if flags.empty_draft else "ABSTAIN_LOW_BUDGET")
+        return decided("ABSTAIN_EMPTY_ANSWER" if flags.empty_draft else "ABSTAIN_LOW_BUDGET")
     if flags.hedging and settings.baug.HEDGING_ENABLED:
-        return _decide("ABSTAIN_HEDGING")
+        return decided("ABSTAIN_HEDGING")
     if settings.baug.GATE_POLICY == "fitted":  # one fitted P(right) instead of the thresholds below
-        from agentic_rag.gate.fitted import decide_fitted
-
         return decide_fitted(signals, flags, settings)
     # verified_score is only present when every other check let the draft through (the final check)
     verified = passes(CHECK_BY_SIGNAL["verified_score"], signals, settings)
@@ -165,15 +97,15 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     sufficient = passes(CHECK_BY_SIGNAL["anchor_coverage"], signals, settings) and flags.validators_ok
     factoid = flags.kind in FACTOID_KINDS
     if supported and sufficient:
-        return _decide("STOP_OVERLAP_OK")
+        return decided("STOP_OVERLAP_OK")
     if not sufficient and can_retrieve_more(signals, flags, settings):
-        return _decide("RETRIEVE_MISSING_ANCHORS")
+        return decided("RETRIEVE_MISSING_ANCHORS")
     if not answerable:  # reflecting cannot help: the probe reads the sources and the question, not the draft
-        return _decide("ABSTAIN_NOT_ANSWERABLE")
+        return decided("ABSTAIN_NOT_ANSWERABLE")
     if not verified:  # a revision would rest on the same quotes the generator has just disowned
-        return _decide("ABSTAIN_NOT_VERIFIED")
+        return decided("ABSTAIN_NOT_VERIFIED")
     if flags.no_new_hits and supported and not factoid:
-        return _decide("STOP_NO_NEW_HITS")
+        return decided("STOP_NO_NEW_HITS")
     if (
         not supported
         and settings.baug.REFLECT_ENABLED
@@ -181,9 +113,9 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         and flags.can_generate
         and signals["overlap_est"] >= settings.baug.REFLECT_MIN_OVERLAP
     ):
-        return _decide("REFLECT_LOW_FAITH")
+        return decided("REFLECT_LOW_FAITH")
     if supported and not factoid and not flags.can_generate:
-        return _decide("STOP_LOW_BUDGET")
+        return decided("STOP_LOW_BUDGET")
     if not sufficient:
-        return _decide("ABSTAIN_MISSING_ANCHORS")
-    return _decide("ABSTAIN_LOW_SUPPORT")
+        return decided("ABSTAIN_MISSING_ANCHORS")
+    return decided("ABSTAIN_LOW_SUPPORT")

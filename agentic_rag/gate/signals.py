@@ -34,7 +34,7 @@ from agentic_rag.gate.checks import Draft, computed_readings
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.state import support_of
 from agentic_rag.text import (
-    cited_numbers, fold, quote_in, quotes, split_sentences, strip_markup, untrusted_sentences, untrusted_source,
+    cited_numbers, fold, quote_in, quotes, split_sentences, stem, strip_markup, untrusted_sentences, untrusted_source,
 )
 
 _STOP = frozenset(STOPWORDS_EN)
@@ -63,19 +63,6 @@ def claims_of(answer: str) -> list[str]:
     for c in out:
         seen.setdefault(c, None)
     return list(seen)
-
-
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "ics", "ic", "al", "ly", "ed", "es", "er", "s")
-
-
-def stem(word: str) -> str:
-    """A crude suffix stripper: enough for "symbolic" to meet "symbols" and "controlled" "control"."""
-    w = word.lower()
-    for suffix in _SUFFIXES:
-        if len(w) - len(suffix) >= 4 and w.endswith(suffix):
-            w = w[: -len(suffix)]
-            break
-    return w[:-1] if len(w) >= 5 and w[-1] == w[-2] else w  # "controll" -> "control", applied to both sides
 
 
 def claim_in(claim: str, text: str) -> bool:

@@ -15,10 +15,9 @@ import re
 
 from agentic_rag.anchors.matching import RE_DATE_OR_YEAR, normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
-from agentic_rag.gate.signals import stem
 from agentic_rag.prompts import INVALID_QUESTION
 from agentic_rag.retrieval.hybrid import tokenize
-from agentic_rag.text import dangling_words, split_sentences, strip_markup
+from agentic_rag.text import dangling_words, split_sentences, stem, strip_markup
 
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
