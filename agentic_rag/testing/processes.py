@@ -18,6 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from agentic_rag.telemetry import jsonl_lines
+
 ROOT = Path(__file__).resolve().parents[2]  # the checkout whose code the children run
 TIMING = {"latency_p50_ms", "latency_p95_ms"}  # the summary fields that differ between two runs of the same questions
 
@@ -77,7 +79,9 @@ def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> tuple[float, str]
 def result_ids(out: Path) -> list[str]:
     path = out / "results.jsonl"
     ids = []
-    for line in (path.read_text().splitlines() if path.is_file() else []):
+    for line in (jsonl_lines(path.read_text()) if path.is_file() else []):
+        if not line:
+            continue
         try:
             ids.append(json.loads(line)["id"])
         except (json.JSONDecodeError, KeyError, TypeError):
