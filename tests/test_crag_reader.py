@@ -1,4 +1,5 @@
 import bz2
+import os
 import json
 
 import pytest
@@ -72,3 +73,17 @@ def test_bz2_roundtrip_and_find(tmp_path):
 def test_missing_dataset_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
         list(iter_records(tmp_path / "nope.jsonl"))
+
+
+def test_a_dataset_from_a_pipe_is_refused_not_read_in_part(tmp_path):
+    from agentic_rag.testing.records import toy_dataset
+
+    data = toy_dataset(tmp_path, n=3).read_bytes()
+    read, write = os.pipe()
+    os.write(write, data)  # a few kB: the pipe holds it all
+    os.close(write)
+    try:
+        with pytest.raises(DataError, match="is a pipe or a device, not a file"):
+            list(iter_records(f"/dev/fd/{read}"))
+    finally:
+        os.close(read)

@@ -205,6 +205,9 @@ def resolve_dataset(path: str | Path) -> Path:
         raise DataError(f"dataset {p} does not exist")
     if p.is_dir():
         raise DataError(f"dataset {p} is a folder; give a CRAG .jsonl or .jsonl.bz2 file")
+    if not p.is_file():  # a pipe (/dev/stdin, <(...)) gives its bytes once; each reopening would lose some
+        raise DataError(f"dataset {p} is a pipe or a device, not a file: a dataset is read more than once; "
+                        "save it to a file and give that")
     return p
 
 
