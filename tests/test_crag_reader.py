@@ -87,3 +87,15 @@ def test_a_dataset_from_a_pipe_is_refused_not_read_in_part(tmp_path):
             list(iter_records(f"/dev/fd/{read}"))
     finally:
         os.close(read)
+
+
+def test_a_field_that_exhausts_the_parser_is_one_bad_record(tmp_path):
+    from agentic_rag.testing.bad_inputs import UNPARSABLE_LIST
+
+    rows = [{"interaction_id": i, "query": "q", "alternative_answers": alt} for i, alt in
+            (("a", "['x']"), ("b", UNPARSABLE_LIST), ("c", "[]"))]
+    report = ReadReport("")
+    ids = [r.interaction_id for r in iter_records(_write(tmp_path / "d.jsonl", [json.dumps(r) for r in rows]),
+                                                  report=report)]
+    assert ids == ["a", "c"]
+    assert [(b.line, b.reason) for b in report.bad] == [(2, "alternative_answers: too deeply nested to read as a list")]

@@ -174,6 +174,8 @@ def _parse_list_string(text: str) -> Any:
             return parse(text)
         except (ValueError, SyntaxError):
             continue
+        except (MemoryError, RecursionError):  # the parser's stack: 100,000 nested signs exhaust it
+            raise ValueError("too deeply nested to read as a list") from None
     return [text]
 
 
