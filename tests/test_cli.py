@@ -12,7 +12,7 @@ runner = CliRunner()
 
 
 def test_search_json_lists_passages_with_three_scores(tmp_path):
-    res = runner.invoke(app, ["search", "dreamworks animation owner", "--dataset", "example", "--id", "9", "--k", "3",
+    res = runner.invoke(app, ["search", "dreamworks animation owner", "--dataset", "example", "--id", "@9", "--k", "3",
                               "--json", "-o", f"ARTIFACTS_DIR={tmp_path}"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)

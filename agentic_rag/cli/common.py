@@ -42,7 +42,7 @@ app.add_typer(prepare_app, name="prepare")
 OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE or section.KEY=VALUE setting (repeatable).")]
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
 DatasetOpt = Annotated[Optional[str], typer.Option("--dataset", help="CRAG .jsonl[.bz2] file, or 'example'.")]
-IdOpt = Annotated[Optional[str], typer.Option("--id", help="interaction_id (or 0-based index) in --dataset.")]
+IdOpt = Annotated[Optional[str], typer.Option("--id", help="interaction_id in --dataset, or @N for its record at 0-based position N.")]
 IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index folder built by `ingest`.")]
 ExecutorOpt = Annotated[str, typer.Option("--executor", help="local (threads here) or ray (Ray workers; extra 'ray').")]
 AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --executor ray: HOST:PORT of a running "

@@ -97,7 +97,7 @@ def graph_cmd(
 @app.command("trace")
 def trace_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by `eval`.")],
-    qid: Annotated[Optional[str], typer.Option("--id", help="One question (id or 0-based row): its timeline.")] = None,
+    qid: Annotated[Optional[str], typer.Option("--id", help="One question (its id, a start of it no other id shares, or @N for row N from 0): its timeline.")] = None,
     html_out: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML page of the run.")] = None,
     brief: Annotated[bool, typer.Option("--brief", help="With --id: one line per node, no passages or checks.")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="With --id: list the checkpointed steps.")] = False,
