@@ -164,20 +164,17 @@ def test_trace_otlp_says_when_no_collector_took_the_spans(run_dir, monkeypatch):
     assert res.exit_code == 2 and "is the collector running" in res.output, res.output
 
 
-# more spans than the SDK's queue (2,048) and its first batch (512) hold while the collector's first reply
-# is held: a sender that queues spans for a background thread drops some
-SPAN_QUEUE_OVERFLOW = 2048 + 512
+def test_a_run_with_more_spans_than_the_sdk_queue_arrives_whole(run_dir, spans, tmp_path):
+    from agentic_rag.testing.otlp_collector import SDK_BATCH, SDK_SPAN_QUEUE, OtlpCollector, repeated_run
 
-
-def test_a_run_with_more_spans_than_the_sdk_queue_arrives_whole_or_fails(run_dir, spans, tmp_path):
-    from agentic_rag.testing.otlp_collector import OtlpCollector, repeated_run
-
-    copies = SPAN_QUEUE_OVERFLOW // len(spans) + 40
+    # more spans than the SDK's queue and its first batch hold while the collector's first reply is held
+    # back: a sender that queues them for a background thread drops some
+    copies = (SDK_SPAN_QUEUE + SDK_BATCH) // len(spans) + 40
     big = repeated_run(run_dir, tmp_path / "big", copies)
     with OtlpCollector(first_reply_s=2.0) as collector:
         res = CliRunner().invoke(app, ["trace", str(big), "--otlp", collector.url])
     assert res.exit_code == 0, res.output
-    assert collector.spans == len(spans) * copies > SPAN_QUEUE_OVERFLOW
+    assert collector.spans == len(spans) * copies > SDK_SPAN_QUEUE + SDK_BATCH
     assert f"sent {collector.spans} spans of {3 * copies} questions" in res.stdout
 
 

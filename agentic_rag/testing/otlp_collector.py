@@ -21,6 +21,9 @@ from typing import Any
 
 from agentic_rag.eval.results import read_results
 
+SDK_SPAN_QUEUE = 2048  # spans the OpenTelemetry SDK's batch processor queues by default (max_queue_size)
+SDK_BATCH = 512  # spans it takes off the queue for one request (max_export_batch_size)
+
 
 class OtlpCollector:
     def __init__(self, first_reply_s: float = 0.0, refuse_after: int | None = None) -> None:
