@@ -4,7 +4,6 @@ run against the reference run, a one-line error, the warnings a terminal shows).
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 import subprocess
