@@ -79,12 +79,20 @@ def write_lines(lines: Iterable[tuple[str, str]]) -> None:
         append_line(Path(path), line)
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines file: split at ``\\n`` only. The writers keep non-ASCII characters as
+    they are (``ensure_ascii=False``), so a raw U+2028, U+2029 or U+0085 from a question or a reply sits
+    inside a row, and ``str.splitlines()``, which breaks at those too, would cut the row in two and
+    lose it."""
+    return text.split("\n")
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Every complete row; a line cut by a killed writer is skipped."""
     if not Path(path).is_file():
         return []
     rows = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in jsonl_lines(Path(path).read_text(encoding="utf-8")):
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
@@ -102,7 +110,7 @@ def keep_questions(path: Path, question_ids: Iterable[str]) -> int:
     if not path.is_file():
         return 0
     keep = set(question_ids)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = [line for line in jsonl_lines(path.read_text(encoding="utf-8")) if line]
     kept = []
     for line in lines:
         try:

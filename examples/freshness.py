@@ -12,7 +12,7 @@ pages (unless ``UNDATED_IS_STALE``) and questions without a class or a time are 
 
 Enable it by configuration alone::
 
-    agentic-rag ask --dataset example --id 5 -o EXTENSIONS=examples.freshness:freshness
+    agentic-rag ask --dataset example --id @5 -o EXTENSIONS=examples.freshness:freshness
     agentic-rag ask ... -o 'EXTENSION_SETTINGS={"freshness": {"UNDATED_IS_STALE": true}}'
 """
 

@@ -50,6 +50,7 @@ from agentic_rag.eval.rows import gold_groups
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.gate.fitted import cut_for
 from agentic_rag.gate.probe_training import auc
+from agentic_rag.telemetry import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 # the decision issue's refusal targets on SQuAD 2.0: refuse >= 75% of unanswerable at <= 12% false refusal
@@ -60,8 +61,7 @@ def with_p_right(rows: list[dict], run_dir: Path) -> list[dict]:
     """The fitted run's rows, each with the P(right) its last round's telemetry gave (None where the
     decision was made before any draft was judged)."""
     last: dict[str, float] = {}
-    for line in (run_dir / "telemetry.jsonl").read_text().splitlines():
-        rec = json.loads(line)
+    for rec in read_rows(run_dir / "telemetry.jsonl"):
         if rec.get("p_right") is not None:
             last[rec["question_id"]] = float(rec["p_right"])
     return [{**r, "p_right": last.get(r["id"])} for r in rows]

@@ -232,7 +232,7 @@ def test_control_characters_in_a_dataset_are_shown_never_obeyed_by_any_terminal_
         views = [cli("ask", "--dataset", str(data), "--id", "esc-0", "--debug", *model),
                  cli("search", f"nemo{HOSTILE}", "--dataset", str(data), "--id", "esc-0", *model),
                  cli("eval", "--dataset", str(data), "--out", str(out), *model)]
-    views += [cli("trace", str(out)), cli("trace", str(out), "--id", "0")]
+    views += [cli("trace", str(out)), cli("trace", str(out), "--id", "@0")]
     for res in views:
         assert res.exit_code == 0, res.output[-2000:]
         shown = res.stdout + res.stderr

@@ -2,17 +2,20 @@
 
 import json
 import re
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
+from agentic_rag.testing.records import docs_folder
 from tests.test_agent_graph import SNAPSHOTS
 
 runner = CliRunner()
 
 
 def test_search_json_lists_passages_with_three_scores(tmp_path):
-    res = runner.invoke(app, ["search", "dreamworks animation owner", "--dataset", "example", "--id", "9", "--k", "3",
+    res = runner.invoke(app, ["search", "dreamworks animation owner", "--dataset", "example", "--id", "@9", "--k", "3",
                               "--json", "-o", f"ARTIFACTS_DIR={tmp_path}"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
@@ -90,3 +93,36 @@ def test_every_error_a_user_can_fix_shares_one_base_and_ends_the_cli_as_one_line
         res = CliRunner().invoke(app, args)
         last = re.split(r"[\r\n]+", res.output.strip())[-1]  # after any progress bar
         assert res.exit_code == 2 and last.startswith(label) and "Traceback" not in res.output, (args, res.output)
+
+
+
+# each command whose output cannot be written: its arguments with the output at ``place``, and what the
+# error calls that output
+UNWRITABLE = {
+    "ingest --out": (lambda place, tmp: ["ingest", str(tmp / "docs"), "--out", str(place / "index"),
+                                         "-o", f"ARTIFACTS_DIR={tmp}"], "the index "),
+    "trace --html": (lambda place, tmp: ["trace", str(one_row_run(tmp / "run")), "--html", str(place / "t.html")],
+                     "--html "),
+    "graph --out": (lambda place, tmp: ["graph", "--out", str(place / "g.mmd")], "--out "),
+    "ask MODEL_CACHE_DIR": (lambda place, tmp: ["ask", "--dataset", "example", "--id", "@0", "-o", f"ARTIFACTS_DIR={tmp}",
+                                                "-o", f"MODEL_CACHE_DIR={place / 'models'}"], "MODEL_CACHE_DIR "),
+}
+
+
+def one_row_run(folder: Path) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "results.jsonl").write_text(json.dumps({"id": "a", "query": "q", "prediction": "p", "events": []}) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("command", UNWRITABLE)
+def test_an_output_that_cannot_be_written_is_one_line_before_the_work(tmp_path, command):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    docs_folder(tmp_path / "docs", 2)
+    arguments, called = UNWRITABLE[command]
+    places = [blocker] + ([Path("/sys")] if Path("/sys").is_dir() else [])  # sysfs takes no file, even from root
+    for place in places:
+        res = runner.invoke(app, arguments(place, tmp_path))
+        assert res.exit_code == 2 and isinstance(res.exception, SystemExit), res.output[-2000:]
+        assert res.stderr.strip().startswith(f"error: cannot write {called}") and "\n" not in res.stderr.strip()

@@ -182,7 +182,7 @@ def test_the_openai_backend_without_a_server_is_a_one_line_error(monkeypatch):
 
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "AGENTIC_RAG_OPENAI_BASE_URL", "AGENTIC_RAG_OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    res = CliRunner().invoke(app, ["ask", "--dataset", "example", "--id", "0", "-o", "LLM_BACKEND=openai"])
+    res = CliRunner().invoke(app, ["ask", "--dataset", "example", "--id", "@0", "-o", "LLM_BACKEND=openai"])
     assert res.exit_code == 2 and "needs OPENAI_BASE_URL" in res.stderr and res.exception.__class__ is SystemExit
 
 
@@ -409,7 +409,7 @@ def test_a_pattern_that_does_not_compile_is_refused_when_settings_load(name, mon
     with pytest.raises(SettingsError, match=rf"setting {name}: '\(unclosed' is not a valid regular expression"):
         Settings.load(overrides={name: ["fine", "(unclosed"]})
     monkeypatch.setenv(f"AGENTIC_RAG_{name}", '["(unclosed"]')
-    for command in (["settings"], ["ask", "--dataset", "example", "--id", "0"]):
+    for command in (["settings"], ["ask", "--dataset", "example", "--id", "@0"]):
         res = CliRunner().invoke(app, command)
         message = res.stderr.strip()
         assert res.exit_code == 2 and "\n" not in message and "Traceback" not in res.output

@@ -1,4 +1,5 @@
 import bz2
+import os
 import json
 
 import pytest
@@ -64,7 +65,7 @@ def test_bz2_roundtrip_and_find(tmp_path):
     again = list(iter_records(out))
     assert [r.query for r in again] == [r.query for r in records]
     assert find_record(out, records[1].interaction_id).query == records[1].query
-    assert find_record(out, "2").query == records[2].query
+    assert find_record(out, "@2").query == records[2].query
     with pytest.raises(DataError, match="no record"):
         find_record(out, "missing-id")
 
@@ -72,3 +73,39 @@ def test_bz2_roundtrip_and_find(tmp_path):
 def test_missing_dataset_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
         list(iter_records(tmp_path / "nope.jsonl"))
+
+
+def test_a_dataset_from_a_pipe_is_refused_not_read_in_part(tmp_path):
+    from agentic_rag.testing.records import toy_dataset
+
+    data = toy_dataset(tmp_path, n=3).read_bytes()
+    read, write = os.pipe()
+    os.write(write, data)  # a few kB: the pipe holds it all
+    os.close(write)
+    try:
+        with pytest.raises(DataError, match="is a pipe or a device, not a file"):
+            list(iter_records(f"/dev/fd/{read}"))
+    finally:
+        os.close(read)
+
+
+def test_a_field_that_exhausts_the_parser_is_one_bad_record(tmp_path):
+    from agentic_rag.testing.bad_inputs import UNPARSABLE_LIST
+
+    rows = [{"interaction_id": i, "query": "q", "alternative_answers": alt} for i, alt in
+            (("a", "['x']"), ("b", UNPARSABLE_LIST), ("c", "[]"))]
+    report = ReadReport("")
+    ids = [r.interaction_id for r in iter_records(_write(tmp_path / "d.jsonl", [json.dumps(r) for r in rows]),
+                                                  report=report)]
+    assert ids == ["a", "c"]
+    assert [(b.line, b.reason) for b in report.bad] == [(2, "alternative_answers: too deeply nested to read as a list")]
+
+
+def test_an_exact_id_wins_and_a_position_is_asked_for_with_at(tmp_path):
+    path = _write(tmp_path / "d.jsonl", [json.dumps({"interaction_id": i, "query": f"q{i}"}) for i in ("1", "0", "x")])
+    assert find_record(path, "0").query == "q0" and find_record(path, "1").query == "q1"
+    assert find_record(path, "@0").query == "q1" and find_record(path, "@2").query == "qx"
+    with pytest.raises(DataError, match="no record with id '2' .*; for the one at 0-based position 2, give --id @2$"):
+        find_record(path, "2")
+    with pytest.raises(DataError, match="no record with id '@3' .*; there are 3, at positions @0 to @2$"):
+        find_record(path, "@3")

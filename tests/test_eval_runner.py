@@ -5,6 +5,7 @@ import json
 import pytest
 
 from agentic_rag.eval.runner import run_eval
+from agentic_rag.testing.bad_inputs import LINE_BREAKS
 from agentic_rag.testing.fakes import ScriptedChat
 from agentic_rag.testing.processes import TIMING  # noqa: F401 - other tests import it from here
 from agentic_rag.testing.records import QUOTE_2004
@@ -145,3 +146,35 @@ def test_a_sweep_records_the_settings_it_ran_under_and_will_not_resume_under_oth
     assert json.loads((out / "sweep.json").read_text())["fixed"] == {"ANSWER_RELEVANCE_MIN": 0.3}
     with pytest.raises(ResumeMismatchError, match="ANSWER_RELEVANCE_MIN"):
         calibrate(data, "COVERAGE_MIN", [0.0, 0.5], settings, out, extra_config={"llm": fake()})
+
+
+def test_a_line_separator_in_a_question_and_a_reply_loses_no_row(tmp_path, settings):
+    from agentic_rag.datasets.crag import iter_records, write_records
+    from agentic_rag.telemetry import read_rows
+    from agentic_rag.trace.run import load_run
+
+    records = list(iter_records(dataset(tmp_path, n=2)))
+    records[0].query = records[0].query.replace(" at ", " at\u2028", 1)  # a raw U+2028 in the row's "query"
+    data = tmp_path / "separated.jsonl"
+    write_records(records, data)
+    reply = ScriptedChat(replies=[f'Finding Nemo\u2028won {{cite:76th academy}} "{QUOTE_2004}".'])
+    out = tmp_path / "run"
+    res = run_eval(data, "agent", settings, out, progress=False, extra_config={"llm": reply})
+    assert res["summary"]["n"] == 2 and "\u2028" in res["rows"][0]["prediction"]
+    assert load_run(out).row("toy-0")["query"] == records[0].query
+    assert {r["question_id"] for r in read_rows(out / "telemetry.jsonl")} == {"toy-0", "toy-1"}
+    again = ScriptedChat(replies=["unused"])
+    run_eval(data, "agent", settings, out, resume=True, progress=False, extra_config={"llm": again})
+    assert not again.calls and (out / "results.jsonl").read_text().count("\n") == 2
+
+
+@pytest.mark.parametrize("separator", LINE_BREAKS)
+def test_rows_holding_a_line_separator_read_back_whole(tmp_path, separator):
+    from agentic_rag.eval.results import read_results
+    from agentic_rag.telemetry import keep_questions, read_rows, write_row
+
+    rows = tmp_path / "rows.jsonl"
+    for i in range(3):
+        write_row(rows, {"id": f"q{i}", "question_id": f"q{i}", "prediction": f"a{separator}b"})
+    assert [r["id"] for r in read_results(rows)] == ["q0", "q1", "q2"]
+    assert keep_questions(rows, ["q0", "q2"]) == 1 and [r["id"] for r in read_rows(rows)] == ["q0", "q2"]

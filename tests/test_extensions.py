@@ -259,7 +259,7 @@ def test_an_extension_sees_only_what_it_reads(agent_settings):
     ("EXTENSION_SETTINGS={\"freshnes\": {}}", "EXTENSION_SETTINGS names 'freshnes', which is not among the extensions"),
 ])
 def test_cli_reports_a_bad_extension_in_one_line(override, message, tmp_path):
-    res = runner.invoke(app, ["ask", "--dataset", "example", "--id", "0", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", override])
+    res = runner.invoke(app, ["ask", "--dataset", "example", "--id", "@0", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", override])
     said = " ".join(res.output.split())
     assert res.exit_code == 2 and "extension error" in said and message in said and "Traceback" not in said
 

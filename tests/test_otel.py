@@ -164,6 +164,30 @@ def test_trace_otlp_says_when_no_collector_took_the_spans(run_dir, monkeypatch):
     assert res.exit_code == 2 and "is the collector running" in res.output, res.output
 
 
+def test_a_run_with_more_spans_than_the_sdk_queue_arrives_whole(run_dir, spans, tmp_path):
+    from agentic_rag.testing.otlp_collector import SDK_BATCH, SDK_SPAN_QUEUE, OtlpCollector, repeated_run
+
+    # more spans than the SDK's queue and its first batch hold while the collector's first reply is held
+    # back: a sender that queues them for a background thread drops some
+    copies = (SDK_SPAN_QUEUE + SDK_BATCH) // len(spans) + 40
+    big = repeated_run(run_dir, tmp_path / "big", copies)
+    with OtlpCollector(first_reply_s=2.0) as collector:
+        res = CliRunner().invoke(app, ["trace", str(big), "--otlp", collector.url])
+    assert res.exit_code == 0, res.output
+    assert collector.spans == len(spans) * copies > SDK_SPAN_QUEUE + SDK_BATCH
+    assert f"sent {collector.spans} spans of {3 * copies} questions" in res.stdout
+
+
+def test_trace_otlp_fails_when_the_collector_takes_only_some_spans_and_stops_sending(run_dir, spans, tmp_path):
+    from agentic_rag.testing.otlp_collector import OtlpCollector, repeated_run
+
+    copies = 3 * otel.EXPORT_BATCH_SPANS // len(spans)  # three batches or more
+    with OtlpCollector(refuse_after=1) as collector:
+        res = CliRunner().invoke(app, ["trace", str(repeated_run(run_dir, tmp_path / "big", copies)), "--otlp", collector.url])
+    assert res.exit_code == 2 and f"took {otel.EXPORT_BATCH_SPANS} of {len(spans) * copies} spans" in res.output, res.output
+    assert collector.requests == 2  # the batch refused, and no other after it
+
+
 @pytest.mark.model
 def test_a_real_model_call_is_recorded_with_its_model_name_and_token_counts(settings):
     from langchain_core.messages import HumanMessage

@@ -4,6 +4,9 @@ chosen by settings."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -211,3 +214,38 @@ def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(tmp_pa
     assert set(row["cpu_by_node_ms"]) == set(row["latency_by_node_ms"]) == {"retrieve", "pack", "generate", "finalize"}
     parts = next(e for e in row["events"] if e["node"] == "retrieve")["parts_ms"]
     assert parts["extract"] > 0 and parts["embed"] > 0  # the question's pages were indexed in this node
+
+
+PAGE_TIMES = """
+import json, time
+from agentic_rag.ingest.pages import make_page
+from agentic_rag.testing.bad_inputs import ABBREVIATIONS, abbreviation_page
+
+def fastest(page, tries):  # a loaded machine only ever slows a try down
+    times = []
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        make_page(page)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+print(json.dumps({unit: [fastest(abbreviation_page(20_000, unit), 5), fastest(abbreviation_page(200_000, unit), 3)]
+                  for unit in ABBREVIATIONS}))
+"""
+# 10 times the text takes 10 times as long when reading a page is linear, 100 times when it is quadratic;
+# the margin between is for a loaded machine (measured: 6 to 15 on 2 cores shared by five processes)
+LINEAR_RATIO_MAX = 40
+PAGE_TIMES_LIMIT_S = 120  # all the timings, linear, take seconds; quadratic, the 20 KB pages alone took minutes
+
+
+def test_a_page_that_runs_one_abbreviation_on_is_read_in_time_linear_in_its_length():
+    from agentic_rag.testing.processes import child_env
+
+    try:  # in a child process: quadratic, the 200 KB pages would take half an hour each
+        proc = subprocess.run([sys.executable, "-c", PAGE_TIMES], env=child_env(), capture_output=True, text=True,
+                              timeout=PAGE_TIMES_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"reading the 20 KB and 200 KB pages took over {PAGE_TIMES_LIMIT_S} s")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for unit, (small, large) in json.loads(proc.stdout).items():
+        assert large / small < LINEAR_RATIO_MAX, f"{unit!r}: 20 KB {small:.3f} s, 200 KB {large:.3f} s"

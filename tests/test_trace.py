@@ -327,7 +327,7 @@ def test_graph_draws_every_format_offline(system, tmp_path, monkeypatch):
 
 def test_ask_streams_nodes_and_json_stays_one_object(tmp_path):
     # the confidence gate refuses before generation, so no model is loaded
-    args = ["ask", "--dataset", "example", "--id", "9", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", "RETRIEVAL_MIN_SCORE=0.99"]
+    args = ["ask", "--dataset", "example", "--id", "@9", "-o", f"ARTIFACTS_DIR={tmp_path}", "-o", "RETRIEVAL_MIN_SCORE=0.99"]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     out = res.stdout
@@ -437,3 +437,13 @@ def test_png_layout_without_graphviz_follows_the_order_the_graph_runs():
     order = ["__start__", "anchors", "worker", "supervise", "generate", "collect_signals", "decide", "finalize", "__end__"]
     ys = [centres[n][1] for n in order]
     assert ys == sorted(ys) and len(set(ys)) == len(ys), dict(zip(order, ys))
+
+
+def test_an_exact_question_id_wins_over_a_row_number(tmp_path):
+    from agentic_rag.trace.run import Run, TraceError
+
+    run = Run(tmp_path, [{"id": "1"}, {"id": "0"}, {"id": "toy-a"}])
+    assert run.row("0")["id"] == "0" and run.row("1")["id"] == "1"
+    assert run.row("@0")["id"] == "1" and run.row("toy")["id"] == "toy-a"
+    with pytest.raises(TraceError, match="no question '2' .*; for the one at 0-based position 2, give --id @2$"):
+        run.row("2")

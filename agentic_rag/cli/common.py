@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from agentic_rag.configuration import RemovedSettingWarning, Settings, env_warnings
 from agentic_rag.datasets.crag import BadRecordWarner, DataError, find_record
-from agentic_rag.errors import UserError
+from agentic_rag.errors import UserError, writable_folder
 from agentic_rag.redact import redact_text
 from agentic_rag.terminal import SafeConsole
 from graphs import get_graph  # noqa: F401  (the app layer: importing it registers the graphs with the runner)
@@ -42,7 +42,7 @@ app.add_typer(prepare_app, name="prepare")
 OverrideOpt = Annotated[Optional[list[str]], typer.Option("--override", "-o", help="KEY=VALUE or section.KEY=VALUE setting (repeatable).")]
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Named preset or JSON file of settings.")]
 DatasetOpt = Annotated[Optional[str], typer.Option("--dataset", help="CRAG .jsonl[.bz2] file, or 'example'.")]
-IdOpt = Annotated[Optional[str], typer.Option("--id", help="interaction_id (or 0-based index) in --dataset.")]
+IdOpt = Annotated[Optional[str], typer.Option("--id", help="interaction_id in --dataset, or @N for its record at 0-based position N.")]
 IndexOpt = Annotated[Optional[Path], typer.Option("--index", help="Corpus index folder built by `ingest`.")]
 ExecutorOpt = Annotated[str, typer.Option("--executor", help="local (threads here) or ray (Ray workers; extra 'ray').")]
 AddressOpt = Annotated[Optional[str], typer.Option("--address", help="With --executor ray: HOST:PORT of a running "
@@ -61,6 +61,8 @@ def load_settings(preset: str | None, overrides: list[str] | None, needs_llm: bo
         err.print(f"[yellow]warning:[/] {warning}", soft_wrap=True, highlight=False)
     if needs_llm and (problem := settings.backend_error()):
         fail(problem)
+    if needs_llm:
+        _model_cache_writable(settings)
     if needs_llm and settings.baug.GATE_POLICY == "fitted":  # a decision for another model fails now, in one line
         from agentic_rag.gate.fitted import configured_decision
 
@@ -71,6 +73,24 @@ def load_settings(preset: str | None, overrides: list[str] | None, needs_llm: bo
     if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run
         get_graph("agent", settings)
     return settings
+
+
+def _model_cache_writable(settings: Settings) -> None:
+    """The packaged model a question loads is converted into MODEL_CACHE_DIR the first time, after that
+    question's retrieval: a cache that cannot take it fails now, in one line. With the openai backend the
+    0.5B's tokenizer still counts every prompt (llm.factory.get_tokenizer); a converted model is only read."""
+    from agentic_rag.llm.packaged import FAST_MODEL, PACKAGED_MODELS, converted_source_key
+
+    model = PACKAGED_MODELS.get(settings.llm.LLM_MODEL) if settings.llm.LLM_BACKEND == "local" else FAST_MODEL
+    if model is None:  # a model folder of the user's own: nothing is converted
+        return
+    cache = Path(settings.paths.MODEL_CACHE_DIR).expanduser()
+    try:
+        converted = converted_source_key(cache / model.converted_dir) == model.sha256
+    except OSError:  # a cache path under a file: writable_folder says so
+        converted = False
+    if not converted:
+        writable_folder(cache, f"MODEL_CACHE_DIR {cache}")
 
 
 def fail(msg: str, code: int = 2) -> None:

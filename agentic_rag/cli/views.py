@@ -11,6 +11,7 @@ from rich.table import Table
 
 from agentic_rag.cli.common import OverrideOpt, PresetOpt, app, console, err, fail, load_settings
 from agentic_rag.configuration import Settings, SettingsError
+from agentic_rag.errors import writable_file
 from graphs import get_graph
 
 
@@ -26,6 +27,9 @@ def compare_cmd(
 
     if len(runs) < 2:
         fail("give at least two run folders")
+    for option, path in (("--out", out), ("--html", html_out)):
+        if path is not None:
+            writable_file(path, f"{option} {path}")
     if html_out is not None:
         from agentic_rag.trace.html import render_compare_html, write_page
         from agentic_rag.trace.run import TraceError, load_run
@@ -44,7 +48,6 @@ def compare_cmd(
     if out:
         from agentic_rag.eval.compare import write_plots
 
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(to_markdown(result, title, write_plots(result, out.parent)))
         console.print(f"written {out}")
     from agentic_rag.eval.metrics import metric_label
@@ -79,6 +82,8 @@ def graph_cmd(
     settings = load_settings(preset, override)
     if fmt in BINARY_FORMATS and out is None:
         fail(f"--format {fmt} writes a file: give --out FILE")
+    if out is not None:
+        writable_file(out, f"--out {out}")
     try:
         drawing = draw(get_graph(system, settings), fmt)
     except (ValueError, DrawError) as exc:
@@ -86,7 +91,6 @@ def graph_cmd(
     if out is None:
         print(drawing)
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(drawing, bytes):
         out.write_bytes(drawing)
     else:
@@ -97,7 +101,7 @@ def graph_cmd(
 @app.command("trace")
 def trace_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by `eval`.")],
-    qid: Annotated[Optional[str], typer.Option("--id", help="One question (id or 0-based row): its timeline.")] = None,
+    qid: Annotated[Optional[str], typer.Option("--id", help="One question (its id, a start of it no other id shares, or @N for row N from 0): its timeline.")] = None,
     html_out: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML page of the run.")] = None,
     brief: Annotated[bool, typer.Option("--brief", help="With --id: one line per node, no passages or checks.")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="With --id: list the checkpointed steps.")] = False,
@@ -107,6 +111,8 @@ def trace_cmd(
     """Inspect a run: a table of its questions, one question node by node, its checkpoints, or an HTML page."""
     from agentic_rag.trace.run import TraceError, load_run
 
+    if html_out is not None:
+        writable_file(html_out, f"--html {html_out}")
     try:
         run = load_run(run_dir)
         if otlp is not None:

@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, Literal, TextIO, TypeVar
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -174,6 +174,8 @@ def _parse_list_string(text: str) -> Any:
             return parse(text)
         except (ValueError, SyntaxError):
             continue
+        except (MemoryError, RecursionError):  # the parser's stack: 100,000 nested signs exhaust it
+            raise ValueError("too deeply nested to read as a list") from None
     return [text]
 
 
@@ -205,6 +207,9 @@ def resolve_dataset(path: str | Path) -> Path:
         raise DataError(f"dataset {p} does not exist")
     if p.is_dir():
         raise DataError(f"dataset {p} is a folder; give a CRAG .jsonl or .jsonl.bz2 file")
+    if not p.is_file():  # a pipe (/dev/stdin, <(...)) gives its bytes once; each reopening would lose some
+        raise DataError(f"dataset {p} is a pipe or a device, not a file: a dataset is read more than once; "
+                        "save it to a file and give that")
     return p
 
 
@@ -344,17 +349,49 @@ class BadRecordWarner:
             warn(f"warning: {self.count - self.limit} more bad records skipped ({self.count} in all)", self.stream)
 
 
+POSITION_MARK = "@"  # `--id @3`: the record at 0-based position 3; a bare value is always an interaction_id
+Item = TypeVar("Item")
+
+
+def id_position(spelling: str) -> int | None:
+    """The 0-based position ``@N`` asks for; None for any other spelling, which is an id."""
+    digits = spelling.removeprefix(POSITION_MARK)
+    return int(digits) if digits != spelling and digits.isascii() and digits.isdigit() else None
+
+
+def pick(items: Iterable[Item], spelling: str, id_of: Callable[[Item], str]) -> tuple[Item | None, int]:
+    """The item whose id is ``spelling``, else, for ``@N``, the one at position N; and how many items
+    were read. An exact id wins over a position, so no record's id can hide another's."""
+    position, at, count = id_position(spelling), None, 0
+    for count, item in enumerate(items, start=1):
+        if id_of(item) == spelling:
+            return item, count
+        if count - 1 == position:
+            at = item
+    return at, count
+
+
+def position_hint(spelling: str, count: int) -> str:
+    """What to add when no id is ``spelling``: how to ask for a position, where it names one there is."""
+    if spelling.isascii() and spelling.isdigit() and int(spelling) < count:
+        return f"; for the one at 0-based position {int(spelling)}, give --id {POSITION_MARK}{int(spelling)}"
+    if (position := id_position(spelling)) is not None and position >= count:
+        return f"; there are {count}, at positions {POSITION_MARK}0 to {POSITION_MARK}{count - 1}"
+    return ""
+
+
 def find_record(
     path: str | Path,
     record_id: str,
     on_bad: Literal["skip", "fail"] = "skip",
     on_bad_record: Callable[[BadRecord], None] | None = None,
 ) -> CragRecord:
-    """The record with ``interaction_id == record_id`` (or, for a number, the record at that 0-based index)."""
-    for i, rec in enumerate(iter_records(path, on_bad=on_bad, on_bad_record=on_bad_record)):
-        if rec.interaction_id == record_id or (record_id.isdigit() and int(record_id) == i):
-            return rec
-    raise DataError(f"no record with id {record_id!r} in {path}")
+    """The record whose ``interaction_id`` is ``record_id``, or, for ``@N``, the record at 0-based position N."""
+    records = iter_records(path, on_bad=on_bad, on_bad_record=on_bad_record)
+    found, count = pick(records, record_id, lambda rec: rec.interaction_id)
+    if found is None:
+        raise DataError(f"no record with id {record_id!r} in {path}{position_hint(record_id, count)}")
+    return found
 
 
 def write_records(records: Iterator[CragRecord] | list[CragRecord], path: str | Path) -> int:

@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.telemetry import jsonl_lines
+
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     """Every complete row of a results.jsonl; a line cut by a crash or kill is skipped (and re-run)."""
@@ -21,7 +23,7 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 def read_results_text(text: str) -> list[dict[str, Any]]:
     rows = []
-    for line in text.splitlines():
+    for line in jsonl_lines(text):
         row = parse_row(line)
         if row is not None:
             rows.append(row)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import threading
 from functools import partial
 from pathlib import Path
@@ -21,7 +20,7 @@ from tqdm import tqdm
 from agentic_rag.budget import tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset
-from agentic_rag.errors import UserError
+from agentic_rag.errors import UserError, writable_folder
 from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
@@ -42,16 +41,7 @@ REJECTED_NAME = "results.rejected.jsonl"  # damaged lines of results.jsonl, set 
 
 
 class RunFolderError(UserError, OSError):
-    """The run folder cannot be created or written, is in use, or holds a run that would be lost."""
-
-
-def _writable_folder(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as exc:
-        raise RunFolderError(f"cannot write the run folder {out}: {exc.strerror or exc}") from None
+    """The run folder is in use, or holds a run that would be lost (one that cannot be written: OutputError)."""
 
 
 def question_row(system: str, settings: Settings, extra_config: dict[str, Any] | None, rec: CragRecord) -> dict[str, Any]:
@@ -103,7 +93,7 @@ def run_eval(
     if not selected:
         raise DataError(f"no records in {report.path}" + (f" ({len(report.bad)} bad lines skipped)" if report.bad else ""))
     out = Path(out_dir)
-    _writable_folder(out)
+    writable_folder(out, f"the run folder {out}")
     try:
         lock = RunLock(out).acquire()
     except RunFolderBusy as exc:

@@ -32,6 +32,7 @@ from agentic_rag.datasets.crag import (
     SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
     looks_binary, resolve_dataset, warn,
 )
+from agentic_rag.errors import writable_folder
 from agentic_rag.ingest.pages import EXTRACTOR_VERSION, make_page
 from agentic_rag.retrieval.chunks import Page
 from agentic_rag.retrieval.embedding_cache import cache_for
@@ -306,6 +307,7 @@ def build_corpus_index(
 def _build_corpus_index(source: str | Path, out: Path, settings: Settings, progress: bool, executor: Any) -> dict:
     if out.exists() and not (out / "manifest.json").is_file() and (not out.is_dir() or any(out.iterdir())):
         raise DataError(f"{out} exists and is not an index folder; choose another --out (nothing was overwritten)")
+    writable_folder(out.parent, f"the index {out}")  # where HybridIndex.save writes it, once all is extracted and embedded
     t0 = time.perf_counter()
     report = IngestReport(settings)
     pages = list(tqdm(pages_from_source(source, settings, report, executor), desc="extract pages", unit="page",

@@ -39,6 +39,17 @@ WRONG_TYPES = [  # (field, value, the bad record's reason)
     ("search_results", [{"page_result": ["<p>x</p>"]}], "search_results.0.page_result: expected a string or a number, got a list"),
 ]
 LONG = " ".join(["which movie won best animated feature at the oscars"] * 2500)  # 20,000 words
+# a string of 100,000 minus signs: Python's parser runs out of stack on it (MemoryError, not a SyntaxError)
+UNPARSABLE_LIST = "-" * 100_000 + "1"
+LINE_BREAKS = ("\u2028", "\u2029", "\u0085")  # line and paragraph separators, NEL: str.splitlines() breaks at them
+# abbreviations the sentence splitter runs on: a page of one of them repeated is one sentence as long as the page
+ABBREVIATIONS = ("Mr. X ", "J. ", "No. 1 ")
+
+
+def abbreviation_page(chars: int, unit: str = ABBREVIATIONS[0]) -> str:
+    """A page that addresses the model once ("Answer:", so ingest splits all of it into sentences), then
+    ``unit`` repeated to ``chars`` characters."""
+    return "Answer: yes\n" + unit * (chars // len(unit))
 
 
 def empty_files_folder(folder: Path) -> Path:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentic_rag.children import start_child
+from agentic_rag.telemetry import jsonl_lines
 from agentic_rag.testing.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout whose code the children run
@@ -165,7 +166,9 @@ def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> tuple[float, str]
 def result_ids(out: Path) -> list[str]:
     path = out / "results.jsonl"
     ids = []
-    for line in (path.read_text().splitlines() if path.is_file() else []):
+    for line in (jsonl_lines(path.read_text()) if path.is_file() else []):
+        if not line:
+            continue
         try:
             ids.append(json.loads(line)["id"])
         except (json.JSONDecodeError, KeyError, TypeError):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.datasets.crag import pick, position_hint
 from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_results
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
@@ -56,18 +57,19 @@ class Run:
         return Settings.load().public_dump()
 
     def row(self, qid: str) -> dict[str, Any]:
-        """A question by its id, its 0-based row, or a prefix of its id that no other id shares."""
-        for i, row in enumerate(self.rows):
-            if row["id"] == qid or str(i) == qid:
-                return row
+        """A question by its id, its 0-based row as ``@N``, or a prefix of its id that no other id shares."""
+        found, _ = pick(self.rows, qid, lambda row: row["id"])
+        if found is not None:
+            return found
         matches = [row for row in self.rows if qid and row["id"].startswith(qid)]
         if len(matches) == 1:
             return matches[0]
+        hint = position_hint(qid, len(self.rows))
         if matches:
             raise TraceError(f"{qid!r} is the start of {len(matches)} ids in {self.path}: "
-                             f"{', '.join(r['id'] for r in matches[:8])}{', ...' if len(matches) > 8 else ''}")
+                             f"{', '.join(r['id'] for r in matches[:8])}{', ...' if len(matches) > 8 else ''}{hint}")
         raise TraceError(f"no question {qid!r} in {self.path} (ids: {', '.join(r['id'] for r in self.rows[:5])}"
-                         f"{', ...' if len(self.rows) > 5 else ''})")
+                         f"{', ...' if len(self.rows) > 5 else ''}){hint}")
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -4,7 +4,6 @@ run against the reference run, a one-line error, the warnings a terminal shows).
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.eval.results import read_results
 from agentic_rag.testing.bad_inputs import screen_lines
 from agentic_rag.testing.fault_server import FaultServer
 from agentic_rag.testing.processes import child_env, compare_runs, eval_cmd, result_ids
@@ -127,7 +127,7 @@ def process_outcome(proc: subprocess.CompletedProcess | subprocess.Popen, stderr
 
 def eval_outcome(ctx: Context, out: Path, proc: subprocess.CompletedProcess, n: int, expected: list[str] | None) -> dict[str, Any]:
     ids = result_ids(out)
-    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()] if ids else []
+    rows = read_results(out / "results.jsonl")
     reasons = [r["reason"] for r in rows]
     leaked = [str(p.relative_to(ctx.work)) for p in out.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
     return {

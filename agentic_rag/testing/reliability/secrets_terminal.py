@@ -55,7 +55,7 @@ def _escapes(ctx: Context) -> dict[str, Any]:
     procs = [cli([*base, "ask", "--dataset", str(data), "--id", "esc", "--debug", *ctx.opts()]),
              cli([*base, "search", "nemo", "--dataset", str(data), "--id", "esc", *ctx.opts()]),
              cli(eval_cmd(data, out, ctx.opts())),
-             cli([*base, "trace", str(out)]), cli([*base, "trace", str(out), "--id", "0"])]
+             cli([*base, "trace", str(out)]), cli([*base, "trace", str(out), "--id", "@0"])]
     # the dataset's own sequences (a progress bar's cursor-up, ESC[A, is the tools' and stays)
     planted = ("\x1b[2J", "\x1b]0;pwned", "\x07", "\x00", "\x9b", "\u202e")
     reached = sorted({repr(c) for p in procs for c in planted if c in p.stdout + p.stderr})
