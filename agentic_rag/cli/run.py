@@ -173,8 +173,6 @@ def eval_cmd(
         fail("give --resume or --overwrite, not both")
     interrupt_on_sigterm()
     settings = load_settings(preset, override, needs_llm=True)
-    if system == "agent":
-        warn_missing_signals(signals_unavailable(settings), "this run will lack model signals")
     if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
         fail("checkpoints are written where the graph runs: use --executor local to keep them")
     pool = executor_for(executor, workers, settings, address)
@@ -183,7 +181,8 @@ def eval_cmd(
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
         res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool,
-                       overwrite=overwrite)
+                       overwrite=overwrite, on_start=lambda: system == "agent" and warn_missing_signals(
+                           signals_unavailable(settings), "this run will lack model signals"))
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, prog_name(), sys.argv[1:])
     except ExecutorError as exc:

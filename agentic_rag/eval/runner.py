@@ -79,11 +79,12 @@ def run_eval(
     extra_config: dict[str, Any] | None = None,
     executor: Any = None,
     overwrite: bool = False,
+    on_start=None,
 ) -> dict[str, Any]:
     """Answer and judge every selected question; ``executor`` (default: ``workers`` threads here) says
     where the questions run, while this process alone writes the run folder (holding its lock).
     A folder that holds results is continued with ``resume`` or replaced with ``overwrite``, never
-    emptied otherwise."""
+    emptied otherwise. ``on_start`` is called once the folder is accepted, before the first question."""
     # the dataset is read before the run folder is touched: an unusable one leaves an earlier run intact
     report = ReadReport(str(dataset))
     warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
@@ -103,14 +104,14 @@ def run_eval(
               file=sys.stderr)
     try:
         return _run_locked(out, selected, report, system, settings, dataset, resume, overwrite, progress,
-                           on_result, workers, seed, extra_config, executor)
+                           on_result, workers, seed, extra_config, executor, on_start)
     finally:
         lock.release()
 
 
 def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, system: str, settings: Settings,
                 dataset: str | Path, resume: bool, overwrite: bool, progress: bool, on_result, workers: int,
-                seed: int | None, extra_config: dict[str, Any] | None, executor: Any) -> dict[str, Any]:
+                seed: int | None, extra_config: dict[str, Any] | None, executor: Any, on_start=None) -> dict[str, Any]:
     results_path = out / "results.jsonl"
     if not resume:
         if (held := len(read_results(results_path))) and not overwrite:
@@ -148,6 +149,8 @@ def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, syste
         keep_questions(own_telemetry, done)
     (out / "config.json").write_text(json.dumps(config, indent=2))
     todo = [rec for rec in selected if rec.interaction_id not in done]
+    if on_start:
+        on_start()
     bar = tqdm(total=len(selected), initial=len(selected) - len(todo), desc=system, unit="q", disable=not progress)
     tally = {"n": 0, "accurate": 0, "incorrect": 0, "tokens": 0}
     lock = threading.Lock()
