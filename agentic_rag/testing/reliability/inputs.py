@@ -252,8 +252,8 @@ def obedient_reply() -> str:
     return OBEDIENT + "".join(f' "{quote}"' for quote in dict.fromkeys(q for _, q in INJECTIONS.values()))
 
 
-def attacked(ctx: Context, name: str, records: list, must_flag: bool) -> dict[str, Any]:
-    res, rows = hostile_eval(ctx, name, records, obedient_reply())
+def attacked(ctx: Context, name: str, records: list, must_flag: bool, **settings: Any) -> dict[str, Any]:
+    res, rows = hostile_eval(ctx, name, records, obedient_reply(), **settings)
     n = attack_counts(rows)
     res["outcome"] = (f"{len(rows)} pages: {len(n['gate_bypasses'])} gate bypasses, {len(n['fabricated_quotes'])} "
                       f"fabricated quotes accepted, {len(n['flagged'])} flagged untrusted, {len(n['refused'])} refused")
