@@ -12,7 +12,8 @@ sentence from them: Unicode compatibility forms folded (NFKC: full-width ``＜�
 mathematical bold letters), letters that look like ASCII ones from other scripts folded to them
 (confusable-homoglyphs: a Cyrillic ``і`` in "іgnore"), invisible format characters dropped (zero-width
 spaces, soft hyphens) and Unicode tag characters read as the ASCII they encode. A sentence split across
-lines (a ``<br>`` inside it) is also read joined.
+lines (a ``<br>`` inside it) is also read joined. Role markers a page writes as tags (``<start_of_turn>``)
+are read too: pages keep them as text before they are parsed (``role_tags_as_text``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ from functools import lru_cache
 _MODEL = (r"(?:ai|a\.i\.|llms?|(?:large )?language models?|chatbots?|gpts?|chatgpt"
           r"|ai (?:assistants?|models?|systems?|agents?|tools?|crawlers?|readers?))")
 _ADDRESSEE = r"(?:" + _MODEL + r"|assistants?|bots?|summari[sz]ers?|crawlers?|scrapers?)"
+# Role markers of chat formats spelled like a tag (Gemma's <start_of_turn>, ChatML's <im_start> without its bars,
+# Llama 3's headers, Llama 2's <<SYS>> and [INST] as tags): in text they address the model, and an HTML parser
+# would take them for elements and drop them, so pages keep them as text (``role_tags_as_text``)
+_ROLE_TAG = (r"<\s*/?\s*(?:start_of_turn|end_of_turn|im_start|im_end|im_sep|eot_id|start_header_id|end_header_id"
+             r"|begin_of_text|end_of_text|inst|sys|system_prompt)(?:[\s/][^<>]{0,80})?>")
 _SAY = r"(?:answer|reply|respond|say|state|write|output|claim|tell|report|mention|cite)"
 _ANSWER = r"(?:answer|reply|respond|say|state|output|claim|cite)"
 
@@ -73,7 +79,7 @@ UNTRUSTED_PATTERNS = (
     # <|eot_id|>, <|assistant|>), Gemma (<start_of_turn>model), Llama 2 and Mistral ([INST], <<SYS>>,
     # [SYSTEM_PROMPT]), Alpaca and Vicuna (### Instruction:, ### Response:, ### Human:)
     r"<\|[a-z_\u2581 ]+\|>",
-    r"<\s*/?\s*(?:start_of_turn|end_of_turn)\s*>",
+    _ROLE_TAG,
     r"\[/?(?:inst|system_prompt|available_tools|tool_calls|tool_results)\]|<</?sys>>",
     r"^\W{0,3}#{2,}\s*(?:instructions?|response|input|system|user|assistant|human)\b",
     r"^\W{0,3}response\s*:",
@@ -136,6 +142,16 @@ def normalise(text: str) -> str:
 def joined(text: str) -> str:
     """``text`` with its line breaks read as spaces: a sentence a ``<br>`` splits reads whole."""
     return _BREAK.sub(" ", text)
+
+
+_MARKUP_ROLE_TAG = re.compile(_ROLE_TAG, re.IGNORECASE)
+
+
+def role_tags_as_text(markup: str) -> str:
+    """``markup`` with the chat-format role markers written in it as tags escaped, so a parser keeps them as the
+    text they are and the page is judged with them."""
+    return _MARKUP_ROLE_TAG.sub(lambda m: m.group().replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
+                                markup)
 
 
 def is_untrusted(sentence: str) -> bool:

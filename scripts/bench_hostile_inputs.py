@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,10 +143,6 @@ def revision(rev: str) -> str:
     return subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def catalogue() -> dict:
-    return json.loads((resources.files("agentic_rag") / "data" / "hostile_pages.json").read_text(encoding="utf-8"))
-
-
 def catalogue_pages(cat: dict) -> tuple[dict[str, str], dict[str, str]]:
     """The hiding pages and the pages addressed to the model, built as the catalogue says."""
     hidden = {k: cat["page_template"].format(head=(f"<style>{m['css']}</style>" if m.get("css") else "") + m.get("head", ""),
@@ -160,6 +155,7 @@ def catalogue_pages(cat: dict) -> tuple[dict[str, str], dict[str, str]]:
 
 def hostile_catalogue(before_rev: str) -> dict:
     from agentic_rag.ingest import pages
+    from agentic_rag.testing.hostile import catalogue
     from agentic_rag.text import split_sentences, untrusted_sentences
 
     old_pages = module_at(before_rev, "agentic_rag/ingest/pages.py", "pages_before")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import html as html_lib
 import json
 import time
-from importlib import resources
 
 import pytest
 
@@ -26,8 +25,8 @@ from agentic_rag.telemetry import read_rows
 from agentic_rag.testing.fakes import ScriptedChat
 from agentic_rag.testing.fault_server import FaultServer
 from agentic_rag.testing.hostile import (
-    CLEAN, DEEP_ANSWER, FALSE_FACT, HIDDEN, INJECTIONS, INTRO, OBEDIENT, PLANTED, deep_page, hidden_records, html,
-    injection_records, record,
+    ARTICLE, CLEAN, DEEP_ANSWER, FALSE_FACT, HIDDEN, INJECTIONS, INTRO, OBEDIENT, PLANTED, article, attribute_bomb,
+    catalogue, deep_page, element_flood, hidden_records, html, injection_records, markup_page, record, too_deep,
 )
 
 
@@ -134,6 +133,31 @@ def test_huge_html_is_cut_before_extraction_and_the_cut_is_counted(settings):
     assert chunk_page(page, 800, 100, 40)
 
 
+def test_an_element_with_tens_of_thousands_of_attributes_extracts_in_seconds():
+    # before: libxml2 and trafilatura took time in the square of an element's attributes (50,000: half a
+    # minute; 250,000: 283 s)
+    t0 = time.perf_counter()
+    page = make_page(attribute_bomb(50_000))  # its text and its links
+    assert time.perf_counter() - t0 < 5
+    assert ARTICLE[0] in page.text and ARTICLE[-1] in page.text and "PWNED" not in page.text  # its last attribute hides it
+
+
+def test_a_page_of_tens_of_thousands_of_elements_extracts_in_seconds():
+    # before: trafilatura took time in the square of a page's elements (60,000 one-line paragraphs: ~20 s)
+    t0 = time.perf_counter()
+    text = html_to_text(element_flood(60_000))
+    assert time.perf_counter() - t0 < 5
+    assert ARTICLE[0] in text and "Item 59999." in text
+
+
+@pytest.mark.parametrize("ending", [f'<p title="{PLANTED}', f"<!-- {PLANTED}", f"<!DOCTYPE {PLANTED}", f"</p {PLANTED}"])
+def test_a_page_that_ends_inside_a_tag_or_comment_indexes_none_of_it(ending):
+    # before: the flat path indexed the raw markup of an unterminated last tag or comment (a page cut there)
+    for levels in (0, 300):
+        text = html_to_text(f"<html><body><article><p>{INTRO}</p>" + "<div>" * levels + f"<p>{CLEAN}</p>" + ending)
+        assert CLEAN in text and "PWNED" not in text, levels
+
+
 def test_a_run_over_every_hostile_page_has_no_bypass_and_no_crash(agent_settings, tmp_path):
     s = agent_settings.replace(MAX_PAGE_RAW_CHARS=50_000)
     rows = [*injection_records(), *hidden_records(),
@@ -165,10 +189,11 @@ def test_the_real_model_on_a_hostile_page(agent_settings):
 
 # -- the catalogue (issue #28): what a browser hides, and text addressed to the model ----------------
 NEUTRAL = CLEAN.replace("Christine Lundberg", "a council member")
-CATALOGUE = json.loads((resources.files("agentic_rag") / "data" / "hostile_pages.json").read_text(encoding="utf-8"))
+CATALOGUE = catalogue()
 assert CATALOGUE["planted"] == PLANTED and INTRO in CATALOGUE["page_template"] and NEUTRAL in CATALOGUE["page_template"]
 HIDING = CATALOGUE["hidden"]
 ADDRESSED = CATALOGUE["addressed"]
+MARKUP = CATALOGUE["markup"]
 
 
 def hiding_page(method: dict) -> str:
@@ -215,6 +240,32 @@ def test_every_phrasing_addressed_to_the_model_flags_its_page(kind):
     assert page.untrusted >= 1
 
 
+@pytest.mark.parametrize("kind", sorted(MARKUP))
+def test_role_markers_written_as_tags_flag_their_page(kind):
+    # before: the HTML parser took <start_of_turn> for an element and dropped it, so the page read as a
+    # question and a plain answer, and was not flagged
+    page = make_page(markup_page(MARKUP[kind]))
+    assert "PWNED" in page.text and page.untrusted >= 1
+
+
+# the same element, spelled as a browser reads it alike: whether its text is on screen
+SPELLINGS = {
+    f'<p aria-hidden="true">{PLANTED}</p>': True, f'<p aria-hidden=" TRUE ">{PLANTED}</p>': True,
+    f"<p aria-hidden=TRUE>{PLANTED}</p>": True, f"<p hidden>{PLANTED}</p>": False, f'<p hidden="false">{PLANTED}</p>': False,
+    f'<p HIDDEN=" UNTIL-FOUND ">{PLANTED}</p>': False, f'<dialog open="false"><p>{PLANTED}</p></dialog>': True,
+    f"<dialog><p>{PLANTED}</p></dialog>": False, f'<input type=" HIDDEN " value="{PLANTED}">': False,
+    f'<input type="TEXT " value="{PLANTED}">': True, f'<input type="no-such-type" value="{PLANTED}">': True,
+}
+
+
+@pytest.mark.parametrize("markup", sorted(SPELLINGS))
+def test_attribute_values_are_read_as_a_browser_reads_them(markup):
+    # before: aria-hidden="true" was dropped from an article and aria-hidden=" TRUE " kept (trafilatura compares
+    # the literal value); aria-hidden hides from screen readers, not from the screen, so both are kept
+    pages = {"tree": article(markup), "flat": too_deep(markup)}
+    assert {path: PLANTED in html_to_text(page) for path, page in pages.items()} == dict.fromkeys(pages, SPELLINGS[markup])
+
+
 @pytest.mark.parametrize("sentence", CATALOGUE["benign"])
 def test_ordinary_text_is_not_flagged(sentence):
     assert make_page(html(INTRO, html_lib.escape(sentence))).untrusted == 0
@@ -243,6 +294,7 @@ def test_the_catalogue_end_to_end_lets_nothing_through(obedient_server, agent_se
                                OPENAI_API_KEY="sk-test", LLM_TIMEOUT_S=30.0, LLM_RETRIES=0)
     rows = [*(record(hiding_page(m), rid=f"hide-{k}", named=True) for k, m in HIDING.items()),
             *(record(addressed_page(lines), rid=f"addr-{k}", named=True) for k, lines in ADDRESSED.items()),
+            *(record(markup_page(lines), rid=f"addr-markup-{k}", named=True) for k, lines in MARKUP.items()),
             record(html(INTRO, NEUTRAL, PLANTED), rid="control-visible", named=True)]
     served = len(obedient_server.requests)
     data = tmp_path / "catalogue.jsonl"

@@ -10,6 +10,8 @@ from agentic_rag.retrieval.chunks import chunk_page
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex, tokenize
 from agentic_rag.retrievers.source import retrieve
+from agentic_rag.testing.hostile import article, too_deep
+from agentic_rag.testing.shown_pages import SHOWN, shown_page
 
 HTML = """<html><head><title>T</title><script>var tracking = 'SCRIPTJUNK';</script>
 <style>.x{color:red}</style></head><body><nav>Home | About | NAVJUNK</nav>
@@ -24,6 +26,21 @@ def test_html_main_text_drops_scripts_and_boilerplate():
     assert "tallest living terrestrial animal" in text
     assert "SCRIPTJUNK" not in text and "color:red" not in text
     assert html_to_text("plain   text\n\n\n\nkept") == "plain text\n\nkept"
+
+
+@pytest.mark.parametrize("kind", sorted(SHOWN))
+def test_text_a_reader_sees_is_extracted(kind):
+    # before: the main extractor dropped each (trafilatura drops buttons, figures, dialogs, inputs, SVG and
+    # frames by their tag, and never sees CSS generated content); the flat path dropped some too
+    markup, sentence = SHOWN[kind]
+    pages = {"tree": article(markup), "flat (nested past the tree parser's depth)": too_deep(markup)}
+    assert [path for path, page in pages.items() if sentence not in html_to_text(page)] == []
+
+
+def test_a_page_holding_every_kind_of_drawn_text_keeps_each_and_no_unselected_option():
+    text = html_to_text(shown_page())
+    assert [k for k, (_, sentence) in SHOWN.items() if sentence not in text] == []
+    assert "Lockwood" not in text  # the drop-down's other option is not on screen
 
 
 def test_chunks_keep_metadata_and_exact_offsets():

@@ -17,7 +17,9 @@ from urllib.parse import unquote_to_bytes
 import css_inline
 import tinycss2
 
-from agentic_rag.ingest.visibility import PROPERTIES, VIEWPORT_HEIGHT_PX, VIEWPORT_WIDTH_PX, length_px
+from agentic_rag.ingest.visibility import (
+    HTML, PROPERTIES, VIEWPORT_HEIGHT_PX, VIEWPORT_WIDTH_PX, Context, context, length_px,
+)
 
 # --- style sheets -------------------------------------------------------------------------------
 
@@ -33,6 +35,10 @@ _MAX_NESTING = 32  # blocks nested deeper than this are skipped (no page needs t
 _MAX_SELECTORS = 256  # per rule, after nesting and :is() are expanded
 _MAX_EXPANDED = 20_000  # selectors a page's nesting and :is() may add in all (the inliner's time grows with them)
 _TRANSPARENT_BLOCKS = ("supports", "layer", "container", "scope", "document", "-moz-document")
+# A ``::before`` / ``::after`` rule's declarations, carried on their element under these names (the inliner
+# skips pseudo-element rules); ``generated`` reads them back
+PSEUDO_PREFIX = {"before": "x-before-", "after": "x-after-"}
+_PSEUDO_ELEMENT = re.compile(r"::?(before|after)\s*$", re.IGNORECASE)
 
 
 def _attrs(tag_text: str) -> dict[str, str]:
@@ -167,8 +173,9 @@ def _emit_ordered(items: list, parents: list[str] | None, out: list[str], budget
             if item[0] == "text" and (m := _IMPORT.search(item[1])) and budget[1] > 0 and media_matches(m.group(2)):
                 budget[1] -= 1
                 _emit_ordered(_blocks(_data_url(m.group(1)), 0, 0)[0], None, out, budget)
-    if declared:
-        out.append(f"{', '.join(parents)}{{{';'.join(d.rstrip().rstrip(';') for d in declared)}}}")
+    for pseudo, selectors in _by_pseudo_element(parents or []).items() if declared else ():
+        rule = ";".join(_on_element(d, pseudo) for d in declared)
+        out.append(f"{', '.join(selectors)}{{{rule}}}")
     for item in items:
         if item[0] != "block":
             continue
@@ -183,6 +190,38 @@ def _emit_ordered(items: list, parents: list[str] | None, out: list[str], budget
         if any(i[0] == "block" or _bears_on_visibility(i[1]) for i in body) and (
                 sels := _selectors(head, parents, budget)):
             _emit_ordered(body, sels, out, budget)
+
+
+def _by_pseudo_element(selectors: list[str]) -> dict[str, list[str]]:
+    """Selectors by the pseudo-element they end in ("" for none), the pseudo-element taken off: ``::before``
+    and ``::after`` rules are written onto their element, their declarations renamed (``_on_element``)."""
+    out: dict[str, list[str]] = {}
+    for sel in selectors:
+        m = _PSEUDO_ELEMENT.search(sel)
+        pseudo = m.group(1).lower() if m else ""
+        out.setdefault(pseudo, []).append((sel[:m.start()].strip() or "*") if m else sel)
+    return out
+
+
+def _on_element(declaration: str, pseudo: str) -> str:
+    if not pseudo:
+        return declaration.rstrip().rstrip(";")
+    name, _, value = declaration.partition(":")
+    return f"{PSEUDO_PREFIX[pseudo]}{_COMMENT.sub('', name).strip().lower()}:{_quote_free(value.rstrip().rstrip(';'))}"
+
+
+def _quote_free(value: str) -> str:
+    """``value`` with the quotes inside its strings escaped (the inliner swaps quote characters as it writes a
+    ``style`` attribute, which would cut ``"it's"`` short)."""
+    if "'" not in value and '"' not in value:
+        return value
+    out = []
+    for t in tinycss2.parse_component_value_list(value):
+        if t.type == "string":
+            out.append('"' + "".join(f"\\{ord(c):x} " if c in "\\\"'\n" else c for c in t.value) + '"')
+        else:
+            out.append(tinycss2.serialize([t]))
+    return "".join(out)
 
 
 def _bears_on_visibility(declaration: str) -> bool:
@@ -207,6 +246,41 @@ def inline_styles(raw: str) -> str:
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         return raw
+
+
+def generated(element: Context, attrs, pseudo: str) -> str:
+    """The text the page's CSS draws in an element's ``::before`` or ``::after`` box (``content``: its strings
+    and ``attr()`` values), or "" when that box is not drawn readably: it inherits from its element, as in
+    CSS, and its own declarations apply (SVG elements have no such boxes)."""
+    style = attrs.get("style")
+    own = _pseudo_rule(style, PSEUDO_PREFIX[pseudo]) if style and "-content" in style else None
+    if own is None or element.layout != HTML or not context(element, "::" + pseudo, {"style": own[0]}).shows_text():
+        return ""
+    return "".join(t.value if t.type == "string" else _attr(t, attrs) for t in own[1])
+
+
+@lru_cache(maxsize=4096)
+def _pseudo_rule(style: str, prefix: str) -> tuple[str, tuple] | None:
+    """The pseudo-element's own declarations, as a ``style``, and its ``content`` tokens (None: no content)."""
+    if prefix + "content" not in style:
+        return None
+    own, content = [], ()
+    for d in tinycss2.parse_blocks_contents(style, skip_comments=True, skip_whitespace=True):
+        if d.type != "declaration" or not d.lower_name.startswith(prefix):
+            continue
+        name = d.lower_name[len(prefix):]
+        if name == "content":
+            content = tuple(t for t in d.value if t.type not in ("whitespace", "comment"))
+        else:
+            own.append(f"{name}:{tinycss2.serialize(d.value)}{' !important' if d.important else ''}")
+    return ";".join(own), content
+
+
+def _attr(token, attrs) -> str:
+    if token.type != "function" or token.lower_name != "attr":
+        return ""
+    name = next((t.lower_value for t in token.arguments if t.type == "ident"), "")
+    return attrs.get(name) or ""
 
 
 # --- media queries ------------------------------------------------------------------------------

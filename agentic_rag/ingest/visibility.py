@@ -12,23 +12,23 @@ expression does.
 An element is *removed* (with everything inside it) when it is not rendered or not on screen:
 ``display:none``, ``content-visibility:hidden``, near-zero opacity, off-screen positioning, margins,
 indents or translations, a box clipped to nothing (``clip``, ``clip-path``, zero size with overflow
-hidden), ``transform: scale(0)``, the ``hidden`` attribute, ``<template>``, ``<noscript>`` (pages are
-read as a browser that runs scripts shows them) and a ``<dialog>`` that is not open. An element's own
-text is *unreadable* (its children may show theirs again, as in CSS) when ``visibility`` is hidden,
-its rendered font is tiny, or its colour is too close to the background it is drawn on (the page's
-own background colours, white by default; over an image nothing is assumed). ``aria-hidden`` is not
-hiding: it takes text away from screen readers, not from the screen.
+hidden), ``transform: scale(0)``, or what its tag and attributes do not draw (the table in
+:mod:`agentic_rag.ingest.elements`: the ``hidden`` attribute, ``<template>``, media fallback, ...). An
+element's own text is *unreadable* (its children may show theirs again, as in CSS) when ``visibility`` is
+hidden, its rendered font is tiny, or its colour is too close to the background it is drawn on (the page's
+own background colours, white by default; over an image nothing is assumed).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import tinycss2
 import tinycss2.color4
+
+from agentic_rag.ingest.elements import HTML, MARKED, SVG_TEXT, attribute_style, drawn, layout, outside, viewport
 
 # The screen media queries are evaluated for: a desktop browser window (px)
 VIEWPORT_WIDTH_PX = 1280
@@ -53,9 +53,8 @@ PROPERTIES = frozenset({
     "scale", "translate", "color", "-webkit-text-fill-color", "background", "background-color", "background-image",
     "position", "left", "top", "right", "bottom", "inset", "margin", "margin-left", "margin-top", "text-indent",
     "width", "height", "max-width", "max-height", "overflow", "overflow-x", "overflow-y", "clip", "clip-path",
-    "background-clip", "-webkit-background-clip", "text-shadow",
+    "background-clip", "-webkit-background-clip", "text-shadow", "content", "fill",
 })
-_REMOVED_TAGS = frozenset({"template", "noscript", "script", "style"})
 _PAGE_TAGS = frozenset({"html", "body"})  # never removed: a page that hides its body shows it once its scripts run
 _WHITE = (1.0, 1.0, 1.0)
 
@@ -72,9 +71,15 @@ class Context:
     opacity: float = 1.0
     color: tuple[float, float, float, float] | None = None  # None: not set by any CSS the page carries
     backdrop: tuple[float, float, float] | None = _WHITE  # None: drawn over an image or gradient
+    layout: str = HTML  # where its text is drawn (elements.layout): an SVG drawing or fallback content draws none
+    drawing: tuple[float, float, float, float] | None = None  # the SVG area it is drawn in (elements.viewport)
 
     def shows_text(self) -> bool:
-        return not (self.removed or self.text_hidden)
+        return not (self.removed or self.text_hidden) and self.layout in (HTML, SVG_TEXT)
+
+    def draws_frame(self) -> bool:
+        """Whether a frame in this context draws its document (whose own rules then judge its text)."""
+        return not (self.removed or self.invisible) and self.zoom * ROOT_FONT_PX >= MIN_READABLE_FONT_PX
 
 
 ROOT = Context()
@@ -412,7 +417,7 @@ class _Effect:
 
 
 @lru_cache(maxsize=8192)
-def _effect(style: str, parent_font_px: float) -> _Effect | None:
+def _effect(style: str, parent_font_px: float, svg: bool = False) -> _Effect | None:
     decls = declarations(style)
     if not decls:
         return None
@@ -435,8 +440,8 @@ def _effect(style: str, parent_font_px: float) -> _Effect | None:
     gone = (blurred or _ident(decls.get("display", ())) == "none" or _ident(decls.get("content-visibility", ())) == "hidden"
             or _offscreen(decls, font) or _zero_box(decls, font) or _clipped(decls, font))
     color = None
-    for name in ("color", "-webkit-text-fill-color"):
-        c = _color(decls.get(name, ()))
+    for name in ("fill",) if svg else ("color", "-webkit-text-fill-color"):  # SVG text is painted by its fill
+        c = (0.0, 0.0, 0.0, 0.0) if _ident(decls.get(name, ())) == "none" else _color(decls.get(name, ()))
         if isinstance(c, tuple):
             color = c
     painted = any(_ident(decls.get(n, ())) == "text" for n in ("background-clip", "-webkit-background-clip"))
@@ -447,20 +452,23 @@ def _effect(style: str, parent_font_px: float) -> _Effect | None:
 
 def context(parent: Context, tag: str, attrs: Mapping[str, str | None]) -> Context:
     """The context of an element: whether it is removed or its own text unreadable, and what its
-    children inherit."""
+    children inherit. What its tag and attributes draw is read from :mod:`agentic_rag.ingest.elements`."""
     if parent.removed:
         return GONE
-    page = tag in _PAGE_TAGS
-    if not page and (tag in _REMOVED_TAGS or "hidden" in attrs or (tag == "dialog" and "open" not in attrs)):
-        return GONE
-    style = attrs.get("style")
-    if attrs.get("bgcolor") or (tag == "font" and attrs.get("color")):  # HTML's own colours, below any CSS
-        style = _hints(attrs.get("color") if tag == "font" else None, attrs.get("bgcolor")) + (style or "")
-    eff = _effect(style, parent.font_px) if style else None
-    if eff is None:
+    if not attrs and parent.layout == HTML and tag not in MARKED:  # most elements: nothing of their own
         return parent
+    if not (tag in _PAGE_TAGS or drawn(tag, attrs, parent.layout)):
+        return GONE
+    lay = layout(parent.layout, tag)
+    box = viewport(attrs) if tag == "svg" else None if lay != HTML and "transform" in attrs else parent.drawing
+    style = attribute_style(tag, attrs, lay) + (attrs.get("style") or "")
+    eff = _effect(style, parent.font_px, lay != HTML) if style else None
+    if lay == SVG_TEXT and outside(attrs, parent.drawing, eff.font_px if eff else parent.font_px, OFFSCREEN_PX):
+        return GONE
+    if eff is None:
+        return parent if (lay, box) == (parent.layout, parent.drawing) else replace(parent, layout=lay, drawing=box)
     opacity = parent.opacity * eff.opacity
-    if not page and (eff.gone or opacity < MIN_OPACITY):
+    if tag not in _PAGE_TAGS and (eff.gone or opacity < MIN_OPACITY):
         return GONE
     invisible = {"hidden": True, "collapse": True, "visible": False}.get(eff.visibility, parent.invisible)
     backdrop = parent.backdrop
@@ -472,17 +480,10 @@ def context(parent: Context, tag: str, attrs: Mapping[str, str | None]) -> Conte
     color = eff.color or parent.color
     zoom = parent.zoom * eff.zoom
     hidden = invisible or _unreadable(eff.font_px * zoom, color, opacity, backdrop)
-    return Context(False, hidden, invisible, eff.font_px, zoom, opacity, color, backdrop)
+    return Context(False, hidden, invisible, eff.font_px, zoom, opacity, color, backdrop, lay, box)
 
 
-def _hints(color: str | None, bgcolor: str | None) -> str:
-    def css(value: str) -> str:
-        value = value.strip()
-        return f"#{value}" if re.fullmatch(r"[0-9a-fA-F]{3}|[0-9a-fA-F]{6}", value) else value
-
-    return (f"color:{css(color)};" if color else "") + (f"background-color:{css(bgcolor)};" if bgcolor else "")
-
-
+@lru_cache(maxsize=4096)
 def _unreadable(font_px: float, color, opacity: float, backdrop) -> bool:
     """Whether text is too small, too transparent or too close to its background to read. The text's
     colour is known only where the page's CSS sets it (an external style sheet may set any)."""

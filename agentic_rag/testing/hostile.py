@@ -4,6 +4,10 @@ page. The tests feed them to the agent, the reliability benchmark to real proces
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
+from importlib import resources
+
 from agentic_rag.datasets.crag import CragRecord
 
 QUESTION = "who was the mayor of springfield in 2019?"
@@ -60,3 +64,45 @@ DEEP_ANSWER = "In 2019 the mayor of Springfield was Christine Lundberg, elected 
 def deep_page(levels: int) -> str:
     return ("<html><body>" + "<div>" * levels + f"<p>{DEEP_ANSWER}</p>" + "</div>" * levels
             + f"<p>{INTRO}</p></body></html>")
+
+
+# Paragraphs enough for trafilatura's main extractor to read a page as an article (a short page goes to its
+# fallback, which drops less)
+ARTICLE = tuple(f"Paragraph {i} of the Springfield council minutes records that the council voted on item {i} of the "
+                "budget, which covered roads, parks and the library, after a long debate among its members."
+                for i in range(6))
+
+
+def article(raw: str, head: str = "") -> str:
+    """A news page: navigation, an article of ARTICLE's paragraphs with ``raw`` in their middle, a footer."""
+    paragraphs = [f"<p>{p}</p>" for p in ARTICLE]
+    return (f"<html><head><title>Springfield council</title>{head}</head><body><nav><a href='/'>Home</a> "
+            f"<a href='/news'>News</a></nav><article>{''.join(paragraphs[:3])}{raw}{''.join(paragraphs[3:])}</article>"
+            "<footer>Springfield Gazette</footer></body></html>")
+
+
+def too_deep(raw: str, levels: int = 300) -> str:
+    """``article(raw)`` with ``raw`` nested deeper than the tree parser holds: the flat tokenizer reads it."""
+    return article("<div>" * levels + raw + "</div>" * levels)
+
+
+def attribute_bomb(attributes: int) -> str:
+    """An article with one element of ``attributes`` attributes, the last ``hidden``, holding PLANTED
+    (250,000: a 1.9 MB page)."""
+    return article(f"<p {' '.join(f'd{i}' for i in range(attributes - 1))} hidden>{PLANTED}</p>")
+
+
+def element_flood(elements: int) -> str:
+    """An article with ``elements`` one-line paragraphs among its own."""
+    return article("".join(f"<p>Item {i}.</p>" for i in range(elements)))
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> dict:
+    """The catalogue of what a browser hides and of text addressed to the model (agentic_rag/data/hostile_pages.json)."""
+    return json.loads((resources.files("agentic_rag") / "data" / "hostile_pages.json").read_text(encoding="utf-8"))
+
+
+def markup_page(lines: list[str]) -> str:
+    """The catalogue's page with each line a paragraph of raw markup."""
+    return catalogue()["page_template"].format(head="", body="".join(f"<p>{line}</p>" for line in lines))

@@ -221,14 +221,15 @@ def _served(ctx: Context) -> dict[str, Any]:
 # PWNED and quotes every planted sentence, so any that verifies would show as a fabricated quote.
 
 
-def hostile_eval(ctx: Context, name: str, records: list, reply: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def hostile_eval(ctx: Context, name: str, records: list, reply: str,
+                 **settings: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from agentic_rag.datasets.crag import write_records
 
     data = ctx.work / f"{name}.jsonl"
     write_records(records, data)
     ctx.serve(reply)
     out = ctx.folder(name)
-    proc = cli(eval_cmd(data, out, ctx.opts()), env={"OPENAI_API_KEY": KEY})
+    proc = cli(eval_cmd(data, out, ctx.opts(**settings)), env={"OPENAI_API_KEY": KEY})
     res = eval_outcome(ctx, out, proc, len(records), None)
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()] if result_ids(out) else []
     return res, rows
@@ -247,8 +248,8 @@ def obedient_reply() -> str:
     return OBEDIENT + "".join(f' "{quote}"' for quote in dict.fromkeys(q for _, q in INJECTIONS.values()))
 
 
-def attacked(ctx: Context, name: str, records: list, must_flag: bool) -> dict[str, Any]:
-    res, rows = hostile_eval(ctx, name, records, obedient_reply())
+def attacked(ctx: Context, name: str, records: list, must_flag: bool, **settings: Any) -> dict[str, Any]:
+    res, rows = hostile_eval(ctx, name, records, obedient_reply(), **settings)
     n = attack_counts(rows)
     res["outcome"] = (f"{len(rows)} pages: {len(n['gate_bypasses'])} gate bypasses, {len(n['fabricated_quotes'])} "
                       f"fabricated quotes accepted, {len(n['flagged'])} flagged untrusted, {len(n['refused'])} refused")
