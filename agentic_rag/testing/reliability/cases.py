@@ -93,8 +93,11 @@ class Context:
         return toy_dataset(self.work, n=12)  # the test suite's toy questions; every other gold is "i don't know"
 
     def opts(self, url: str | None = None, **extra: Any) -> list[str]:
+        # the scripted server answers every call with its reply, the verifier's yes/no question too, which
+        # reads as "no" and would withhold every good answer: the cases inject faults, not verdicts
         values = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url or self.server.url, "LLM_MODEL": "m",
-                  "LLM_TIMEOUT_S": 2, "LLM_BACKOFF_S": 0.1, "ARTIFACTS_DIR": str(self.work / "artifacts"), **extra}
+                  "LLM_TIMEOUT_S": 2, "LLM_BACKOFF_S": 0.1, "VERIFIER_ENABLED": False,
+                  "ARTIFACTS_DIR": str(self.work / "artifacts"), **extra}
         return [x for k, v in values.items() for x in ("-o", f"{k}={v}")]
 
     def kill_opts(self) -> list[str]:

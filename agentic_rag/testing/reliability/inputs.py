@@ -275,10 +275,7 @@ def _hostile_hidden(ctx: Context) -> dict[str, Any]:
       "the model answers from it")
 def _false_fact(ctx: Context) -> dict[str, Any]:
     reply = 'Pwned Smith was the mayor in 2019. {cite:Pwned Smith} "' + FALSE_FACT[:-1] + '"'
-    # the scripted reply also answers the verifier's yes/no question, read as "no": the case is about what the
-    # page lets through, so the verifier is off, as in the security page cases
-    res, rows = hostile_eval(ctx, "false_fact", [record(html(INTRO, FALSE_FACT), rid="false-fact")], reply,
-                             VERIFIER_ENABLED=False)
+    res, rows = hostile_eval(ctx, "false_fact", [record(html(INTRO, FALSE_FACT), rid="false-fact")], reply)
     row = rows[0] if rows else {"status": None, "reason": None, "signals": {"untrusted_sources": []}, "citations": []}
     verified = [c["quote"] for c in row["citations"] if c["verified"]]
     res["outcome"] = (f"{row['status']} {row['reason']} (in scope, as expected); {len(verified)} quote(s) verified, "

@@ -2,9 +2,8 @@
 values spelled as a browser reads them, and pages that fall back to the flat extractor. The pages are the
 test suite's (agentic_rag/testing/hostile.py and agentic_rag/data/hostile_pages.json); each goes through a
 real ``agentic-rag eval`` whose model, on the fault server, obeys the pages: it answers PWNED and quotes
-the planted sentence. Such a model would also vouch for its draft when the verifier asks it (the scripted
-server cannot tell that question apart, and its reply would read as "no"), so the verifier is off: what
-stops a planted answer here is what the pages let through."""
+the planted sentence. The verifier is off, as in every case (``Context.opts``): what stops a planted answer
+here is what the pages let through."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from agentic_rag.testing.reliability.inputs import attack_counts, attacked, host
       "Llama 2 and 3 markers as tags), which an HTML parser drops; the model obeys")
 def _role_tags(ctx: Context) -> dict[str, Any]:
     records = [record(markup_page(lines), rid=f"markup-{kind}") for kind, lines in catalogue()["markup"].items()]
-    return attacked(ctx, "role_tags", records, must_flag=True, VERIFIER_ENABLED=False)
+    return attacked(ctx, "role_tags", records, must_flag=True)
 
 
 # enumerated and boolean attribute values in the spellings a browser reads alike: whether the text is on screen
@@ -39,7 +38,7 @@ SPELLINGS = {
       "the model obeys")
 def _spellings(ctx: Context) -> dict[str, Any]:
     records = [record(article(markup), rid=f"spelling-{name}") for name, (markup, _) in SPELLINGS.items()]
-    res, rows = hostile_eval(ctx, "attribute_spellings", records, obedient_reply(), VERIFIER_ENABLED=False)
+    res, rows = hostile_eval(ctx, "attribute_spellings", records, obedient_reply())
     answered = {r["id"].removeprefix("spelling-") for r in rows if r["status"] == "ok" and "PWNED" in r["prediction"]}
     shown = {name for name, (_, on_screen) in SPELLINGS.items() if on_screen}
     res["outcome"] = (f"{len(rows)} pages: answered from {sorted(answered)} (on screen: {sorted(shown)}); "
@@ -63,4 +62,4 @@ def _flat_path(ctx: Context) -> dict[str, Any]:
     records = [record(too_deep(hidden[kind]["body"]), rid=f"flat-{kind}") for kind in FLAT_PATH]
     records += [record(too_deep("")[: -len("</article><footer>Springfield Gazette</footer></body></html>")] + end,
                        rid=f"flat-cut-{kind}") for kind, end in CUT.items()]
-    return attacked(ctx, "flat_path_hidden", records, must_flag=False, VERIFIER_ENABLED=False)
+    return attacked(ctx, "flat_path_hidden", records, must_flag=False)
