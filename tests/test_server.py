@@ -52,12 +52,13 @@ def test_graphs_declare_their_input_output_and_working_shapes():
     assert get_type_hints(RAGState)["bundle"] is Bundle
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One `langgraph dev` for the module's tests (a start costs seconds): none changes what it serves."""
     langgraph = console_script("langgraph")
     if langgraph is None:
         pytest.skip("langgraph-cli is not installed (extra: dev)")
-    with graph_server(langgraph, tmp_path) as (port, _):
+    with graph_server(langgraph, tmp_path_factory.mktemp("served")) as (port, _):
         yield port
 
 
