@@ -39,18 +39,20 @@ def child_env(keep: tuple[str, ...] = ()) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT)}
 
 
-def sigint_as_in_a_terminal() -> None:
-    """A child's ``preexec_fn``: SIGINT back to its default. A job started in the background (``nohup``,
-    ``&`` in a script) ignores SIGINT, everything below it inherits that, and a Python process that
-    starts with SIGINT ignored never turns it into KeyboardInterrupt: a Ctrl-C sent to it would be
-    dropped, and a check of what Ctrl-C does would fail (or pass) for the wrong reason."""
+def signals_as_in_a_terminal() -> None:
+    """A child's ``preexec_fn``: SIGINT and SIGHUP back to their defaults. A job started in the background
+    (``nohup``, ``&`` in a script) ignores SIGINT (``nohup`` SIGHUP too), everything below it inherits that,
+    and a Python process that starts with SIGINT ignored never turns it into KeyboardInterrupt: a Ctrl-C
+    or a hangup sent to it would be dropped, and a check of what they do would fail (or pass) for the
+    wrong reason."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def start(cmd: list[str], keep: tuple[str, ...] = ()) -> subprocess.Popen:
     """``cmd`` in a session of its own (a kill reaches all of it), as from a terminal (Ctrl-C works)."""
     return start_child(cmd, env=child_env(keep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       preexec_fn=sigint_as_in_a_terminal)
+                       preexec_fn=signals_as_in_a_terminal)
 
 
 # `agentic-rag serve` whose llama.cpp server is Python's http.server: a child of the same shape (a Python
