@@ -19,6 +19,7 @@ class Node(StrEnum):
     DISAMBIGUATE = "disambiguate"
     CONFIDENCE_GATE = "confidence_gate"
     GENERATE = "generate"
+    READ = "read_answerability"  # the answerability reader, where the generation call could not be read
     COLLECT_SIGNALS = "collect_signals"  # BAUG, step 1: support, gray-zone judge, NLI, validators, flags
     FINAL_CHECK = "final_check"  # BAUG, step 2 (a STOP with the verifier on): quote probe and verifier calls
     DECIDE = "decide"  # BAUG, step 3: the policy, telemetry and the next round's bookkeeping
@@ -38,8 +39,8 @@ BUDGET_CHECKED = frozenset({Node.DECIDE})
 # The role each node plays in the design (README, docs/how-it-works.md), so a drawing groups the
 # nodes as a reader of the design looks for them. The graphs put it on each node's metadata
 # (``role``); every drawing (`agentic-rag graph`, the trace page) reads it from there. The confidence
-# gate is the Supervisor's check of its bundle before any LLM call; BAUG is the three nodes after
-# the draft. A node not listed (an extension) is drawn under EXTENSION_ROLE.
+# gate is the Supervisor's check of its bundle before any LLM call; the Reader reads the draft's prompt;
+# BAUG is the three nodes after it. A node not listed (an extension) is drawn under EXTENSION_ROLE.
 ROLE: dict[str, str] = {
     Node.ANCHORS: "Anchor-Predictor",
     Node.WORKER: "Retriever-Workers",
@@ -49,6 +50,7 @@ ROLE: dict[str, str] = {
     Node.GENERATE: "Generator",
     Node.REFLECT: "Generator",
     Node.FINALIZE: "Generator",
+    Node.READ: "Reader",
     Node.COLLECT_SIGNALS: "BAUG",
     Node.FINAL_CHECK: "BAUG",
     Node.DECIDE: "BAUG",

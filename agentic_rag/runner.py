@@ -144,16 +144,16 @@ _WARM_QUESTION = "Who founded DreamWorks Animation in 1994?"
 
 def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
     """Load and run once every model a question touches: graph, tokenizer, spaCy and the anchor
-    lexicon, page extraction, the embedder and both indexes, the generator and its probe, so that no
+    lexicon, page extraction, the embedder and both indexes, the generator and the answerability reader, so that no
     timed question pays for loading (the CRAG kit adapter calls it where the kit does not time)."""
     from langchain_core.messages import HumanMessage
 
     from agentic_rag.anchors.ner import get_nlp
     from agentic_rag.anchors.predictor import propose_anchors
-    from agentic_rag.gate.probe import probe_request
     from agentic_rag.ingest.ingest import pages_from_record
     from agentic_rag.llm.factory import get_chat_model, get_tokenizer
     from agentic_rag.llm.local import ChatLocalTransformers
+    from agentic_rag.reader.read import plan_for, warm
     from agentic_rag.retrieval.embeddings import get_embedder
     from agentic_rag.retrieval.hybrid import HybridIndex
     from agentic_rag.retrievers.source import retrieve
@@ -168,6 +168,7 @@ def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
                               settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS, settings.retrieval.MIN_CHUNK_CHARS)
     retrieve(index, _WARM_QUESTION, settings)
     model = llm if llm is not None else get_chat_model(settings)
+    if system == "agent":
+        warm(plan_for(model, settings), settings)
     if isinstance(model, ChatLocalTransformers):
-        probe_request(model, settings)
         model.invoke([HumanMessage(content=_WARM_QUESTION)], max_tokens=1)

@@ -2,11 +2,14 @@
 
     START -> anchors -(Send, one per anchor)-> worker* -> supervise -> disambiguate -> confidence_gate -> generate
                                                               |               |                |            |
+                                                              |               |                |    read_answerability
+                                                              |               |                |            |
                                                               +---------------+----------------+--> collect_signals
     collect_signals -> decide -> finalize (STOP / ABSTAIN) | reflect -> collect_signals (once)
                               | worker* (RETRIEVE_MORE, once) | final_check -> decide (a STOP, verifier on, once)
 
-BAUG is three nodes: ``collect_signals`` reads the draft against its evidence, ``decide`` applies the
+``read_answerability`` is the reader's step (reader/read.py): free when the generation call's prefill
+gave the probe its state, a prefill of the packaged reader otherwise. BAUG is three nodes: ``collect_signals`` reads the draft against its evidence, ``decide`` applies the
 policy, ``final_check`` makes the verifier's calls on a draft about to be shown. Loops are bounded by
 flags set in state (one-shot retrieval, one reflect, one final check), ``MAX_ROUNDS`` and the token /
 call / wall-time caps checked before each LLM call; LangGraph's recursion limit is never what stops it.
@@ -34,6 +37,7 @@ from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP
 from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_node, reflect_node
 from agentic_rag.nodes import BUDGET_CHECKED, Node
+from agentic_rag.reader.node import read_answerability_node
 from agentic_rag.retrievers.node import worker_node
 from agentic_rag.state import GraphInput, GraphOutput, RAGState
 from agentic_rag.supervisor.ambiguity_node import disambiguate_node
@@ -113,7 +117,8 @@ def agent_shape() -> Shape:
     shape.add(Node.CONFIDENCE_GATE, confidence_gate_node, Route(route_after_gate, (Node.GENERATE, Node.COLLECT_SIGNALS),
                                                                 labels={Node.GENERATE: "passed, affordable",
                                                                         Node.COLLECT_SIGNALS: "refused / nothing new / no budget"}))
-    shape.add(Node.GENERATE, generate_node, Node.COLLECT_SIGNALS)
+    shape.add(Node.GENERATE, generate_node, Node.READ)
+    shape.add(Node.READ, read_answerability_node, Node.COLLECT_SIGNALS)
     shape.add(Node.COLLECT_SIGNALS, collect_signals_node, Node.DECIDE)
     shape.add(Node.DECIDE, decide_node, Route(route_after_decide, (Node.WORKER, Node.FINAL_CHECK, Node.REFLECT,
                                                                    Node.FINALIZE), sends=frozenset({Node.WORKER}),

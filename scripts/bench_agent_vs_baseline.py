@@ -22,8 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import Settings, SettingsError
-from agentic_rag.datasets.prepare import prepare_hotpotqa, prepare_rgb, prepare_squad2
+from agentic_rag.datasets.crag import DataError
+from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.compare import compare, copy_run_files, to_markdown, write_plots
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.metrics import run_summary
@@ -31,7 +33,6 @@ from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import matches_world_answer, reextracted_short_answer
 from agentic_rag.eval.runner import run_eval
-import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,25 +60,10 @@ def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
 
 
 def dataset_path(name: str, work: Path) -> str:
-    if name == "crag_example":
-        return "example"
-    if name == "squad200":  # 200 questions, half unanswerable, each with its paragraph + 4 of the same article
-        out = work / "squad200.jsonl"
-        prepare_squad2(SHARED / "squad2" / "squad2_dev_half.jsonl", out, n=200, seed=0)
-        return str(out)
-    if name == "rgb40":  # 20 questions, each answerable (positives + noise) and negative-rejection (noise only)
-        out = work / "rgb40.jsonl"
-        prepare_rgb(SHARED / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("answerable", "negative"), n=20, seed=0)
-        return str(out)
-    if name == "rgb_negative100":  # 100 negative-rejection questions (noise snippets only): bench_abstention reads them
-        out = work / "rgb_negative100.jsonl"
-        prepare_rgb(SHARED / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("negative",), n=100, seed=0)
-        return str(out)
-    if name in ("hotpot_dev", "hotpot_test"):  # multi-hop: each question answerable, and without one supporting paragraph
-        out = work / f"{name}.jsonl"
-        prepare_hotpotqa(SHARED / "hotpotqa" / "hotpot_dev_distractor_first100.json", out, split=name.split("_")[1])
-        return str(out)
-    raise SystemExit(f"unknown dataset {name!r} (crag_example, squad200, rgb40, rgb_negative100, hotpot_dev or hotpot_test)")
+    try:
+        return benchmark_dataset(name, work, SHARED)
+    except DataError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def seed_criteria(b: dict, a: dict) -> dict:

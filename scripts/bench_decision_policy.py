@@ -49,7 +49,7 @@ from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_groups
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.gate.fitted import cut_for
-from agentic_rag.gate.probe_training import auc
+from agentic_rag.reader.probe_training import auc
 from agentic_rag.telemetry import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]

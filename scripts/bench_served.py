@@ -18,13 +18,22 @@ packaged model's decisions ship (agentic_rag/data/decisions/decision-openai-<mod
 ``GATE_POLICY=fitted`` for ``LLM_MODEL=<model>`` on a server) and its fit report and plots under
 benchmarks/decision/served/.
 
+``--server transformers --policy thresholds`` is the other served backend with the default settings, as
+a new user starts it: ``transformers serve`` on the packaged model's converted folder (no log-probabilities),
+the threshold policy, the answerability read by the packaged reader (the ``read_answerability`` node),
+paired with the committed in-process default runs (benchmarks/agent_vs_baseline/<dataset>/agent_*); it
+writes benchmarks/decision/served_transformers_thresholds_<TAG>.json and .md.
+
 Usage: python scripts/bench_served.py [--fit --dev DEV.jsonl] [--datasets rgb40 squad200]
        [--fit-dir DIR] [--server-url URL] [--port 8765] [--tag qwen2.5-coder-1.5b] [--reuse]
+       [--server llama|transformers] [--policy fitted|thresholds]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gzip
 import json
 import shutil
 import sys
@@ -32,18 +41,22 @@ from pathlib import Path
 
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import Settings, SettingsError
+from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.decision_fit import calibrate_fit
 from agentic_rag.eval.decision_fit import to_markdown as fit_markdown
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.metrics import run_summary
+from agentic_rag.eval.provenance import file_sha256
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.gate.fitted import DECISIONS_DIR
-from agentic_rag.llm.packaged import PACKAGED_MODELS
+from agentic_rag.llm.packaged import PACKAGED_MODELS, ensure_converted
 from agentic_rag.llm.serve import start_server
+from agentic_rag.reader.read import reader_plan
 
 ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
 MODEL = PACKAGED_MODELS["packaged-1.5b"]
 
 
@@ -66,12 +79,18 @@ def measure(local_dir: Path, served_dir: Path) -> dict:
 
 
 def to_markdown(report: dict) -> str:
+    if report.get("policy", "fitted") == "fitted":
+        about = ("In-process: the packaged model in this process with its shipped decision (probe, log-probabilities, "
+                 f"verifier). Served: the same GGUF behind llama.cpp's server (`{report['server']}`), "
+                 "`LLM_BACKEND=openai`, with the decision fitted on its own signals "
+                 f"(`{report['served_decision']}`). Both `GATE_POLICY=fitted`.")
+    else:
+        about = ("In-process: the committed default runs (benchmarks/agent_vs_baseline/<dataset>/agent_*). Served: the "
+                 f"same packaged model behind `{report['server']}`, `LLM_BACKEND=openai`, the default settings "
+                 "(`GATE_POLICY=thresholds`); the answerability probe is read by the packaged reader "
+                 f"({report.get('reader')}) in the `read_answerability` node.")
     lines = [f"# The agent in-process and served ({report['tag']})", "",
-             ("In-process: the packaged model in this process with its shipped decision (probe, log-probabilities, "
-              f"verifier). Served: the same GGUF behind llama.cpp's server (`{report['server']}`), "
-              "`LLM_BACKEND=openai`, with the decision fitted on its own signals "
-              f"(`{report['served_decision']}`). Both `GATE_POLICY=fitted`. Score difference: served minus "
-              "in-process, paired 95% bootstrap interval."), ""]
+             about + " Score difference: served minus in-process, paired 95% bootstrap interval.", ""]
     lines += markdown_table(
         ["dataset", "backend", "score", "accuracy", "hallucination", "refusal (unanswerable)", "false refusal",
          "tokens/q", "calls/q", "median latency"],
@@ -90,6 +109,36 @@ def to_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def inprocess_default_run(name: str, folder: Path, work: Path) -> Path:
+    """The committed in-process default run of ``name`` as a run folder, checked to be on the very
+    questions this script prepares (the same dataset hash)."""
+    committed = ROOT / "benchmarks" / "agent_vs_baseline" / name
+    config = json.loads((committed / "agent_config.json").read_text())
+    dataset = benchmark_dataset(name, work, SHARED)
+    if file_sha256(Path(dataset)) != config["dataset_sha256"]:
+        raise SystemExit(f"{committed}: its dataset is not the one {name} prepares now; regenerate it first")
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(committed / "agent_results.jsonl.gz", "rt", encoding="utf-8") as fh:
+        (folder / "results.jsonl").write_text(fh.read(), encoding="utf-8")
+    (folder / "config.json").write_text(json.dumps({**config, "dataset": dataset}, indent=2))
+    return folder
+
+
+def transformers_server(folder: Path, port: int, log: Path):
+    """``transformers serve`` pinned to a converted packaged folder, offline, and its base URL."""
+    import os
+
+    from agentic_rag.testing.servers import console_script, running
+
+    cmd = [*(console_script("transformers") or ["transformers"]), "serve", "--host", "127.0.0.1", "--port", str(port), str(folder)]
+    hub = log.parent / "hub"
+    hub.mkdir(parents=True, exist_ok=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    stack = contextlib.ExitStack()
+    stack.enter_context(running(cmd, url + "/models", log, 300, env={**os.environ, "HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}))
+    return stack, url
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["rgb40", "squad200"])
@@ -98,7 +147,12 @@ def main() -> int:
     ap.add_argument("--fit-dir", type=Path, default=None,
                     help="where the dev run and fit go (default ARTIFACTS_DIR/calibration/served-<model>); a finished "
                          "run there is read, not run again")
-    ap.add_argument("--server-url", default=None, help="an OpenAI-compatible server already serving the GGUF")
+    ap.add_argument("--server-url", default=None, help="an OpenAI-compatible server already serving the model")
+    ap.add_argument("--server", choices=("llama", "transformers"), default="llama",
+                    help="llama: agentic-rag serve (llama.cpp, log-probabilities); transformers: transformers serve (none)")
+    ap.add_argument("--policy", choices=("fitted", "thresholds"), default="fitted",
+                    help="fitted: the served decision against the in-process fitted runs; thresholds: the default "
+                         "settings against the committed in-process default runs")
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--tag", default="qwen2.5-coder-1.5b", help="the in-process fitted runs' tag (bench_decision_policy)")
     ap.add_argument("--reuse", action="store_true", help="re-read the served runs instead of running again")
@@ -106,18 +160,29 @@ def main() -> int:
     args = ap.parse_args()
     if args.fit and (args.dev is None or not args.dev.is_file()):
         raise SystemExit("--fit needs --dev DEV.jsonl, a development split")
+    if args.fit and args.policy != "fitted":
+        raise SystemExit("--fit fits the served decision: it goes with --policy fitted")
     served_out = args.out / "served"
     decision = DECISIONS_DIR / MODEL.decision_file("openai")
-    if not args.fit and not decision.is_file():
+    if args.policy == "fitted" and not args.fit and not decision.is_file():
         raise SystemExit(f"no served decision at {decision}: run with --fit --dev DEV.jsonl first")
     base = Settings.load()
     artifacts = Path(base.paths.ARTIFACTS_DIR)
-    proc = None
-    url = args.server_url
+    variant = "" if (args.server, args.policy) == ("llama", "fitted") else f"{args.server}_{args.policy}_"
+    stack, url = None, args.server_url
     if url is None and not args.reuse:
-        proc, url = start_server(MODEL, Path(base.paths.MODEL_CACHE_DIR), args.port, artifacts / "llama_server.log")
-    try:
-        served = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url or "http://127.0.0.1:1/v1", "LLM_MODEL": MODEL.short_name,
+        log = artifacts / f"{args.server}_server.log"
+        if args.server == "llama":
+            proc, url = start_server(MODEL, Path(base.paths.MODEL_CACHE_DIR), args.port, log)
+            stack = contextlib.ExitStack()
+            stack.callback(lambda: (proc.terminate(), proc.wait(timeout=30)))
+        else:
+            stack, url = transformers_server(ensure_converted(Path(base.paths.MODEL_CACHE_DIR).expanduser(), MODEL),
+                                             args.port, log)
+    with stack or contextlib.nullcontext():
+        name = (MODEL.short_name if args.server == "llama"
+                else str(ensure_converted(Path(base.paths.MODEL_CACHE_DIR).expanduser(), MODEL)))
+        served = {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url or "http://127.0.0.1:1/v1", "LLM_MODEL": name,
                   "OPENAI_API_KEY": "none"}
         try:
             settings = base.replace(**served)
@@ -133,25 +198,28 @@ def main() -> int:
                     shutil.copyfile(fit_dir / png, served_out / png)
             (served_out / "fit.json").write_text(json.dumps(report, indent=2) + "\n")
             (served_out / "fit.md").write_text(fit_markdown(report))
-        fitted = settings.replace(GATE_POLICY="fitted", DECISION_FILE=str(decision))
-        out = {"tag": args.tag, "server": "agentic-rag serve (llama-cpp-python's llama_cpp.server)",
-               "served_decision": str(decision.relative_to(ROOT)), "datasets": {}}
-        for name in args.datasets:
-            local_dir = artifacts / "runs" / f"decision_policy_{args.tag}" / name / "agent"
-            if not (local_dir / "results.jsonl").is_file():
-                raise SystemExit(f"{local_dir}: no in-process fitted run (scripts/bench_decision_policy.py makes it)")
-            served_dir = artifacts / "runs" / f"served_{args.tag}" / name / "agent"
+        run_settings = settings.replace(GATE_POLICY="fitted", DECISION_FILE=str(decision)) if args.policy == "fitted" else settings
+        server = ("agentic-rag serve (llama-cpp-python's llama_cpp.server)" if args.server == "llama"
+                  else f"transformers serve {MODEL.converted_dir}")
+        out = {"tag": args.tag, "server": server, "policy": args.policy, "datasets": {},
+               **({"served_decision": str(decision.relative_to(ROOT))} if args.policy == "fitted" else
+                  {"reader": reader_plan(run_settings).describe()})}
+        for dname in args.datasets:
+            served_dir = artifacts / "runs" / f"served_{variant}{args.tag}" / dname / "agent"
+            if args.policy == "fitted":
+                local_dir = artifacts / "runs" / f"decision_policy_{args.tag}" / dname / "agent"
+                if not (local_dir / "results.jsonl").is_file():
+                    raise SystemExit(f"{local_dir}: no in-process fitted run (scripts/bench_decision_policy.py makes it)")
+            else:
+                local_dir = inprocess_default_run(dname, artifacts / "runs" / "inprocess_default" / dname / "agent",
+                                                  artifacts / "runs" / "served_data")
             if not args.reuse:  # a finished run is read as it is; a stopped one goes on (a new fit starts afresh)
                 dataset = json.loads((local_dir / "config.json").read_text())["dataset"]
-                run_eval(dataset, "agent", fitted, served_dir, overwrite=args.fit, resume=not args.fit)
-            out["datasets"][name] = measure(local_dir, served_dir)
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
+                run_eval(dataset, "agent", run_settings, served_dir, overwrite=args.fit, resume=not args.fit)
+            out["datasets"][dname] = measure(local_dir, served_dir)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"served_{args.tag}.json").write_text(json.dumps(out, indent=2) + "\n")
-    (args.out / f"served_{args.tag}.md").write_text(to_markdown(out))
+    (args.out / f"served_{variant}{args.tag}.json").write_text(json.dumps(out, indent=2) + "\n")
+    (args.out / f"served_{variant}{args.tag}.md").write_text(to_markdown(out))
     print(to_markdown(out))
     return 0
 

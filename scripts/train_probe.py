@@ -55,21 +55,29 @@ os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")
 
 import numpy as np
 
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
-
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import IDK, CragRecord, iter_records
 from agentic_rag.datasets.probe_sets import (
-    answer_removed, as_snippets, base_id, group_of, nq_records, source_of, squad_records,
+    answer_removed,
+    as_snippets,
+    base_id,
+    group_of,
+    nq_records,
+    source_of,
+    squad_records,
 )
-from agentic_rag.eval.probe_report import auc_by_source, learning_curve, refusal_rates, required_auc, source_pairs
 from agentic_rag.eval.plots import pyplot
-from agentic_rag.gate.probe import PACKAGED_PROBE
-from agentic_rag.gate.probe_training import auc, fit_probe
+from agentic_rag.eval.probe_report import (
+    auc_by_source,
+    learning_curve,
+    refusal_rates,
+    required_auc,
+    source_pairs,
+)
 from agentic_rag.llm.packaged import FAST_MODEL
+from agentic_rag.reader.probe import PACKAGED_PROBE
+from agentic_rag.reader.probe_training import auc, fit_probe
+from agentic_rag.eval.answer_prompts import generator_prompt as recorded_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -77,32 +85,10 @@ SQUAD = SHARED / "squad2" / "squad2_dev_half.jsonl"  # the training draws; the e
 NQ = SHARED / "nq" / "nq_open_oracle.jsonl"
 
 
-class RecordingChat(BaseChatModel):
-    """A chat model that records the prompts it is sent and answers with a fixed reply: injected as
-    ``configurable.llm``, the real graph runs (anchors, workers, packing, the confidence gate) and the
-    exact generator prompts are collected without paying for decoding."""
-
-    reply: str = "I don't know."
-    prompts: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.prompts.append(list(messages))
-        usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply, usage_metadata=usage))])
-
-
 def generator_prompt(record: CragRecord, settings: Settings):
-    """The exact prompt the agent sends its generator for this record (None: refused before generation)."""
     import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
-    from agentic_rag.runner import answer
 
-    recorder = RecordingChat()
-    answer("agent", settings, record=record, extra_config={"llm": recorder})
-    return recorder.prompts[0] if recorder.prompts else None
+    return recorded_prompt(record, settings)
 
 
 def states_model(args: argparse.Namespace) -> tuple[Settings, object, str]:
@@ -175,8 +161,8 @@ def score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from agentic_rag.datasets.crag import iter_records
-    from agentic_rag.gate.probe import load_probe, packaged_probe_for
     from agentic_rag.llm.local import hidden_size_of
+    from agentic_rag.reader.probe import load_probe, packaged_probe_for
 
     settings, model, model_key = states_model(args)
     probe_path = args.probe or packaged_probe_for(model.model_path)

@@ -311,3 +311,28 @@ def test_prune_fallback_stays_out_when_a_worker_kept_a_passage(agent_settings):
     plain, fake_plain, _ = run(agent_settings, [draft])
     with_k, fake_k, _ = run(agent_settings, [draft], PRUNE_FALLBACK_K=2)
     assert fake_plain.calls[0]["prompt"] == fake_k.calls[0]["prompt"]
+
+
+def test_a_served_generator_is_read_by_the_packaged_reader_in_its_own_step(agent_settings):
+    """Behind a server no hidden state comes back with the draft: the read_answerability node reads the
+    same answer prompt with the packaged reader (the real 0.5B here), the reading decides as it does
+    in-process, and the step shows in the trace events, the telemetry and the timing with its time."""
+    draft = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
+    served = agent_settings.replace(LLM_BACKEND="openai", OPENAI_BASE_URL="http://127.0.0.1:1/v1",
+                                    LLM_MODEL="qwen2.5-coder-0.5b")
+    result, fake, rows = run(served, [draft], ANSWERABILITY_MIN=0.0)
+    reading = rows[0]["probe"]
+    assert result.reason == "STOP_OVERLAP_OK" and len(fake.calls) == 1  # the reader is no LLM call
+    assert reading["status"] == "scored" and reading["how"] == "local" and reading["reader"] == "qwen2.5-coder-0.5b"
+    assert reading["ms"] > 0 and reading["prompt_tokens"] > 50
+    assert result.signals["answerability"] == reading["answerability"] == rows[0]["answerability"]
+    [step] = [e for e in result.events if e["node"] == "read_answerability"]
+    assert step["probe"] == reading and result.latency_by_node_ms["read_answerability"] >= reading["ms"]
+    assert set(result.tokens["detail"]) == {"generation"}  # its prompt is read here, never billed as LLM tokens
+    # the reading decides: above it the draft is withheld as not answerable
+    refused, _, _ = run(served, [draft], ANSWERABILITY_MIN=min(1.0, reading["answerability"] + 0.01))
+    assert refused.reason == "ABSTAIN_NOT_ANSWERABLE" and "answerability reader gives" in refused.explanation
+    # in-process, the scripted stand-in for the generator exposes no states, and nothing reads in its place
+    local, _, local_rows = run(agent_settings, [draft])
+    assert local_rows[-1]["probe"]["status"] == "unavailable" and "answerability" not in local.signals
+

@@ -252,8 +252,9 @@ def test_a_decision_for_another_model_or_feature_set_is_refused_in_one_line(sett
                                 features=("overlap_est", "answerability"))
     served = settings.replace(LLM_BACKEND="openai", LLM_MODEL="m", OPENAI_BASE_URL="http://127.0.0.1:9/v1",
                               GATE_POLICY="fitted", DECISION_FILE=str(probe_file))
+    assert configured_decision(served).features == ["overlap_est", "answerability"]  # the packaged reader reads it behind a server
     with pytest.raises(DecisionMismatchError, match="reads answerability, which the configured backend does not give"):
-        configured_decision(served)
+        configured_decision(served.replace(PROBE_ENABLED=False))
     res = CliRunner().invoke(app, ["ask", "Who won?", "--override", "GATE_POLICY=fitted", "--override",
                                    f"DECISION_FILE={tmp_path / 'other.json'}"])
     assert res.exit_code == 2 and "fitted for model ffff" in res.output

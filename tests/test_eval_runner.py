@@ -120,7 +120,7 @@ def test_a_run_folder_of_flat_settings_resumes_and_a_changed_one_is_named(tmp_pa
 
 def test_resume_after_the_probe_file_changed_is_refused(tmp_path, settings):
     from agentic_rag.eval.resume import ResumeMismatchError
-    from agentic_rag.gate.probe import PACKAGED_PROBE
+    from agentic_rag.reader.probe import PACKAGED_PROBE
 
     probe = tmp_path / "probe.json"
     probe.write_text(PACKAGED_PROBE.read_text())

@@ -162,7 +162,7 @@ def noop(state, config):
 
 
 def ext(**kw) -> Extension:
-    return Extension(**{"name": "audit", "node": noop, "reads": ("draft",), "writes": (), "after": Node.GENERATE,
+    return Extension(**{"name": "audit", "node": noop, "reads": ("draft",), "writes": (), "after": Node.READ,
                         "before": Node.COLLECT_SIGNALS, **kw})
 
 
@@ -181,7 +181,7 @@ def ext(**kw) -> Extension:
      "route to 'elsewhere', which is not a node of the graph"),
     (dict(router=lambda s, c: Node.GENERATE, routes=(Node.GENERATE,)), "its routes must include collect_signals"),
     (dict(router=lambda s, c: Node.GENERATE, routes=(Node.COLLECT_SIGNALS, Node.GENERATE)),
-     "the loop generate -> audit -> generate passes no budget check"),
+     "the loop generate -> read_answerability -> audit -> generate passes no budget check"),
 ])
 def test_build_time_errors(declaration, message):
     from agentic_rag.extensions import check_declaration
@@ -289,7 +289,7 @@ def _crash_on_second(state, config):
 
 
 crashing = Extension(name="crashing", node=_crash_on_second, reads=("question_id",), writes=(),
-                     after=Node.GENERATE, before=Node.COLLECT_SIGNALS)
+                     after=Node.READ, before=Node.COLLECT_SIGNALS)
 
 
 @extension_factory
@@ -307,7 +307,7 @@ def _crash_on_second_route(state, config):
 
 
 crashing_router = Extension(name="crashing", node=lambda state, config: {}, reads=("question_id",), writes=(),
-                            after=Node.GENERATE, before=Node.COLLECT_SIGNALS, router=_crash_on_second_route,
+                            after=Node.READ, before=Node.COLLECT_SIGNALS, router=_crash_on_second_route,
                             routes=(Node.COLLECT_SIGNALS,))
 
 

@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("role: anchors", {"anchors"}),
     ("role: retrievers", {"retrievers"}),
     ("role: supervisor", {"supervisor"}),
+    ("role: reader (answerability)", {"reader"}),
     ("role: gate (BAUG)", {"gate"}),
     ("role: generator", {"generator"}),
     ("running a graph", {"extensions", "runner"}),

@@ -226,16 +226,19 @@ def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_serv
     summary = json.loads((out / "summary.json").read_text())
     assert summary["llm_unavailable"] == 3
     assert "3 of 5 questions ended as ABSTAIN_LLM_UNAVAILABLE" in ev.stderr
-    # served without the probe and without log-probabilities: said before the first question, in the
-    # summary table, in summary.json and in report.md, never a silent fall-back
+    # served: the answerability is read by the packaged reader, said before the first question; the
+    # log-probabilities the server does not return are said in the summary table, summary.json and
+    # report.md, never a silent fall-back
     said = " ".join(ev.stderr.split())
-    assert said.index("this run will lack model signals: answerability unavailable: LLM_BACKEND=openai") \
+    assert said.index("answerability is read by a local prefill of the packaged reader qwen2.5-coder-0.5b") \
         < said.index("this run lacked model signals")
     assert "lp_mean, lp_min, p_first missing on 1 of 1 drafts (token log-probabilities: not returned by the backend)" in said
-    assert set(summary["signals_missing"]) == {"answerability", "lp_mean", "lp_min", "p_first"}
-    assert "answerability, lp_mean, lp_min, p_first" in " ".join(ev.stdout.split())
+    assert set(summary["signals_missing"]) == {"lp_mean", "lp_min", "p_first"}
+    assert "lp_mean, lp_min, p_first" in " ".join(ev.stdout.split())
     report = (out / "report.md").read_text()
-    assert "## model signals missing" in report and "answerability missing on 1 of 1 drafts" in report
+    assert "## model signals missing" in report and "lp_mean, lp_min, p_first missing on 1 of 1 drafts" in report
+    answered = next(r for r in rows if r["reason"] == "STOP_OVERLAP_OK")
+    assert 0.0 <= answered["signals"]["answerability"] <= 1.0
 
     url = refused_url()
     asked = cli("ask", "--dataset", str(data), "--id", "toy-0", "--json", "-o", f"OPENAI_BASE_URL={url}", *opts,

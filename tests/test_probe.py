@@ -6,16 +6,15 @@ import numpy as np
 import pytest
 
 from agentic_rag.gate.policy import Flags, decide
-from agentic_rag.gate.probe_training import auc, fit_probe
-from agentic_rag.gate.probe import (
+from agentic_rag.reader.probe_training import auc, fit_probe
+from agentic_rag.reader.probe import (
     PACKAGED_PROBE,
     AnswerabilityProbe,
     ProbeMismatchError,
     load_probe,
     packaged_probe_for,
-    probe_request,
-    read_probe,
 )
+from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, read_other_prompt, reading_of_reply
 from tests.fakes import ScriptedChat
 
 
@@ -93,12 +92,29 @@ def test_a_foreign_model_folder_gets_the_default_probe_which_then_refuses_it(tmp
         load_probe(path).check_model(None, 896)
 
 
-def test_backend_without_states_skips_the_probe_and_says_why(settings):
-    request = probe_request(ScriptedChat(replies=["x"]), settings)
-    assert request["status"] == "unavailable" and "hidden states" in request["why"]
-    assert read_probe(None, request) == {"status": "unavailable", "why": request["why"]}
+def test_an_injected_model_without_states_is_not_read_and_says_why(settings):
+    plan = plan_for(ScriptedChat(replies=["x"]), settings)
+    assert plan.how == "unavailable" and "hidden states" in plan.why
+    assert reading_of_reply(None, plan) == {"status": "unavailable", "why": plan.why}
     off = settings.model_copy(update={"PROBE_ENABLED": False})
-    assert probe_request(ScriptedChat(replies=["x"]), off) == {"status": "off"}
+    assert reading_of_reply(None, plan_for(ScriptedChat(replies=["x"]), off)) == {"status": "off", "why": "off (PROBE_ENABLED)"}
+
+
+def test_a_served_generator_is_read_by_the_packaged_reader_it_serves_or_the_one_named(settings):
+    """Whatever model a server runs, the prompt is read here: by the packaged model the server serves when
+    it is one (its own probe), else by READER_MODEL (auto: the default 1.5B)."""
+    served = settings.replace(LLM_BACKEND="openai", OPENAI_BASE_URL="http://127.0.0.1:1/v1", LLM_MODEL="qwen2.5-coder-0.5b",
+                              READER_MODEL="auto")
+    plan = plan_for(ScriptedChat(replies=["x"]), served)
+    assert (plan.how, plan.reader, plan.layer) == (LOCAL, "qwen2.5-coder-0.5b", load_probe(plan.probe_path).layer)
+    assert plan.probe_path.endswith("answerability-qwen2.5-coder-0.5b.json") and plan.call_kwargs() == {}
+    other = plan_for(ScriptedChat(replies=["x"]), served.replace(LLM_MODEL="gpt-4o"))
+    assert other.reader == "qwen2.5-coder-1.5b" and other.probe_path.endswith("answerability-qwen2.5-coder-1.5b.json")
+    chosen = plan_for(ScriptedChat(replies=["x"]), served.replace(LLM_MODEL="gpt-4o", READER_MODEL="packaged"))
+    assert chosen.reader == "qwen2.5-coder-0.5b"
+    foreign = PACKAGED_PROBE.with_name("answerability-qwen2.5-coder-1.5b.json")
+    with pytest.raises(ProbeMismatchError):  # a probe file of another model than the reader is refused
+        plan_for(ScriptedChat(replies=["x"]), served.replace(LLM_MODEL="gpt-4o", READER_MODEL="packaged", PROBE_PATH=str(foreign)))
 
 
 SUPPORTED = {"overlap_est": 1.0, "faith_est": 1.0, "answer_relevance": 1.0, "anchor_coverage": 1.0, "tokens_left": 3000}
@@ -142,13 +158,13 @@ def test_real_model_state_from_the_generation_call_matches_a_forward_pass(settin
     from agentic_rag.llm.factory import get_chat_model
 
     model = get_chat_model(settings, max_tokens=4)
-    request = probe_request(model, settings)
-    assert request["status"] == "requested"
-    layer = request["kwargs"]["prompt_state_layer"]
+    plan = plan_for(model, settings)
+    assert plan.how == GENERATION
+    layer = plan.layer
     messages = [HumanMessage(content="Sources:\n[1] Paris is the capital of France.\nQuestion: What is the capital of France?")]
     message, usage = call_model(messages, settings.model_copy(update={"MAX_OUTPUT_TOKENS": 4}), "generation", model,
-                                **request["kwargs"])
-    reading = read_probe(message, request)
+                                **plan.call_kwargs())
+    reading = reading_of_reply(message, plan)
     assert reading["status"] == "scored" and 0.0 <= reading["answerability"] <= 1.0 and reading["layer"] == layer
     states = model.prompt_states(messages).numpy()
     forward = states[layer]
@@ -252,23 +268,29 @@ def test_real_model_quote_probe_reads_the_quoted_sentences_alone_in_one_booked_c
     """The quote probe is the packaged probe on the answer prompt whose only source is the quote: its
     reading equals a forward pass over that prompt, and its call decodes one token under 'verify'."""
     from agentic_rag.gate.judge import VERIFY_STAGE
-    from agentic_rag.gate.probe import quote_probe_messages, read_quote_probe
     from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.reader.probe import quote_probe_messages
 
     model = get_chat_model(settings)
-    request = probe_request(model, settings)
+    plan = plan_for(model, settings)
     bundle = {"passages": [{"n": 1, "page_name": "France", "text": "France is in Europe. Paris is the capital of France."}]}
     sentences = [{"supported": True, "n": 1, "quote": "Paris is the capital of France."}]
     messages = quote_probe_messages("What is the capital of France?", sentences, bundle)
     assert "France is in Europe" not in messages[1].content
-    reading, usage = read_quote_probe(messages, request, settings, VERIFY_STAGE, model)
-    probe = load_probe(request["path"])
+    reading, usage = read_other_prompt(messages, plan, settings, VERIFY_STAGE, model)
+    probe = load_probe(plan.probe_path)
     forward = probe.score(model.prompt_states(messages)[probe.layer].numpy())
     assert reading["status"] == "scored" and abs(reading["answerability"] - forward) < 0.05
     assert usage[VERIFY_STAGE]["calls"] == 1 and usage[VERIFY_STAGE]["output_tokens"] == 1
-    # a backend that exposes no hidden states gets no reading and makes no call
-    assert read_quote_probe(messages, {"status": "unavailable", "why": "x"}, settings, VERIFY_STAGE, None) == (
-        {"status": "unavailable", "why": "x"}, {})
+    # the packaged reader, as for a served generator, gives the same reading from its own prefill and no LLM call
+    local = plan_for(ScriptedChat(replies=["x"]), settings.replace(LLM_BACKEND="openai", LLM_MODEL="qwen2.5-coder-0.5b",
+                                                                   OPENAI_BASE_URL="http://127.0.0.1:1/v1"))
+    read_here, no_usage = read_other_prompt(messages, local, settings, VERIFY_STAGE, None)
+    assert read_here["how"] == LOCAL and read_here["ms"] > 0 and read_here["prompt_tokens"] > 10 and no_usage == {}
+    assert abs(read_here["answerability"] - reading["answerability"]) < 0.02
+    # an injected model that exposes no hidden states gets no reading and makes no call
+    unread = plan_for(ScriptedChat(replies=["x"]), settings)
+    assert read_other_prompt(messages, unread, settings, VERIFY_STAGE, None) == ({"status": "unavailable", "why": unread.why}, {})
 
 
 @pytest.mark.model
@@ -324,7 +346,7 @@ def test_verified_score_averages_the_readings_its_mode_names_and_the_refusal_say
 
 
 def test_quote_bundle_keeps_only_the_quoted_sentences_under_their_own_source():
-    from agentic_rag.gate.probe import quote_bundle, quote_probe_messages
+    from agentic_rag.reader.probe import quote_bundle, quote_probe_messages
 
     bundle = {"passages": [
         {"n": 1, "page_name": "Wimbledon 2019", "page_last_modified": "2019-07-14", "text": "A. Serena lost the final."},

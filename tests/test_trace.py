@@ -61,7 +61,7 @@ def test_result_rows_record_every_node(agent_run):
     ok = rows["toy-ok"]
     nodes = [e["node"] for e in sorted(ok["events"], key=lambda e: e["start"])]
     assert nodes[0] == "anchors" and nodes[-1] == "finalize" and "worker" in nodes
-    assert nodes[-4:] == ["generate", "collect_signals", "decide", "finalize"]
+    assert nodes[-5:] == ["generate", "read_answerability", "collect_signals", "decide", "finalize"]
     assert set(ok["latency_by_node_ms"]) == set(nodes) and all(ms >= 0 for ms in ok["latency_by_node_ms"].values())
     worker = next(e for e in ok["events"] if e["node"] == "worker")
     kept = worker["paths"][0]["kept"][0]

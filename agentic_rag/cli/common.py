@@ -108,6 +108,14 @@ def warn_missing_signals(gaps: dict[str, str], when: str) -> None:
         err.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
 
 
+def say_reader(settings: Settings) -> None:
+    """One line at the start of an agent run whose answerability is not read from the generation call."""
+    from agentic_rag.eval.provenance import reader_note
+
+    if line := reader_note(settings):
+        err.print(f"[dim]note:[/] {escape(line)}", soft_wrap=True, highlight=False)
+
+
 def record_source(dataset: str | None, record_id: str | None, index: Path | None, settings: Settings):
     """(record, index_dir) for a question: a dataset record's own pages, or a corpus index."""
     if index is not None:

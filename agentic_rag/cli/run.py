@@ -28,6 +28,7 @@ from agentic_rag.cli.common import (
     load_settings,
     prog_name,
     record_source,
+    say_reader,
     warn_missing_signals,
 )
 from agentic_rag.configuration import SettingsError
@@ -96,6 +97,7 @@ def ask(
 
     settings = load_settings(preset, override, needs_llm=True)
     if system == "agent":
+        say_reader(settings)
         warn_missing_signals(signals_unavailable(settings), "this answer will lack model signals")
     record, index_dir = record_source(dataset, record_id, index, settings)
     if record is None and not question:
@@ -181,8 +183,8 @@ def eval_cmd(
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
     try:
         res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool,
-                       overwrite=overwrite, on_start=lambda: system == "agent" and warn_missing_signals(
-                           signals_unavailable(settings), "this run will lack model signals"))
+                       overwrite=overwrite, on_start=lambda: system == "agent" and (say_reader(settings), warn_missing_signals(
+                           signals_unavailable(settings), "this run will lack model signals")))
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, prog_name(), sys.argv[1:])
     except ExecutorError as exc:

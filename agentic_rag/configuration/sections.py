@@ -330,10 +330,16 @@ class BAUGSettings(_Section):
     )
     PROBE_ENABLED: bool = setting(
         True, "on/off",
-        "Layer 2: the answerability probe reads the generator's last-prompt-token hidden state (local backend only; "
-        "skipped and recorded for other backends).", per_request=True,
+        "Layer 2: the answerability reader: a probe on the answer prompt's last-token hidden state, from the "
+        "generation call's prefill for a packaged model in this process, else from a prefill of READER_MODEL here.",
+        per_request=True,
     )
-    PROBE_PATH: Path | None = setting(None, "path", "Probe file; None = the packaged probe for the packaged model.")
+    PROBE_PATH: Path | None = setting(None, "path", "Probe file; None = the packaged probe of the model it reads.")
+    READER_MODEL: Literal["auto", "packaged", "packaged-1.5b"] = setting(
+        "auto", "packaged model",
+        "The packaged model whose prefill the answerability probe reads when the generator cannot give its own "
+        "(a server, a model without a probe): auto = the packaged model the server serves, else packaged-1.5b.",
+    )
     ANSWERABILITY_MIN: float = setting(
         0.3, "0-1",
         "P(the context answers the question) from the probe below which the answer is refused (the sweep: "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agentic_rag.gate.probe_training import auc, cross_validated_scores
+from agentic_rag.reader.probe_training import auc, cross_validated_scores
 
 
 def refusal_rates(p: np.ndarray, y: np.ndarray, threshold: float) -> dict[str, float | None]:

@@ -55,15 +55,17 @@ def model_identity(settings: Settings) -> dict[str, Any]:
 
 
 def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
-    """The answerability probe file an agent run reads (its content decides refusals as much as any
-    setting does, so a run records its hash); None when no probe runs."""
-    if system != "agent" or not settings.baug.PROBE_ENABLED or settings.llm.LLM_BACKEND != "local":
+    """The answerability reader an agent run uses: how it reads (the generation call's prefill, or a
+    local prefill of the packaged reader), which model, and its probe file's hash (the probe's content
+    decides refusals as much as any setting does); None when no probe runs."""
+    if system != "agent" or not settings.baug.PROBE_ENABLED:
         return None
-    from agentic_rag.gate.probe import configured_probe_path
-    from agentic_rag.llm.packaged import resolve_local_model
+    from agentic_rag.reader.read import reader_plan
 
-    path = configured_probe_path(settings, str(resolve_local_model(settings)))
-    return {"path": str(path), "sha256": file_sha256(path) if path.is_file() else None}
+    plan = reader_plan(settings)
+    path = Path(plan.probe_path) if plan.probe_path else None
+    return {"how": plan.how, "reader": plan.reader, "path": str(path) if path else None,
+            "sha256": file_sha256(path) if path and path.is_file() else None}
 
 
 def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
@@ -96,7 +98,7 @@ def logprob_report(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 # Signals read from the model itself rather than computed from the text: what a backend may not give.
 # The probe carries most correct refusals, so a run without it must say so, not fall back in silence.
-MODEL_SIGNALS = {"answerability": "the answerability probe", **dict.fromkeys(LOGPROB_SIGNALS, "token log-probabilities")}
+MODEL_SIGNALS = {"answerability": "the answerability reader", **dict.fromkeys(LOGPROB_SIGNALS, "token log-probabilities")}
 DECIDES_INSTEAD = ("the decision rests on the signals computed from the text (support, faithfulness, anchor coverage, "
                    "relevance) and the verifier; a fitted decision reads a missing signal at its development mean")
 
@@ -106,11 +108,23 @@ def signals_unavailable(settings: Settings) -> dict[str, str]:
     out: dict[str, str] = {}
     if not settings.baug.PROBE_ENABLED:
         out["answerability"] = "off (PROBE_ENABLED)"
-    elif settings.llm.LLM_BACKEND != "local":
-        out["answerability"] = f"unavailable: LLM_BACKEND={settings.llm.LLM_BACKEND} does not expose the model's hidden states"
     if not settings.baug.REQUEST_LOGPROBS:
         out.update(dict.fromkeys(LOGPROB_SIGNALS, "off (REQUEST_LOGPROBS)"))
     return out
+
+
+def reader_note(settings: Settings) -> str:
+    """How an agent run reads answerability, said at its start when it is not the generation call's own
+    prefill (a local prefill per question costs time), or why it is not read at all ("" otherwise)."""
+    from agentic_rag.reader.read import GENERATION, LOCAL, reader_plan
+
+    plan = reader_plan(settings)
+    if plan.how == GENERATION:
+        return ""
+    if plan.how == LOCAL:
+        return (f"answerability is read {plan.describe()}: the generator (LLM_BACKEND={settings.llm.LLM_BACKEND}) "
+                "gives no hidden states, so each draft's prompt gets one prefill here (READER_MODEL)")
+    return f"answerability is not read: {plan.why}"
 
 
 def signal_gaps(rows: list[dict[str, Any]]) -> dict[str, str]:

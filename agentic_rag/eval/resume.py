@@ -51,6 +51,8 @@ def _identity(config: dict[str, Any], key: str) -> Any:
     value = config.get(key)
     if key == "model" and isinstance(value, dict):
         return {k: v for k, v in value.items() if k != "base_url"}  # where the server listens is not the model
+    if key == "probe" and isinstance(value, dict):  # a run from before the reader read its generator's prefill
+        return {"how": value.get("how", "generation"), "sha256": value.get("sha256")}
     return value
 
 

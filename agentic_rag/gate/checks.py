@@ -181,9 +181,9 @@ CHECKS: tuple[Check, ...] = (
           "anchor coverage {:.0%}, needed {:.0%}",
           "anchors.matching.anchor_coverage: share of the selected anchors in the supporting text"),
     Check("answerability", "ANSWERABILITY_MIN", "ABSTAIN_NOT_ANSWERABLE", GATE,
-          "the answerability probe on the generator's own state gives only {:.0%} that they answer this question "
-          "(at least {:.0%} needed)",
-          "gate.probe.read_probe: the probe on the generation call's hidden state", "GROUNDING_ENABLED"),
+          "the answerability reader gives only {:.0%} that they answer this question (at least {:.0%} needed)",
+          "reader.read: the probe on the answer prompt's state, from the generation call or the packaged reader",
+          "GROUNDING_ENABLED"),
     Check("verified_score", "VERIFIER_MIN", "ABSTAIN_NOT_VERIFIED", FINAL,
           "the final check gives {:.0%} (at least {:.1%} needed)",
           "gate.judge.verified_score: mean of the readings VERIFIER_COMBINE names", "GROUNDING_ENABLED"),

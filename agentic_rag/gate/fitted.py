@@ -46,7 +46,7 @@ FEATURE_REASONS: dict[str, tuple[str, str]] = {
     "answer_relevance": ("ABSTAIN_LOW_SUPPORT", "its similarity to the question is only {:.2f}"),
     "nli_entailment": ("ABSTAIN_LOW_SUPPORT", "the entailment model gives only {:.0%} that the sources entail it"),
     "anchor_coverage": ("ABSTAIN_MISSING_ANCHORS", "the cited sources hold only {:.0%} of what the question names"),
-    "answerability": ("ABSTAIN_NOT_ANSWERABLE", "the answerability probe gives only {:.0%} that the sources answer the question"),
+    "answerability": ("ABSTAIN_NOT_ANSWERABLE", "the answerability reader gives only {:.0%} that the sources answer the question"),
     "lp_mean": ("ABSTAIN_LOW_CONFIDENCE", "the model wrote it with a mean token log-probability of {:.2f}"),
     "lp_min": ("ABSTAIN_LOW_CONFIDENCE", "its least likely word had a log-probability of {:.2f}"),
     "p_first": ("ABSTAIN_LOW_CONFIDENCE", "the model gave its first word a probability of only {:.0%}"),
@@ -169,7 +169,7 @@ def model_key(settings) -> str:
 def available_features(settings) -> set[str]:
     """The signals the configured backend and settings can give a draft."""
     out = {"overlap_est", "faith_est", "anchor_coverage", "answer_relevance"}
-    if settings.llm.LLM_BACKEND == "local" and settings.baug.PROBE_ENABLED:
+    if settings.baug.PROBE_ENABLED:  # on any backend: the packaged reader reads what the generator cannot
         out.add("answerability")
     if settings.baug.NLI_MODEL:
         out.add("nli_entailment")

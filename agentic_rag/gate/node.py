@@ -25,12 +25,13 @@ from agentic_rag.gate.judge import (
     verify_messages, yes_no_cost, yes_probability,
 )
 from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flags, decide, requested
-from agentic_rag.gate.probe import QUOTE_PROBE_OUTPUT_TOKENS, probe_request, quote_probe_messages, read_quote_probe
 from agentic_rag.gate.signals import DraftReading, read_draft, supported_quotes
 from agentic_rag.llm.calls import model_from, prompt_cost
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline, model_failed
 from agentic_rag.nodes import Node
 from agentic_rag.prompts import is_hedging, reflect_request
+from agentic_rag.reader.probe import quote_probe_messages
+from agentic_rag.reader.read import GENERATION, QUOTE_READ_OUTPUT_TOKENS, plan_for, read_other_prompt
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.state import RAGState, merge_usage
 from agentic_rag.supervisor.validators import PERIOD_TYPES, validate
@@ -74,8 +75,8 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
 
 
 def read_round(state: RAGState, settings: Settings) -> DraftReading:
-    """The draft read against this round's bundle (gate/signals.read_draft), with the probe's reading
-    of the generation call that wrote it, and NLI when a model is configured."""
+    """The draft read against this round's bundle (gate/signals.read_draft), with the answerability
+    reader's reading of the prompt that wrote it, and NLI when a model is configured."""
     draft = state.get("draft", "")
     round_no = state.get("round", 1)
     paths = _round_paths(state)
@@ -199,9 +200,10 @@ def _read_final_check(state: RAGState, model, settings: Settings, signals: dict[
     """Fill ``signals`` with the final check's readings; ``booked["usage"]`` holds the calls' cost so far."""
     if "quote_answerability" in COMBINE_PARTS[settings.baug.VERIFIER_COMBINE]:
         messages = quote_probe_messages(state["question"], signals.get("sentences", []), state.get("bundle") or {})
-        capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_PROBE_OUTPUT_TOKENS)
-        if messages and can_afford(state, settings, prompt_cost(messages, capped)):
-            reading, call_usage = read_quote_probe(messages, probe_request(model, settings), settings, VERIFY_STAGE, model)
+        plan = plan_for(model, settings)
+        capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_READ_OUTPUT_TOKENS)
+        if messages and (plan.how != GENERATION or can_afford(state, settings, prompt_cost(messages, capped))):
+            reading, call_usage = read_other_prompt(messages, plan, settings, VERIFY_STAGE, model)
             if reading.get("status") == "scored":
                 signals["quote_answerability"] = reading["answerability"]
             state, booked["usage"] = _charge(state, signals, call_usage, settings), merge_usage(booked.get("usage"), call_usage)

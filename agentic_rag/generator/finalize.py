@@ -197,7 +197,7 @@ def _not_verified(r: Refusal) -> tuple[str, list[str]]:
     readings = {
         "support_verdict": f"asked whether {these} state{'' if len(quoted) > 1 else 's'} this answer, "
                            f"the generator itself gives {{:.0%}}",
-        "answerability": "the answerability probe gives {:.0%} that the sources answer the question",
+        "answerability": "the answerability reader gives {:.0%} that the sources answer the question",
         "quote_answerability": f"the same probe on {these} alone gives {{:.0%}}",
     }
     shown = [readings[k].format(v) for k, v in combined_readings(signals, settings).items()]

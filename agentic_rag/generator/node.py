@@ -8,12 +8,12 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.budget import question_deadline
 from agentic_rag.configuration import Settings
-from agentic_rag.gate.probe import probe_request, read_probe
 from agentic_rag.llm.calls import call_model, model_from
 from agentic_rag.llm.logprobs import reply_signals, request_kwargs
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline, model_failed
 from agentic_rag.nodes import Node
 from agentic_rag.prompts import answer_messages, reflect_request
+from agentic_rag.reader.read import OFF, ReaderPlan, plan_for, reading_of_reply
 from agentic_rag.state import RAGState
 from agentic_rag.utils import timed
 
@@ -25,15 +25,16 @@ def _generate(state: RAGState, config: RunnableConfig, with_probe: bool) -> dict
     settings = Settings.from_runnable_config(config)
     messages = answer_messages(state["question"], state["bundle"], state.get("query_time", ""))
     model = model_from(config, settings)
-    # the probe's state comes from this same call's prefill; a graph without BAUG has no use for it
-    request = probe_request(model, settings) if with_probe else {"status": "off"}
+    # the probe's state comes from this same call's prefill where the generator can give it (else the
+    # reader node reads the prompt); a graph without BAUG has no use for it
+    plan = plan_for(model, settings) if with_probe else ReaderPlan(OFF)
     scored = request_kwargs(model, settings) if with_probe else {}  # the draft's token log-probabilities
     try:
         with llm_deadline(question_deadline(state, settings)):
-            message, usage = call_model(messages, settings, "generation", model, **request.get("kwargs", {}), **scored)
+            message, usage = call_model(messages, settings, "generation", model, **plan.call_kwargs(), **scored)
     except LLMUnavailableError as exc:
         return {"draft": "", "llm_error": exc.to_dict(), "probe": {"status": "skipped", "why": "llm_unavailable"}}
-    return {"draft": str(message.content).strip(), "usage": usage, "probe": read_probe(message, request),
+    return {"draft": str(message.content).strip(), "usage": usage, "probe": reading_of_reply(message, plan),
             **({"draft_logprobs": reply_signals(message, scored)} if with_probe else {})}
 
 

@@ -28,7 +28,7 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
     cap = int(max_tokens or settings.llm.MAX_OUTPUT_TOKENS)
     if settings.llm.LLM_BACKEND == "local":
         path = resolve_local_model(settings)
-        model = _local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, REPETITION_PENALTY)
+        model = local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, REPETITION_PENALTY)
         return _with_cache(model, settings)
     if settings.llm.LLM_BACKEND == "openai":
         if problem := settings.backend_error():
@@ -94,7 +94,7 @@ def _replay_cache(path: str):
 
 
 @lru_cache(maxsize=16)
-def _local_model(path: str, cap: int, temperature: float, threads: int, repetition_penalty: float = 1.0) -> ChatLocalTransformers:
+def local_model(path: str, cap: int, temperature: float, threads: int, repetition_penalty: float = 1.0) -> ChatLocalTransformers:
     return ChatLocalTransformers(
         model_path=path, max_new_tokens=cap, temperature=temperature, threads=threads,
         repetition_penalty=repetition_penalty,

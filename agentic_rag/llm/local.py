@@ -230,6 +230,16 @@ class ChatLocalTransformers(BaseChatModel):
             out = model(**inputs, output_hidden_states=True, use_cache=False, logits_to_keep=1)
         return torch.stack([h[0, -1, :] for h in out.hidden_states]).float()
 
+    def prompt_state(self, messages: list[BaseMessage], layer: int) -> tuple[list[float], int]:
+        """The last prompt token's state at ``layer`` from one prefill, no decoding, and the prompt's
+        length in tokens: what the answerability reader reads when this model is not the generator."""
+        model, _, gen_lock = _load(self.model_path, self.dtype)
+        inputs = self._inputs(messages)
+        captured: list[torch.Tensor] = []
+        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, layer, captured):
+            model(**inputs, use_cache=False, logits_to_keep=1)
+        return captured[0].float().tolist(), int(inputs["input_ids"].shape[1])
+
     def _score_choices(self, messages: list[BaseMessage], choices: list[str]) -> ChatResult:
         """One prefill, no decoding: how the model would split its first reply token among ``choices``.
 

@@ -206,8 +206,13 @@ def describe(event: dict[str, Any], settings: dict[str, Any], answered: bool = F
     if event.get("draft"):
         parts.append(f'draft "{clip(event["draft"], 80)}"')
         blocks.append({"type": "text", "title": "draft", "text": event["draft"]})
-    if (event.get("probe") or {}).get("status") == "scored":
-        parts.append(f"probe answerability {_fmt(event['probe'].get('answerability'))}")
+    probe = event.get("probe") or {}
+    if probe.get("status") == "scored":
+        how = (f"read by the packaged reader {probe['reader']} in {probe['ms']:.0f} ms" if probe.get("how") == "local"
+               else "from the generation call's prefill")
+        parts.append(f"answerability {_fmt(probe.get('answerability'))} ({how})")
+    elif probe.get("status") == "pending":
+        parts.append(f"answerability: read next by the packaged reader {probe.get('reader')}")
     if "signals" in event:
         sig = event["signals"]
         checks = signal_checks(sig, settings, answered)

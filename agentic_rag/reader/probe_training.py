@@ -1,4 +1,4 @@
-"""Fitting the answerability probe (gate/probe.py reads what this writes), run by scripts/train_probe.py.
+"""Fitting the answerability probe (reader/probe.py reads what this writes), run by scripts/train_probe.py.
 
 The layer whose states separate answerable from unanswerable prompts best is chosen by
 cross-validation grouped by article, so no article's questions sit on both sides of a fold; then a
@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentic_rag.gate.probe import AnswerabilityProbe
+from agentic_rag.reader.probe import AnswerabilityProbe
 
 
 def auc(y: np.ndarray, s: np.ndarray) -> float:

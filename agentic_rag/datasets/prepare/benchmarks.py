@@ -1,0 +1,36 @@
+"""The named evaluation splits the benchmark scripts share (squad200, rgb40, hotpot_test, ...), each
+prepared from ../shared/data the same way every time, so two benchmarks of one name read one file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentic_rag.datasets.crag import EXAMPLE_DATASET, DataError
+from agentic_rag.datasets.prepare.hotpotqa import prepare_hotpotqa
+from agentic_rag.datasets.prepare.rgb import prepare_rgb
+from agentic_rag.datasets.prepare.squad2 import prepare_squad2
+
+BENCHMARK_DATASETS = ("crag_example", "squad200", "rgb40", "rgb_negative100", "hotpot_dev", "hotpot_test")
+
+
+def benchmark_dataset(name: str, work: Path, shared: Path) -> str:
+    """The file of split ``name``, written into ``work`` from the shared data folder ``shared``."""
+    if name == "crag_example":
+        return EXAMPLE_DATASET
+    if name == "squad200":  # 200 questions, half unanswerable, each with its paragraph + 4 of the same article
+        out = work / "squad200.jsonl"
+        prepare_squad2(shared / "squad2" / "squad2_dev_half.jsonl", out, n=200, seed=0)
+        return str(out)
+    if name == "rgb40":  # 20 questions, each answerable (positives + noise) and negative-rejection (noise only)
+        out = work / "rgb40.jsonl"
+        prepare_rgb(shared / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("answerable", "negative"), n=20, seed=0)
+        return str(out)
+    if name == "rgb_negative100":  # 100 negative-rejection questions (noise snippets only): bench_abstention reads them
+        out = work / "rgb_negative100.jsonl"
+        prepare_rgb(shared / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("negative",), n=100, seed=0)
+        return str(out)
+    if name in ("hotpot_dev", "hotpot_test"):  # multi-hop: each question answerable, and without one supporting paragraph
+        out = work / f"{name}.jsonl"
+        prepare_hotpotqa(shared / "hotpotqa" / "hotpot_dev_distractor_first100.json", out, split=name.split("_")[1])
+        return str(out)
+    raise DataError(f"unknown dataset {name!r} ({', '.join(BENCHMARK_DATASETS)})")

@@ -1,0 +1,39 @@
+"""The exact answer prompts the agent would send its generator, without generating: what a probe is
+trained on (scripts/train_probe.py) and what the readers are timed and scored on (scripts/bench_reader.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+
+class RecordingChat(BaseChatModel):
+    """A chat model that records the prompts it is sent and answers with a fixed reply: injected as
+    ``configurable.llm``, the real graph runs (anchors, workers, packing, the confidence gate) and the
+    exact generator prompts are collected without paying for decoding."""
+
+    reply: str = "I don't know."
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.prompts.append(list(messages))
+        usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply, usage_metadata=usage))])
+
+
+def generator_prompt(record: Any, settings: Any) -> list[BaseMessage] | None:
+    """The prompt the agent's first generation call sends for this CRAG record (None: refused before
+    generation). The caller has imported ``graphs``, which registers the agent graph."""
+    from agentic_rag.runner import answer
+
+    recorder = RecordingChat()
+    answer("agent", settings.replace(PROBE_ENABLED=False), record=record, extra_config={"llm": recorder})
+    return recorder.prompts[0] if recorder.prompts else None

@@ -1,0 +1,207 @@
+"""The answerability reader: P(the evidence answers the question), whichever model writes the draft.
+
+Why a component of its own: the probe reads the last prompt token's state of the answer prompt, a
+function of the question and the evidence, not of the draft. For a packaged model answering in this
+process that state comes free with the generation call's prefill (``GENERATION``). For every other
+generator (a server, with or without log-probabilities; a local model no probe was trained on) a
+packaged reader model runs the same prompt's prefill here, without decoding (``LOCAL``), so the
+refusals that rest on the probe travel to every backend. A run's ``ReaderPlan`` says which, once per
+model and settings; each reading records how it was read, by which model, and its time.
+
+The decision layers (gate/) read the readings; this package never imports them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from agentic_rag.reader.probe import (
+    PROBES_DIR,
+    ProbeMismatchError,
+    _mismatch,
+    configured_probe_path,
+    load_probe,
+)
+
+GENERATION = "generation"  # read from the generation call's own prefill: no extra work
+LOCAL = "local"  # one prefill of the packaged reader model in this process, no decoding
+OFF = "off"
+UNAVAILABLE = "unavailable"
+QUOTE_READ_OUTPUT_TOKENS = 1  # a GENERATION read of another prompt decodes one token (tokens)
+
+
+@dataclass(frozen=True)
+class ReaderPlan:
+    how: str  # GENERATION, LOCAL, OFF or UNAVAILABLE
+    probe_path: str = ""
+    reader: str = ""  # the model whose states the probe reads
+    reader_dir: str = ""  # LOCAL: the reader's converted folder
+    layer: int = 0
+    why: str = ""  # OFF / UNAVAILABLE: the reason, as the run reports it
+
+    @property
+    def reads(self) -> bool:
+        return self.how in (GENERATION, LOCAL)
+
+    def call_kwargs(self) -> dict[str, Any]:
+        """What the generation call must be asked for (GENERATION only): its prefill's state at the probe's layer."""
+        return {"prompt_state_layer": self.layer} if self.how == GENERATION else {}
+
+    def describe(self) -> str:
+        if self.how == GENERATION:
+            return f"from the generation call's prefill ({self.reader})"
+        if self.how == LOCAL:
+            return f"by a local prefill of the packaged reader {self.reader}"
+        return self.why
+
+
+def plan_for(model: Any, settings: Any) -> ReaderPlan:
+    """How this run reads answerability with ``model`` as its generator.
+
+    An in-process model with a probe of its own is read from its generation call. A configured
+    ``PROBE_PATH`` that does not fit that model is an error, not a fallback. A model injected in place of
+    an in-process generator that exposes no states (a test's scripted model) has no reading; anything
+    else, a server above all, is read by the packaged reader."""
+    if not settings.baug.PROBE_ENABLED:
+        return ReaderPlan(OFF, why="off (PROBE_ENABLED)")
+    from agentic_rag.llm.local import ChatLocalTransformers, hidden_size_of
+
+    if isinstance(model, ChatLocalTransformers):
+        path = str(configured_probe_path(settings, model.model_path).resolve())
+        mismatch = _mismatch(path, model.model_path, hidden_size_of(model))
+        if not mismatch:
+            return ReaderPlan(GENERATION, path, _name_of(model.model_path), layer=load_probe(path).layer)
+        if settings.baug.PROBE_PATH is not None:
+            raise ProbeMismatchError(mismatch)
+    elif settings.llm.LLM_BACKEND == "local":
+        return ReaderPlan(UNAVAILABLE, why=f"the injected {model._llm_type} model exposes no hidden states")
+    return local_plan(settings)
+
+
+def reader_plan(settings: Any) -> ReaderPlan:
+    """The plan ``plan_for`` gives the configured generator, known from the settings alone (for a run's
+    provenance and its first line; no weights are loaded)."""
+    if not settings.baug.PROBE_ENABLED:
+        return ReaderPlan(OFF, why="off (PROBE_ENABLED)")
+    if settings.llm.LLM_BACKEND == "local":
+        from agentic_rag.llm.packaged import converted_source_key, resolve_local_model
+
+        folder = resolve_local_model(settings)
+        path = configured_probe_path(settings, str(folder)).resolve()
+        probe = load_probe(path)
+        if probe.model_key == converted_source_key(folder) or settings.baug.PROBE_PATH is not None:
+            return ReaderPlan(GENERATION, str(path), _name_of(str(folder)), layer=probe.layer)
+    return local_plan(settings)
+
+
+@lru_cache(maxsize=8)
+def _name_of(folder: str) -> str:
+    """A model folder as the reader names it: the packaged model's short name, else the folder's name."""
+    from agentic_rag.llm.packaged import converted_source_key, packaged_model_for_key
+
+    spec = packaged_model_for_key(converted_source_key(Path(folder)))
+    return spec.short_name if spec else Path(folder).name
+
+
+def reader_spec(settings: Any):
+    """The packaged model READER_MODEL names (auto: the one the server serves, named by its short name as
+    ``agentic-rag serve`` names it or by its converted folder as ``transformers serve`` does, else the 1.5B)."""
+    from agentic_rag.llm.packaged import (
+        DEFAULT_MODEL,
+        PACKAGED_MODELS,
+        converted_source_key,
+        packaged_by_short_name,
+        packaged_model_for_key,
+    )
+
+    name = settings.baug.READER_MODEL
+    if name != "auto":
+        return PACKAGED_MODELS[name]
+    if settings.llm.LLM_BACKEND == "local":
+        return DEFAULT_MODEL
+    served, folder = settings.llm.LLM_MODEL, Path(settings.llm.LLM_MODEL).expanduser()
+    by_folder = packaged_model_for_key(converted_source_key(folder)) if folder.is_dir() else None
+    return packaged_by_short_name(served) or by_folder or DEFAULT_MODEL
+
+
+def local_plan(settings: Any) -> ReaderPlan:
+    """The plan of a run whose generator cannot be read: the packaged reader, converted if need be."""
+    spec = reader_spec(settings)
+    return _local_plan(spec.name, str(settings.baug.PROBE_PATH or PROBES_DIR / spec.probe_file),
+                       str(Path(settings.paths.MODEL_CACHE_DIR).expanduser()))
+
+
+@lru_cache(maxsize=8)
+def _local_plan(name: str, probe_path: str, cache_dir: str) -> ReaderPlan:
+    from agentic_rag.llm.packaged import PACKAGED_MODELS, ensure_converted
+
+    spec = PACKAGED_MODELS[name]
+    probe = load_probe(probe_path)
+    probe.check_model(spec.sha256)
+    folder = ensure_converted(Path(cache_dir), spec)
+    return ReaderPlan(LOCAL, str(Path(probe_path).resolve()), spec.short_name, str(folder), probe.layer)
+
+
+def pending(plan: ReaderPlan) -> dict[str, Any]:
+    """The reading a generation call leaves when the probe is not read from it."""
+    if plan.how == LOCAL:
+        return {"status": "pending", "how": LOCAL, "reader": plan.reader}
+    return {"status": plan.how, **({"why": plan.why} if plan.why else {})}
+
+
+def reading_of_reply(message: Any, plan: ReaderPlan) -> dict[str, Any]:
+    """The probe's reading of a GENERATION call's reply (what ``pending`` says for any other plan)."""
+    if plan.how != GENERATION:
+        return pending(plan)
+    state = (getattr(message, "response_metadata", None) or {}).get("prompt_state")
+    if not state:
+        return {"status": UNAVAILABLE, "why": "the reply carried no prompt state"}
+    score = load_probe(plan.probe_path).score(state["state"])
+    return {"status": "scored", "answerability": round(score, 4), "how": GENERATION, "reader": plan.reader,
+            "layer": state["layer"], "ms": 0.0}
+
+
+def read_prompt(messages: list, plan: ReaderPlan, settings: Any) -> dict[str, Any]:
+    """A LOCAL reading of ``messages``: one prefill of the reader model, its time and prompt length.
+    Stops with ``DeadlineExceeded`` once the enclosing ``budget.hard_deadline`` passes."""
+    reader = reader_model(plan.reader_dir, settings.llm.TORCH_THREADS)
+    start = time.perf_counter()
+    state, tokens = reader.prompt_state(messages, plan.layer)
+    score = load_probe(plan.probe_path).score(state)
+    return {"status": "scored", "answerability": round(score, 4), "how": LOCAL, "reader": plan.reader,
+            "layer": plan.layer, "ms": round((time.perf_counter() - start) * 1000, 1), "prompt_tokens": tokens}
+
+
+def reader_model(folder: str, threads: int):
+    """The packaged reader, loaded once per process (it shares the weights of an in-process generator
+    of the same folder)."""
+    from agentic_rag.llm.factory import local_model
+
+    return local_model(folder, 1, 0.0, threads)
+
+
+def read_other_prompt(messages: list, plan: ReaderPlan, settings: Any, stage: str, model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The probe's reading of a prompt other than the draft's (the final check's quoted sentences) and
+    the LLM usage it cost: GENERATION asks the generator for one token to get its prefill; LOCAL reads
+    it here and costs no LLM tokens."""
+    if plan.how == LOCAL:
+        return read_prompt(messages, plan, settings), {}
+    if plan.how != GENERATION:
+        return pending(plan), {}
+    from agentic_rag.llm.calls import call_model
+
+    capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_READ_OUTPUT_TOKENS)
+    message, usage = call_model(messages, capped, stage, model, **plan.call_kwargs())
+    return reading_of_reply(message, plan), usage
+
+
+def warm(plan: ReaderPlan, settings: Any) -> None:
+    """Load a LOCAL reader before the first question, so its load is a startup cost, not a question's."""
+    if plan.how == LOCAL:
+        from langchain_core.messages import HumanMessage
+
+        read_prompt([HumanMessage(content="warm-up")], plan, settings)
