@@ -99,8 +99,10 @@ def main() -> int:
     settings = Settings.load()
     work = Path(settings.paths.ARTIFACTS_DIR) / "runs" / "reader"
     work.mkdir(parents=True, exist_ok=True)
+    # datasets not run again keep their last figures
+    old = json.loads((args.out / "reader.json").read_text()) if (args.out / "reader.json").is_file() else {}
     report = {"cpu": cpu_model(), "threads": settings.llm.TORCH_THREADS or "all", "load_average_before": load_average(),
-              "answerability_min": settings.baug.ANSWERABILITY_MIN, "datasets": {}}
+              "answerability_min": settings.baug.ANSWERABILITY_MIN, "datasets": old.get("datasets", {})}
     for name in args.datasets:
         try:
             dataset = benchmark_dataset(name, work, SHARED)

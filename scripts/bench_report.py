@@ -389,10 +389,16 @@ def risk_coverage_section(rc: dict) -> list[str]:
     return out
 
 
+def written_section(heading: str, markdown_file: str) -> list[str]:
+    """A benchmark's own markdown as its script wrote it, under ``heading`` (its own title line dropped)."""
+    lines = (BENCH / markdown_file).read_text().rstrip("\n").split("\n")
+    return [heading, "", *(lines[2:] if lines[0].startswith("# ") else lines), ""]
+
+
 def latency_section(name: str = "latency.json") -> list[str]:
     """benchmarks/latency.md as scripts/bench_latency.py wrote it beside latency.json."""
-    text = (BENCH / name).with_suffix(".md").read_text().rstrip("\n")
-    return [f"## Where a question's time goes (`scripts/bench_latency.py`, {name})", "", *text.split("\n"), ""]
+    return written_section(f"## Where a question's time goes (`scripts/bench_latency.py`, {name})",
+                           str(Path(name).with_suffix(".md")))
 
 
 def main() -> int:
@@ -418,6 +424,11 @@ def main() -> int:
     lines += calibration_section()
     if (t := _load("probe/training.json")) is not None:
         lines += probe_section(t)
+    if (BENCH / "reader.md").is_file():
+        lines += written_section("## The answerability reader: added time and AUC (`scripts/bench_reader.py`)", "reader.md")
+    for f in sorted((BENCH / "decision").glob("served_*.md")):
+        lines += written_section(f"## The agent in-process and served: {f.stem} (`scripts/bench_served.py`)",
+                                 f"decision/{f.name}")
     if (rc := _load("resume_check.json")) is not None:
         lines += [
             "## Kill and resume (`scripts/bench_resume.py`)",

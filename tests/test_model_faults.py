@@ -240,6 +240,15 @@ def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_serv
     answered = next(r for r in rows if r["reason"] == "STOP_OVERLAP_OK")
     assert 0.0 <= answered["signals"]["answerability"] <= 1.0
 
+    # `ask` gives the same account of one answer
+    server.set_plan(["ok"])
+    one = cli("ask", "--dataset", str(data), "--id", answered["id"], "-o", f"OPENAI_BASE_URL={server.url}", *opts,
+              env={"OPENAI_API_KEY": KEY})
+    assert one.returncode == 0, one.stderr[-2000:]
+    said_one = " ".join(one.stderr.split())
+    assert "answerability is read by a local prefill of the packaged reader" in said_one
+    assert "the answer lacked model signals: lp_mean, lp_min, p_first missing on 1 of 1 drafts" in said_one
+
     url = refused_url()
     asked = cli("ask", "--dataset", str(data), "--id", "toy-0", "--json", "-o", f"OPENAI_BASE_URL={url}", *opts,
                 env={"OPENAI_API_KEY": KEY})
@@ -247,7 +256,7 @@ def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_serv
     reply = json.loads(asked.stdout)
     assert reply["reason"] == "ABSTAIN_LLM_UNAVAILABLE" and url in reply["explanation"]
 
-    for proc in (ev, asked):
+    for proc in (ev, one, asked):
         assert "Traceback" not in proc.stderr and KEY not in proc.stdout + proc.stderr
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix not in (".png",)]
     assert out / "config.json" in written and out / "telemetry.jsonl" in written

@@ -34,9 +34,8 @@ from agentic_rag.cli.common import (
 from agentic_rag.configuration import SettingsError
 from agentic_rag.datasets.crag import DataError
 from agentic_rag.errors import UserError
-from agentic_rag.eval.provenance import signals_unavailable
+from agentic_rag.eval.provenance import signal_gaps, signals_unavailable
 from agentic_rag.events import clip
-from agentic_rag.llm.logprobs import LOGPROB_SIGNALS, NOT_RETURNED
 from agentic_rag.state import citation_status
 
 
@@ -111,8 +110,8 @@ def ask(
         )
     except ValueError as exc:
         fail(str(exc))
-    if system == "agent" and result.signals.get("logprobs") == NOT_RETURNED:
-        warn_missing_signals({k: NOT_RETURNED for k in LOGPROB_SIGNALS}, "the answer lacked model signals")
+    if system == "agent":  # the same account as a run's, of a run of one
+        warn_missing_signals(signal_gaps([{"draft": result.draft, "signals": result.signals}]), "the answer lacked model signals")
     if as_json:
         print(json.dumps(result.model_dump(), indent=2, ensure_ascii=False))
         return
