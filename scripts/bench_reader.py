@@ -25,10 +25,11 @@ import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import IDK, DataError, iter_records
 from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
+from agentic_rag.eval.answer_prompts import generator_prompt
 from agentic_rag.eval.markdown import markdown_table
+from agentic_rag.eval.probe_report import refusal_rates
 from agentic_rag.llm.packaged import PACKAGED_MODELS
 from agentic_rag.reader.probe_training import auc
-from agentic_rag.eval.answer_prompts import generator_prompt
 from agentic_rag.reader.read import local_plan, read_prompt, reader_model
 from agentic_rag.testing.bench import cpu_model, load_average
 
@@ -63,14 +64,9 @@ def measure(dataset: str, readers: list[str], settings: Settings, n: int | None)
             "ms_median": round(float(np.median(ms)), 1) if len(rows) else None,
             "ms_p95": round(float(np.percentile(ms, 95)), 1) if len(rows) else None,
             "prompt_tokens_median": int(np.median([r["prompt_tokens"] for r in rows])) if rows else None,
-            "refusal_unanswerable": _rate(p[y == 0] < settings.baug.ANSWERABILITY_MIN),
-            "false_refusal": _rate(p[y == 1] < settings.baug.ANSWERABILITY_MIN),
+            **refusal_rates(p, y, settings.baug.ANSWERABILITY_MIN),
         }
     return out
-
-
-def _rate(flags: np.ndarray) -> float | None:
-    return round(float(flags.mean()), 3) if len(flags) else None
 
 
 def to_markdown(report: dict) -> str:

@@ -166,6 +166,11 @@ def main() -> int:
     decision = DECISIONS_DIR / MODEL.decision_file("openai")
     if args.policy == "fitted" and not args.fit and not decision.is_file():
         raise SystemExit(f"no served decision at {decision}: run with --fit --dev DEV.jsonl first")
+    if args.policy == "thresholds":  # before a server starts: every dataset needs its committed in-process run
+        missing = [d for d in args.datasets if not (ROOT / "benchmarks" / "agent_vs_baseline" / d / "agent_config.json").is_file()]
+        if missing:
+            raise SystemExit(f"no committed in-process default run for {', '.join(missing)} "
+                             "(scripts/bench_agent_vs_baseline.py makes benchmarks/agent_vs_baseline/<dataset>/)")
     base = Settings.load()
     artifacts = Path(base.paths.ARTIFACTS_DIR)
     variant = "" if (args.server, args.policy) == ("llama", "fitted") else f"{args.server}_{args.policy}_"

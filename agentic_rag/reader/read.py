@@ -43,10 +43,6 @@ class ReaderPlan:
     layer: int = 0
     why: str = ""  # OFF / UNAVAILABLE: the reason, as the run reports it
 
-    @property
-    def reads(self) -> bool:
-        return self.how in (GENERATION, LOCAL)
-
     def call_kwargs(self) -> dict[str, Any]:
         """What the generation call must be asked for (GENERATION only): its prefill's state at the probe's layer."""
         return {"prompt_state_layer": self.layer} if self.how == GENERATION else {}
@@ -110,6 +106,12 @@ def _name_of(folder: str) -> str:
 def reader_spec(settings: Any):
     """The packaged model READER_MODEL names (auto: the one the server serves, named by its short name as
     ``agentic-rag serve`` names it or by its converted folder as ``transformers serve`` does, else the 1.5B)."""
+    return _reader_spec(settings.baug.READER_MODEL, settings.llm.LLM_BACKEND, settings.llm.LLM_MODEL)
+
+
+@lru_cache(maxsize=8)
+def _reader_spec(reader_model: str, backend: str, served: str):
+    # cached: a served folder is known by its conversion marker, which a question should not re-read
     from agentic_rag.llm.packaged import (
         DEFAULT_MODEL,
         PACKAGED_MODELS,
@@ -118,12 +120,11 @@ def reader_spec(settings: Any):
         packaged_model_for_key,
     )
 
-    name = settings.baug.READER_MODEL
-    if name != "auto":
-        return PACKAGED_MODELS[name]
-    if settings.llm.LLM_BACKEND == "local":
+    if reader_model != "auto":
+        return PACKAGED_MODELS[reader_model]
+    if backend == "local":
         return DEFAULT_MODEL
-    served, folder = settings.llm.LLM_MODEL, Path(settings.llm.LLM_MODEL).expanduser()
+    folder = Path(served).expanduser()
     by_folder = packaged_model_for_key(converted_source_key(folder)) if folder.is_dir() else None
     return packaged_by_short_name(served) or by_folder or DEFAULT_MODEL
 
