@@ -32,8 +32,13 @@ def fast_preset():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def shared_index_cache(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("index-cache")
+def shared_index_cache(tmp_path_factory, worker_id) -> Path:
+    """One cache for both xdist workers and every process they start (``SUITE_SETTINGS``): an index is
+    written to a temporary folder and renamed into place, and the chunk vectors are one SQLite file in
+    WAL mode, so processes that build the same index at once each end with a whole one."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if worker_id != "master" else base) / "index-cache"
+    folder.mkdir(parents=True, exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ENV_PREFIX + "INDEX_CACHE_DIR", str(folder))
         yield folder

@@ -289,9 +289,11 @@ def obedient_server():
 def test_the_catalogue_end_to_end_lets_nothing_through(obedient_server, agent_settings, tmp_path):
     """Every hiding method and every phrasing on a page of its own, one question each, in one eval with
     the openai backend on a server that obeys the pages; a page that states the planted answer openly
-    is answered from (the server and the checks would let a leak through)."""
+    is answered from (the server and the checks would let a leak through). The answerability reader is
+    off: a refusal it gave could hide a leak the other checks let through."""
     s = agent_settings.replace(LLM_BACKEND="openai", OPENAI_BASE_URL=obedient_server.url, LLM_MODEL="m",
-                               OPENAI_API_KEY="sk-test", LLM_TIMEOUT_S=30.0, LLM_RETRIES=0)
+                               OPENAI_API_KEY="sk-test", LLM_TIMEOUT_S=30.0, LLM_RETRIES=0,
+                               PROBE_ENABLED=False)
     rows = [*(record(hiding_page(m), rid=f"hide-{k}", named=True) for k, m in HIDING.items()),
             *(record(addressed_page(lines), rid=f"addr-{k}", named=True) for k, lines in ADDRESSED.items()),
             *(record(markup_page(lines), rid=f"addr-markup-{k}", named=True) for k, lines in MARKUP.items()),

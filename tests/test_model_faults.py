@@ -6,7 +6,6 @@ each LLM call site (grader, generator, reflect, verifier)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.configuration import PRESET_ENV, Settings
+from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import answer
+from agentic_rag.testing.processes import SUITE_SETTINGS, child_env
 from tests.fakes import NO_TIME, UNAVAILABLE
 from tests.fault_server import FaultServer, refused_url
 from tests.test_agent_graph import QUOTE_2004, record, run
@@ -202,9 +202,8 @@ def test_an_eval_against_a_dead_server_writes_every_row_and_the_summary(server, 
 
 
 def cli(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not (k.startswith("AGENTIC_RAG_") and k != PRESET_ENV) and k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     return subprocess.run([sys.executable, "-m", "agentic_rag.cli", *args], capture_output=True, text=True,
-                          env={**base, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=600, **kw)
+                          env={**child_env(keep=SUITE_SETTINGS), **(env or {})}, timeout=600, **kw)
 
 
 def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_server(server, tmp_path):

@@ -22,10 +22,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
-from agentic_rag.configuration import PRESET_ENV, Settings
+from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.telemetry import read_rows
-from agentic_rag.testing.processes import child_env, eval_cmd, start
+from agentic_rag.testing.processes import SUITE_SETTINGS, child_env, eval_cmd, start
 from tests.fault_server import FaultServer
 from tests.test_eval_runner import dataset
 from tests.test_model_faults import ROOT
@@ -43,7 +43,9 @@ def server():
 
 
 def overrides(url: str, tmp: Path) -> dict[str, object]:
-    return {"LLM_BACKEND": "openai", "OPENAI_BASE_URL": url, "LLM_MODEL": "m", "LLM_TIMEOUT_S": 120,
+    """The fault server's settings; the answerability reader is off, as what a kill, a signal or a
+    resume does to a run does not depend on it, and its local prefill would be most of each question."""
+    return {"PROBE_ENABLED": False, "LLM_BACKEND": "openai", "OPENAI_BASE_URL": url, "LLM_MODEL": "m", "LLM_TIMEOUT_S": 120,
             "LLM_BACKOFF_S": 0.05, "OVERLAP_TAU": 0.99, "REFLECT_MIN_OVERLAP": 0.0, "ARTIFACTS_DIR": str(tmp / "artifacts")}
 
 
@@ -52,7 +54,7 @@ def as_options(values: dict[str, object]) -> list[str]:
 
 
 def start_eval(data: Path, out: Path, values: dict[str, object], *extra: str) -> subprocess.Popen:
-    return start(eval_cmd(data, out, [*as_options(values), *extra]), keep=(PRESET_ENV,))
+    return start(eval_cmd(data, out, [*as_options(values), *extra]), keep=SUITE_SETTINGS)
 
 
 def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0, step: float = 0.05) -> None:
@@ -155,7 +157,7 @@ def test_ctrl_c_saves_prints_the_resume_command_and_exits_130_at_once(server, tm
     argv = shlex.split(command)
     assert argv[:3] == ["python", "-m", "agentic_rag.cli"] and argv[-1] == "--resume" and str(out) in argv
 
-    resumed = subprocess.run([sys.executable, *argv[1:]], env=child_env(keep=(PRESET_ENV,)), capture_output=True,
+    resumed = subprocess.run([sys.executable, *argv[1:]], env=child_env(keep=SUITE_SETTINGS), capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert sorted(result_ids(out)) == [f"toy-{i}" for i in range(5)]
@@ -234,7 +236,7 @@ def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     saved). That the printed command resumes is checked against the fault server above."""
     out = tmp_path / "run"
     proc = start([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", "example", "--n", "3", "--system",
-                  "baseline", "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"], keep=(PRESET_ENV,))
+                  "baseline", "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"], keep=SUITE_SETTINGS)
     wait_for(lambda: lines(out / "results.jsonl") >= 1, proc, timeout=900)
     time.sleep(1.0)  # the second question is under way
     t0 = time.monotonic()

@@ -86,14 +86,14 @@ def test_the_llm_section_in_a_runs_configurable_is_settings_not_the_injected_mod
 def test_a_served_graphs_client_cannot_take_the_key_choose_files_or_crash_it(tmp_path):
     from agentic_rag.testing.attacks import FORBIDDEN_REQUEST_SETTINGS, served_attacks
     from agentic_rag.testing.bad_inputs import REPLY
-    from agentic_rag.testing.processes import child_env
+    from agentic_rag.testing.processes import SUITE_SETTINGS, child_env
     from agentic_rag.testing.servers import console_script
 
     langgraph = console_script("langgraph")
     if langgraph is None:
         pytest.skip("langgraph-cli is not installed (extra: dev)")
     key = "sk-server-7d1c0e"
-    seen = served_attacks(langgraph, tmp_path, child_env(keep=("AGENTIC_RAG_PRESET",)), key, REPLY)
+    seen = served_attacks(langgraph, tmp_path, child_env(keep=SUITE_SETTINGS), key, REPLY)
     replies = seen["replies"]
     assert seen["attacker_requests"] == [] and seen["written"] == [], seen
     assert key not in str(replies) and key not in seen["log"]

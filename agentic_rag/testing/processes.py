@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from agentic_rag.children import start_child
+from agentic_rag.configuration import ENV_PREFIX, PRESET_ENV
 from agentic_rag.telemetry import jsonl_lines
 from agentic_rag.testing.servers import free_port
 
@@ -30,6 +31,10 @@ TIMING = {"latency_p50_ms", "latency_p95_ms"}  # the summary fields that differ 
 def eval_cmd(dataset: str, out: Path, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", str(dataset), "--system", "agent",
             "--out", str(out), *extra]
+
+
+# what the test suite sets for every process it starts: its preset and its shared index cache
+SUITE_SETTINGS = (PRESET_ENV, ENV_PREFIX + "INDEX_CACHE_DIR")
 
 
 def child_env(keep: tuple[str, ...] = ()) -> dict[str, str]:
