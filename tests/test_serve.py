@@ -11,6 +11,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
 
+from agentic_rag import usable_cpus
 from agentic_rag.cli import app
 from agentic_rag.gate.judge import yes_probability
 from agentic_rag.llm import serve
@@ -55,6 +56,8 @@ def test_a_model_is_served_under_its_short_name_by_either_name():
         assert serve.packaged(name) is PACKAGED_MODELS["packaged-1.5b"]
     cmd = serve.server_command(serve.Path("m.gguf"), "qwen2.5-coder-1.5b", "127.0.0.1", 8765, 4096)
     assert cmd[1:3] == ["-m", "llama_cpp.server"] and cmd[cmd.index("--model_alias") + 1] == "qwen2.5-coder-1.5b"
+    # every usable core decodes: the server's own default is half of os.cpu_count(), one thread on 2 cores
+    assert cmd[cmd.index("--n_threads") + 1] == cmd[cmd.index("--n_threads_batch") + 1] == str(usable_cpus())
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL, signal.SIGINT],

@@ -18,6 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from agentic_rag import usable_cpus
 from agentic_rag.children import start_child, stop_child
 from agentic_rag.errors import UserError
 from agentic_rag.llm.packaged import PACKAGED_MODELS, PackagedModel, assemble_gguf, packaged_by_short_name
@@ -59,8 +60,11 @@ def require_server(host: str, port: int) -> None:
 
 
 def server_command(gguf: Path, name: str, host: str, port: int, context_tokens: int) -> list[str]:
+    """Every usable core for decoding and for the prompt: llama-cpp-python's own default decodes on half
+    of ``os.cpu_count()``, one thread on a 2-core machine, and that count ignores a CPU affinity mask."""
+    threads = str(usable_cpus())
     return [sys.executable, "-m", SERVER_MODULE, "--model", str(gguf), "--model_alias", name, "--host", host,
-            "--port", str(port), "--n_ctx", str(context_tokens)]
+            "--port", str(port), "--n_ctx", str(context_tokens), "--n_threads", threads, "--n_threads_batch", threads]
 
 
 def prepared_command(model: PackagedModel, cache_dir: Path, host: str, port: int, context_tokens: int) -> list[str]:
