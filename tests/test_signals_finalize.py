@@ -305,3 +305,54 @@ def test_a_name_claim_meets_its_plural_but_not_a_longer_name():
     assert claim_in("Kelvin", "in excess of approximately 1015 kelvins")
     assert claim_in("Grammy Award", "she won three Grammy Awards")
     assert not claim_in("Ivan", "Ivanka Trump visited") and not claim_in("Kelvin", "Kelvinator fridges")
+
+
+BRIDGE_BUNDLE = {"passages": [
+    {"n": 1, "chunk_id": "a:0", "page_name": "Bright Harbor (band)", "page_url": "u1",
+     "text": "Bright Harbor is a Danish rock band formed in 2004 by Nordlys Records. The band toured Norway."},
+    {"n": 2, "chunk_id": "b:0", "page_name": "Salt Lines", "page_url": "u2",
+     "text": "Salt Lines is a 2011 album. It is the debut album of the Danish band Bright Harbor."},
+    {"n": 3, "chunk_id": "c:0", "page_name": "Harbor Lights", "page_url": "u3",
+     "text": "Harbor Lights released their debut album in 2011 on the label Grey Fjord."},
+]}
+
+
+def test_a_period_that_describes_the_bridge_entity_is_met_on_the_bridge_page(embedder):
+    """A bridge question: the answer's page (the band) names the bridge, and the period the question uses
+    to describe it is on the bridge's own page (the album), whose title the cited page does not name but
+    which names the cited page's subject; an unlinked page with the same year is no bridge."""
+    from agentic_rag.gate.signals import read_draft
+    from agentic_rag.supervisor.validators import validate
+
+    question = "Which record label formed the Danish band whose debut album Salt Lines came out in 2011?"
+    anchors = [Anchor("2011", "year", 0.9), Anchor("Salt Lines", "work", 0.9)]
+    reading = read_draft(question, "Bright Harbor was formed by Nordlys Records [1].", BRIDGE_BUNDLE, anchors, {}, S,
+                         embedder)
+    assert reading.signals["bridge_sources"] == [2] and reading.signals["missing_anchors"] == []
+    claim = "Bright Harbor is a Danish rock band formed in 2004 by Nordlys Records."
+    assert validate("other", anchors, reading.cited_text, period_text=reading.support_windows, claim_text=claim,
+                    bridge_text=reading.bridge_text).ok
+    # without the bridge the supporting sentence is about 2004: the check it had to pass before
+    assert not validate("other", anchors, reading.cited_text, period_text=reading.support_windows, claim_text=claim).ok
+
+
+def test_a_page_linked_through_a_name_the_question_uses_is_no_bridge(embedder):
+    """The single-hop error the period check exists for stays caught: the award's own page names the
+    asked year, but the question names that award, and the sentence that names the cited winner does
+    not name the year."""
+    from agentic_rag.gate.signals import read_draft
+    from agentic_rag.supervisor.validators import validate
+
+    bundle = {"passages": [
+        {"n": 1, "chunk_id": "a:0", "page_name": "Tua Tagovailoa", "page_url": "u1",
+         "text": "Tua Tagovailoa won the 2018 Maxwell Award as a sophomore."},
+        {"n": 2, "chunk_id": "b:0", "page_name": "Maxwell Award", "page_url": "u2",
+         "text": "The 2019 Maxwell Award went to Joe Burrow. Earlier winners include Tua Tagovailoa."},
+    ]}
+    anchors = [Anchor("2019", "year", 0.9), Anchor("Maxwell Award", "award", 0.9)]
+    reading = read_draft("Who won the 2019 Maxwell Award?", "Tua Tagovailoa won the Maxwell Award [1].", bundle,
+                         anchors, {}, S, embedder)
+    assert "2019" not in reading.bridge_text and reading.signals["missing_anchors"] == ["2019"]
+    result = validate("award", anchors, reading.cited_text, period_text=reading.support_windows,
+                      claim_text="Tua Tagovailoa won the 2018 Maxwell Award as a sophomore.", bridge_text=reading.bridge_text)
+    assert not result.ok and result.missing == ["2019"]

@@ -137,7 +137,7 @@ def validation_of(state: RAGState, reading: DraftReading) -> dict[str, Any]:
     anchors, cited_text = _anchors(state), reading.cited_text
     claims = " ".join(supported_quotes(reading.signals.get("sentences", [])))
     validation = validate(state.get("kind", "other"), anchors, cited_text, period_text=reading.support_windows or None,
-                          claim_text=claims or None)
+                          claim_text=claims or None, bridge_text=reading.bridge_text)
     found_periods = [m for m in dict.fromkeys(RE_PERIOD_MENTION.findall(cited_text)) if m not in validation.missing]
     return {
         "name": validation.name,

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, anchor_coverage
+from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, anchor_coverage, normalize_text
 from agentic_rag.budget import llm_calls, tokens_used
 from agentic_rag.gate.checks import Draft, computed_readings
 from agentic_rag.retrieval.hybrid import tokenize
@@ -274,7 +274,49 @@ def sentence_support(
     if not relied:  # nothing backs the answer: judge it against what it cited, or the best attempt
         relied = [n for r in rows for n in (r["model_cites"] or ([r["n"]] if r["n"] is not None else []))]
     cited = [by_n[n] for n in dict.fromkeys(relied) if n not in untrusted]
-    return rows, "\n".join(f"{p.get('page_name', '')}\n{p['text']}" for p in cited)
+    return rows, cited
+
+
+def passages_text(passages: list[dict[str, Any]]) -> str:
+    """Passages as the anchor checks read them: each page's name, then its text."""
+    return "\n".join(f"{p.get('page_name', '')}\n{p['text']}" for p in passages)
+
+
+_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")  # "Winner (band)", "Normans (paragraph 3)"
+
+
+def _title(passage: dict[str, Any]) -> str:
+    return normalize_text(_DISAMBIGUATION.sub("", passage.get("page_name") or ""))
+
+
+def _names(name: str, text: str) -> bool:
+    return len(name) >= 3 and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", normalize_text(text)) is not None
+
+
+def bridge_passages(question: str, cited: list[dict[str, Any]], passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pages of the evidence about the bridge entity of a multi-hop question.
+
+    A bridge question ("Who wrote the song of the singer who died in 2007?") describes its bridge
+    entity on one page and asks about it on another; a small model cites the second only, and the
+    period or name that describes the bridge is then missing from what it cites. A page is a bridge
+    when a cited passage names its subject (its title, a name the question does not use), or when it
+    names the subject of a cited page (a name the question does not use) and the cited passages do not
+    name its own: then what the cited passages say about the page's subject, in another year or
+    another place, cannot be what the question describes. Other chunks of a cited page or article
+    (the same title) are not bridges, nor is a page a cited passage speaks of under a name the question
+    uses ("the 2018 Maxwell Award", cited for "the 2019 Maxwell Award")."""
+    asked = normalize_text(question)
+    own, cited_ns = {_title(p) for p in cited}, {p["n"] for p in cited}
+    links = [t for t in own if t and not _names(t, asked)]
+    out = []
+    for p in passages:
+        title = _title(p)
+        if p["n"] in cited_ns or not title or title in own or untrusted_source(p):
+            continue
+        spoken_of = any(_names(title, c["text"]) for c in cited)
+        if spoken_of and not _names(title, asked) or not spoken_of and any(_names(t, p["text"]) for t in links):
+            out.append(p)
+    return out
 
 
 def untrusted_sources(bundle: dict[str, Any]) -> list[dict[str, Any]]:
@@ -297,6 +339,7 @@ class DraftReading:
     signals: dict[str, Any]
     cited_text: str  # the chunks the draft rests on
     support_windows: str  # the supporting sentences with their neighbours (PERIOD_SCOPE)
+    bridge_text: str = ""  # what linked pages say of the entities the cited passages name (bridge_passages)
 
 
 def collect_signals(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -318,9 +361,12 @@ def read_draft(
     stagnation: bool = False,
     kind: str = "other",
 ) -> DraftReading:
-    rows, cited_text = sentence_support(
+    rows, cited = sentence_support(
         answer, bundle, embedder, settings.baug.OVERLAP_TAU, question, kind, settings.baug.ATTRIBUTION_MIN_CLAIMS
     )
+    cited_text = passages_text(cited)
+    bridges = bridge_passages(question, cited, bundle.get("passages", [])) if any(r["supported"] for r in rows) else []
+    bridge_text = passages_text(bridges)
     by_n = {p["n"]: p for p in bundle.get("passages", [])}
     scope = settings.baug.PERIOD_SCOPE  # where a period the question names must be stated (see Settings)
     windows = "\n".join(dict.fromkeys(
@@ -337,7 +383,8 @@ def read_draft(
     else:
         faith = overlap if not claims else 0.0
         unsupported_claims = claims
-    coverage, missing = anchor_coverage(anchors, cited_text) if anchors else (1.0, [])
+    # an anchor that describes a bridge entity may be stated on the bridge's page, not the cited one
+    coverage, missing = anchor_coverage(anchors, f"{cited_text}\n{bridge_text}") if anchors else (1.0, [])
     relevance = 0.0
     if plain and embedder is not None:
         # a terse answer ("Finding Nemo.") is judged together with the source sentence behind it
@@ -364,8 +411,9 @@ def read_draft(
         "unsupported_claims": unsupported_claims,
         "question_terms_unmatched": unmatched_question_terms(question, windows or cited_text) if answer else [],
         "untrusted_sources": untrusted_sources(bundle),
+        "bridge_sources": [p["n"] for p in bridges],
         "cited_text_chars": len(cited_text),
         # the registry's own readings (gate/checks.py Check.compute): a new check needs no code here
         **(computed_readings(Draft(question, plain, kind)) if plain else {}),
     }
-    return DraftReading(signals, cited_text, windows)
+    return DraftReading(signals, cited_text, windows, bridge_text)

@@ -31,7 +31,8 @@ class ValidationResult:
 
 
 def validate(
-    kind: str, anchors: list[Anchor], cited_text: str, period_text: str | None = None, claim_text: str | None = None
+    kind: str, anchors: list[Anchor], cited_text: str, period_text: str | None = None, claim_text: str | None = None,
+    bridge_text: str = "",
 ) -> ValidationResult:
     """Every anchor of the kind's required types that the question has must be in the cited text.
 
@@ -41,7 +42,9 @@ def validate(
     there, not merely somewhere in the cited chunk. When ``claim_text`` is given (the supporting
     sentences alone) and it names years but not the asked one, the sentence is explicitly about
     another year ("2018 Maxwell Award winner Tua" for 2019), and a neighbour's date line does not
-    rescue it.
+    rescue it. An anchor stated in ``bridge_text`` (what a linked page says of an entity the cited text
+    names: the bridge of a multi-hop question) is met there, whatever years the supporting sentences
+    name: "the singer who died in 2007" is described on the singer's page, not on the song's.
     """
     groups = REQUIRED_TYPES.get(kind, (PERIOD_TYPES,))
     missing = []
@@ -51,6 +54,8 @@ def validate(
         if not any(a.type in group for group in groups):
             continue
         where = period_text if (period_text is not None and a.type in PERIOD_TYPES) else cited_text
+        if anchor_in_text(a, bridge_text):
+            continue
         if not anchor_in_text(a, where):
             missing.append(a.text)
         elif a.type == "year" and claim_years and not anchor_in_text(a, claim_text):
