@@ -426,6 +426,8 @@ def main() -> int:
         lines += probe_section(t)
     if (BENCH / "reader.md").is_file():
         lines += written_section("## The answerability reader: added time and AUC (`scripts/bench_reader.py`)", "reader.md")
+    if (BENCH / "bridges.md").is_file():
+        lines += written_section("## Anchors met by a bridge page (`scripts/bench_bridges.py`)", "bridges.md")
     for f in sorted((BENCH / "decision").glob("served_*.md")):
         lines += written_section(f"## The agent in-process and served: {f.stem} (`scripts/bench_served.py`)",
                                  f"decision/{f.name}")
