@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agentic_rag.anchors.matching import anchor_in_text
 from agentic_rag.anchors.predictor import propose_anchors
-from agentic_rag.datasets.crag import iter_records
+from agentic_rag.datasets.crag import DataError, iter_records
 from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.gate.signals import bridge_passages, passages_text
@@ -58,8 +58,11 @@ def main() -> int:
     ap.add_argument("--datasets", nargs="+", default=["hotpot_dev", "squad200", "rgb40"])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        report = {name: count(benchmark_dataset(name, Path(work), SHARED)) for name in args.datasets}
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            report = {name: count(benchmark_dataset(name, Path(work), SHARED)) for name in args.datasets}
+    except (DataError, OSError) as exc:
+        raise SystemExit(f"error: {exc}") from None
     rows = [[name, group, c["questions"], *(f"{c.get(f'{k} met by a bridge', 0)} of {c.get(f'{k} missing', 0)}"
                                             for k in ("period", "name"))]
             for name, groups in report.items() for group, c in sorted(groups.items())]

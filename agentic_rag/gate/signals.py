@@ -289,8 +289,9 @@ def _title(passage: dict[str, Any]) -> str:
     return normalize_text(_DISAMBIGUATION.sub("", passage.get("page_name") or ""))
 
 
-def _names(name: str, text: str) -> bool:
-    return len(name) >= 3 and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", normalize_text(text)) is not None
+def _names(name: str, normalized: str) -> bool:
+    """Whether ``normalized`` (``normalize_text`` of a text) names ``name`` (a title, normalized) as whole words."""
+    return len(name) >= 3 and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", normalized) is not None
 
 
 def bridge_passages(question: str, cited: list[dict[str, Any]], passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -306,6 +307,7 @@ def bridge_passages(question: str, cited: list[dict[str, Any]], passages: list[d
     (the same title) are not bridges, nor is a page a cited passage speaks of under a name the question
     uses ("the 2018 Maxwell Award", cited for "the 2019 Maxwell Award")."""
     asked = normalize_text(question)
+    said = [normalize_text(c["text"]) for c in cited]
     own, cited_ns = {_title(p) for p in cited}, {p["n"] for p in cited}
     links = [t for t in own if t and not _names(t, asked)]
     out = []
@@ -313,8 +315,10 @@ def bridge_passages(question: str, cited: list[dict[str, Any]], passages: list[d
         title = _title(p)
         if p["n"] in cited_ns or not title or title in own or untrusted_source(p):
             continue
-        spoken_of = any(_names(title, c["text"]) for c in cited)
-        if spoken_of and not _names(title, asked) or not spoken_of and any(_names(t, p["text"]) for t in links):
+        spoken_of = any(_names(title, c) for c in said)
+        if spoken_of and not _names(title, asked) or (
+            not spoken_of and any(_names(t, normalize_text(p["text"])) for t in links)
+        ):
             out.append(p)
     return out
 
