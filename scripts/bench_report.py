@@ -221,6 +221,44 @@ def probe_section(t: dict) -> list[str]:
     return out + [""]
 
 
+_CROSS_SCORED = ("squad200", "hotpot_test", "rgb40")  # evaluation files `train_reader.py score` is run on
+
+
+def cross_reader_section(t: dict) -> list[str]:
+    """The cross-encoder reader: CV AUC per configuration (every ``training*.json``), learning curve, test AUCs."""
+    runs = [t] + [json.loads(f.read_text()) for f in sorted(BENCH.glob("reader_cross/training_*.json"))]
+    sources = list(t["configurations"][next(iter(t["configurations"]))]["auc"])
+    out = ["## The cross-encoder reader (`scripts/train_reader.py pairs`, `fit`, `score`)", "",
+           f"The packaged MiniLM fine-tuned on {t['pairs']} (question, the agent prompt's sources) pairs "
+           f"({', '.join(f'{k} {v}' for k, v in t['by_source'].items())}; {t['answerable']} answerable), "
+           f"{t['settings']['epochs']} epochs. Question- or article-grouped 5-fold cross-validated AUC (answerable vs not), "
+           f"per configuration and source; the shipped reader is the top {t['reader']['top_layers']} layers at lr "
+           f"{t['settings']['lr']}:", "",
+           "| configuration | " + " | ".join(sources) + " | CV time (s) |", "|---|" + "---|" * (len(sources) + 1)]
+    for run in runs:
+        for name, row in run["configurations"].items():
+            out.append(f"| {name}, lr {run['settings']['lr']} | " + " | ".join(str(row["auc"].get(k)) for k in sources)
+                       + f" | {row['s']} |")
+    for run in runs:
+        if run.get("learning_curve"):
+            curve = {**run["learning_curve"], "1.0": run["configurations"].get(f"top {run['reader']['top_layers']} layers", {})
+                     .get("auc", {}).get("all")}
+            out += ["", f"Learning curve (top {run['reader']['top_layers']} layers, lr {run['settings']['lr']}; CV AUC when "
+                    "each training fold keeps a share of its rows): " + ", ".join(f"{k} -> {v}" for k, v in curve.items()) + "."]
+    out.append("")
+    scores = {d: json.loads(f.read_text()) for d in _CROSS_SCORED if (f := BENCH / "reader_cross" / f"score_{d}.json").is_file()}
+    if scores:
+        names = list(next(iter(scores.values()))["readers"])
+        out += ["Each reader on the evaluated splits' agent prompts (nothing fitted or chosen on them; the probe is the "
+                "default 1.5B's):", "",
+                "| split | questions | " + " | ".join(f"AUC {n}" for n in names) + " | cross-encoder ms/question |",
+                "|---|---|" + "---|" * (len(names) + 1)]
+        for d, sc in scores.items():
+            out.append(f"| {d} | {sc['n']} | " + " | ".join(str(sc["readers"].get(n, {}).get("auc", "-")) for n in names)
+                       + f" | {sc['cross_ms_per_question']} |")
+    return out + [""]
+
+
 def _step(path: Path) -> str:
     """The step number of a ``<step>_<NAME>`` sweep folder ("" for the default generator's folders)."""
     head = path.parent.name.partition("_")[0]
@@ -424,6 +462,8 @@ def main() -> int:
     lines += calibration_section()
     if (t := _load("probe/training.json")) is not None:
         lines += probe_section(t)
+    if (t := _load("reader_cross/training.json")) is not None:
+        lines += cross_reader_section(t)
     if (BENCH / "reader.md").is_file():
         lines += written_section("## The answerability reader: added time and AUC (`scripts/bench_reader.py`)", "reader.md")
     if (BENCH / "bridges.md").is_file():

@@ -168,7 +168,7 @@ def score(args: argparse.Namespace) -> int:
     probe_path = args.probe or packaged_probe_for(model.model_path)
     probe = load_probe(probe_path)
     probe.check_model(model_key, hidden_size_of(model))
-    y, p, before = [], [], 0
+    y, p, before, by_id = [], [], 0, {}
     for record in tqdm(list(iter_records(args.data)), desc="probe scores", unit="q"):
         prompt = generator_prompt(record, settings)
         if prompt is None:
@@ -176,6 +176,10 @@ def score(args: argparse.Namespace) -> int:
             continue
         y.append(int(record.answer != IDK))
         p.append(probe.score(model.prompt_states(prompt)[probe.layer].tolist()))
+        by_id[record.interaction_id] = round(p[-1], 5)
+    if args.per_question:  # what scripts/train_reader.py score pairs with the cross-encoder's reading
+        args.per_question.parent.mkdir(parents=True, exist_ok=True)
+        args.per_question.write_text(json.dumps(by_id, indent=0) + "\n")
     y_arr, p_arr = np.array(y), np.array(p)
     value = auc(y_arr, p_arr)
     report = {
@@ -279,6 +283,7 @@ def main() -> int:
     sc.add_argument("--probe", type=Path, default=None, help="default: the shipped probe of the configured model")
     sc.add_argument("--model", type=Path, default=None, help="the local HF folder the probe was fitted on (default: the configured model)")
     sc.add_argument("--out", type=Path, required=True)
+    sc.add_argument("--per-question", type=Path, default=None, help="also write {question id: P(answerable)} here")
     sc.add_argument("--preset", default=None)
     sc.add_argument("--override", nargs="*", default=[])
     args = ap.parse_args()

@@ -269,7 +269,7 @@ def test_real_model_quote_probe_reads_the_quoted_sentences_alone_in_one_booked_c
     reading equals a forward pass over that prompt, and its call decodes one token under 'verify'."""
     from agentic_rag.gate.judge import VERIFY_STAGE
     from agentic_rag.llm.factory import get_chat_model
-    from agentic_rag.reader.probe import quote_probe_messages
+    from agentic_rag.reader.probe import quote_bundle, quote_probe_messages
 
     model = get_chat_model(settings)
     plan = plan_for(model, settings)
@@ -277,7 +277,8 @@ def test_real_model_quote_probe_reads_the_quoted_sentences_alone_in_one_booked_c
     sentences = [{"supported": True, "n": 1, "quote": "Paris is the capital of France."}]
     messages = quote_probe_messages("What is the capital of France?", sentences, bundle)
     assert "France is in Europe" not in messages[1].content
-    reading, usage = read_other_prompt(messages, plan, settings, VERIFY_STAGE, model)
+    question, quoted = "What is the capital of France?", quote_bundle(sentences, bundle)
+    reading, usage = read_other_prompt(question, quoted, plan, settings, VERIFY_STAGE, model)
     probe = load_probe(plan.probe_path)
     forward = probe.score(model.prompt_states(messages)[probe.layer].numpy())
     assert reading["status"] == "scored" and abs(reading["answerability"] - forward) < 0.05
@@ -285,12 +286,12 @@ def test_real_model_quote_probe_reads_the_quoted_sentences_alone_in_one_booked_c
     # the packaged reader, as for a served generator, gives the same reading from its own prefill and no LLM call
     local = plan_for(ScriptedChat(replies=["x"]), settings.replace(LLM_BACKEND="openai", LLM_MODEL="qwen2.5-coder-0.5b",
                                                                    OPENAI_BASE_URL="http://127.0.0.1:1/v1"))
-    read_here, no_usage = read_other_prompt(messages, local, settings, VERIFY_STAGE, None)
+    read_here, no_usage = read_other_prompt(question, quoted, local, settings, VERIFY_STAGE, None)
     assert read_here["how"] == LOCAL and read_here["ms"] > 0 and read_here["prompt_tokens"] > 10 and no_usage == {}
     assert abs(read_here["answerability"] - reading["answerability"]) < 0.02
     # an injected model that exposes no hidden states gets no reading and makes no call
     unread = plan_for(ScriptedChat(replies=["x"]), settings)
-    assert read_other_prompt(messages, unread, settings, VERIFY_STAGE, None) == ({"status": "unavailable", "why": unread.why}, {})
+    assert read_other_prompt(question, quoted, unread, settings, VERIFY_STAGE, None) == ({"status": "unavailable", "why": unread.why}, {})
 
 
 @pytest.mark.model

@@ -157,13 +157,18 @@ def answer_removed(record: CragRecord, min_sentences: int = 2) -> CragRecord | N
 
 def source_of(record_id: str, group: str) -> str:
     """Report rows by where they came from; answer-removed twins and snippet views apart, since they are built here."""
+    if group.startswith("hotpotqa:"):  # both variants: answerable, and a supporting page removed
+        return "hotpotqa"
     source = "squad2" if group.startswith("squad2:") else "nq"
     return f"{source}_removed" if record_id.endswith("-removed") else (
         f"{source}_snippets" if record_id.endswith(SNIPPETS_SUFFIX) else source)
 
 
 def group_of(record: CragRecord) -> str:
-    """Cross-validation group: the SQuAD article (all its paragraphs share questions' topics), or the NQ id."""
+    """Cross-validation group: the SQuAD article (all its paragraphs share questions' topics), the
+    HotpotQA question (both its variants), or the NQ id."""
+    if getattr(record, "source", None) == "hotpotqa" and getattr(record, "source_id", None):
+        return f"hotpotqa:{record.source_id}"
     url = record.search_results[0].page_url if record.search_results else ""
     if url.startswith("squad2://"):
         return "squad2:" + url.split("/")[2]

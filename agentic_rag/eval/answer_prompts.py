@@ -32,8 +32,22 @@ class RecordingChat(BaseChatModel):
 def generator_prompt(record: Any, settings: Any) -> list[BaseMessage] | None:
     """The prompt the agent's first generation call sends for this CRAG record (None: refused before
     generation). The caller has imported ``graphs``, which registers the agent graph."""
+    first = generator_inputs(record, settings)
+    return first[0] if first else None
+
+
+def generator_inputs(record: Any, settings: Any) -> tuple[list[BaseMessage], dict[str, Any]] | None:
+    """The first generation call's prompt and the evidence bundle it was rendered from (None: refused
+    before generation): the cross-encoder reader reads the bundle's sources as that prompt shows them."""
     from agentic_rag.runner import answer
 
     recorder = RecordingChat()
-    answer("agent", settings.replace(PROBE_ENABLED=False), record=record, extra_config={"llm": recorder})
-    return recorder.prompts[0] if recorder.prompts else None
+    bundles: list[dict[str, Any]] = []
+
+    def before_generation(node: str, update: dict[str, Any]) -> None:
+        if not recorder.prompts and isinstance(update, dict) and update.get("bundle"):
+            bundles.append(update["bundle"])
+
+    answer("agent", settings.replace(PROBE_ENABLED=False), record=record, extra_config={"llm": recorder},
+           on_update=before_generation)
+    return (recorder.prompts[0], bundles[-1]) if recorder.prompts and bundles else None

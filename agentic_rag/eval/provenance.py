@@ -8,7 +8,6 @@ weights are not the same run.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +63,11 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
 
     plan = reader_plan(settings)
     path = Path(plan.probe_path) if plan.probe_path else None
+    cross = Path(plan.cross_path) if plan.cross_path else None
     return {"how": plan.how, "reader": plan.reader, "path": str(path) if path else None,
-            "sha256": file_sha256(path) if path and path.is_file() else None}
+            "sha256": file_sha256(path) if path and path.is_file() else None,
+            **({"cross_encoder": str(cross), "cross_encoder_sha256": file_sha256(cross) if cross.is_file() else None}
+               if cross else {})}
 
 
 def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
@@ -116,11 +118,13 @@ def signals_unavailable(settings: Settings) -> dict[str, str]:
 def reader_note(settings: Settings) -> str:
     """How an agent run reads answerability, said at its start when it is not the generation call's own
     prefill (a local prefill per question costs time), or why it is not read at all ("" otherwise)."""
-    from agentic_rag.reader.read import GENERATION, LOCAL, reader_plan
+    from agentic_rag.reader.read import CROSS, GENERATION, LOCAL, reader_plan
 
     plan = reader_plan(settings)
     if plan.how == GENERATION:
         return ""
+    if plan.how == CROSS:
+        return f"answerability is read {plan.describe()} (ANSWERABILITY_READER), not from a generator's prefill"
     if plan.how == LOCAL:
         return (f"answerability is read {plan.describe()}: the generator (LLM_BACKEND={settings.llm.LLM_BACKEND}) "
                 "gives no hidden states, so each draft's prompt gets one prefill here (READER_MODEL)")
@@ -152,8 +156,6 @@ def gap_warning(gaps: dict[str, str], when: str) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    from agentic_rag.llm.packaged import sha256_file
+
+    return sha256_file(Path(path))

@@ -30,7 +30,7 @@ from agentic_rag.llm.calls import model_from, prompt_cost
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline, model_failed
 from agentic_rag.nodes import Node
 from agentic_rag.prompts import is_hedging, reflect_request
-from agentic_rag.reader.probe import quote_probe_messages
+from agentic_rag.reader.probe import quote_bundle, quote_probe_messages
 from agentic_rag.reader.read import GENERATION, QUOTE_READ_OUTPUT_TOKENS, plan_for, read_other_prompt
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.state import RAGState, merge_usage
@@ -199,11 +199,13 @@ def final_check_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
 def _read_final_check(state: RAGState, model, settings: Settings, signals: dict[str, Any], booked: dict[str, Any]) -> None:
     """Fill ``signals`` with the final check's readings; ``booked["usage"]`` holds the calls' cost so far."""
     if "quote_answerability" in COMBINE_PARTS[settings.baug.VERIFIER_COMBINE]:
-        messages = quote_probe_messages(state["question"], signals.get("sentences", []), state.get("bundle") or {})
+        sentences, bundle = signals.get("sentences", []), state.get("bundle") or {}
+        messages = quote_probe_messages(state["question"], sentences, bundle)
         plan = plan_for(model, settings)
         capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_READ_OUTPUT_TOKENS)
         if messages and (plan.how != GENERATION or can_afford(state, settings, prompt_cost(messages, capped))):
-            reading, call_usage = read_other_prompt(messages, plan, settings, VERIFY_STAGE, model)
+            quoted = quote_bundle(sentences, bundle)
+            reading, call_usage = read_other_prompt(state["question"], quoted, plan, settings, VERIFY_STAGE, model)
             if reading.get("status") == "scored":
                 signals["quote_answerability"] = reading["answerability"]
             state, booked["usage"] = _charge(state, signals, call_usage, settings), merge_usage(booked.get("usage"), call_usage)

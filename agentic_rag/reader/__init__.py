@@ -1,2 +1,6 @@
 """The answerability reader: P(the evidence answers the question) for any generator (read.py), the
 probe it applies (probe.py), how a probe is fitted (probe_training.py) and its graph step (node.py)."""
+
+from pathlib import Path
+
+PROBES_DIR = Path(__file__).resolve().parents[1] / "data" / "probes"  # the shipped readers' files

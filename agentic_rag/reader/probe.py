@@ -26,10 +26,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from agentic_rag.errors import UserError
+from agentic_rag.reader import PROBES_DIR
 from agentic_rag.prompts import answer_messages
 from agentic_rag.state import support_of
 
-PROBES_DIR = Path(__file__).resolve().parents[1] / "data" / "probes"
 PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
 
 

@@ -12,8 +12,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentic_rag.reader.probe import AnswerabilityProbe
-
 
 def auc(y: np.ndarray, s: np.ndarray) -> float:
     """ROC AUC of ``s`` for y = 1 (answerable); ties count half. NaN when only one class is present."""
@@ -35,16 +33,21 @@ def cross_validated_scores(
     """Out-of-fold P(answerable) with folds split by ``groups`` (articles), so no article is in both.
 
     ``train_fraction`` < 1 fits each fold on a random subset of its training rows (a learning curve)."""
-    from sklearn.model_selection import GroupKFold
-
     out = np.zeros(len(y))
-    n_groups = len(set(groups))
-    for train, test in GroupKFold(n_splits=min(folds, n_groups)).split(X, y, groups):
+    for train, test in grouped_folds(y, groups, folds):
         if train_fraction < 1.0:
             train = (rng or np.random.default_rng(0)).choice(train, int(len(train) * train_fraction), replace=False)
         model = _fit(X[train], y[train], c)
         out[test] = model.predict_proba(X[test])[:, 1]
     return out
+
+
+def grouped_folds(y: np.ndarray, groups: Sequence[str], folds: int = 5) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, test) row indices of ``folds`` folds split by group (article), so no group is in both."""
+    from sklearn.model_selection import GroupKFold
+
+    y = np.asarray(y)
+    return list(GroupKFold(n_splits=min(folds, len(set(groups)))).split(np.zeros(len(y)), y, groups))
 
 
 def _fit(X: np.ndarray, y: np.ndarray, c: float):
@@ -64,11 +67,13 @@ def fit_probe(
     c: float = 0.05,
     folds: int = 5,
     meta: dict[str, Any] | None = None,
-) -> tuple[AnswerabilityProbe, dict[str, Any]]:
+) -> tuple[Any, dict[str, Any]]:
     """Pick the layer with the best article-grouped cross-validated AUC, then fit on all rows.
 
     ``states`` is [n, layers, hidden] (last prompt token, every layer); ``y`` is 1 = answerable.
     """
+    from agentic_rag.reader.probe import AnswerabilityProbe
+
     y = np.asarray(y, dtype=int)
     layers = list(layers if layers is not None else range(states.shape[1]))
     per_layer = {}

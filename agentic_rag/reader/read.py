@@ -14,7 +14,7 @@ The decision layers (gate/) read the readings; this package never imports them.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from agentic_rag.reader.probe import (
 
 GENERATION = "generation"  # read from the generation call's own prefill: no extra work
 LOCAL = "local"  # one prefill of the packaged reader model in this process, no decoding
+CROSS = "cross-encoder"  # the fine-tuned MiniLM reads the question and the prompt's sources here
 OFF = "off"
 UNAVAILABLE = "unavailable"
 QUOTE_READ_OUTPUT_TOKENS = 1  # a GENERATION read of another prompt decodes one token (tokens)
@@ -42,16 +43,20 @@ class ReaderPlan:
     reader_dir: str = ""  # LOCAL: the reader's converted folder
     layer: int = 0
     why: str = ""  # OFF / UNAVAILABLE: the reason, as the run reports it
+    cross_path: str = ""  # the cross-encoder reader's file: it reads alone (CROSS) or beside the probe ("both")
 
     def call_kwargs(self) -> dict[str, Any]:
         """What the generation call must be asked for (GENERATION only): its prefill's state at the probe's layer."""
         return {"prompt_state_layer": self.layer} if self.how == GENERATION else {}
 
     def describe(self) -> str:
+        beside = " and by the MiniLM cross-encoder" if self.cross_path and self.how != CROSS else ""
         if self.how == GENERATION:
-            return f"from the generation call's prefill ({self.reader})"
+            return f"from the generation call's prefill ({self.reader}){beside}"
         if self.how == LOCAL:
-            return f"by a local prefill of the packaged reader {self.reader}"
+            return f"by a local prefill of the packaged reader {self.reader}{beside}"
+        if self.how == CROSS:
+            return "by the MiniLM cross-encoder on the question and the prompt's sources"
         return self.why
 
 
@@ -64,6 +69,12 @@ def plan_for(model: Any, settings: Any) -> ReaderPlan:
     else, a server above all, is read by the packaged reader."""
     if not settings.baug.PROBE_ENABLED:
         return ReaderPlan(OFF, why="off (PROBE_ENABLED)")
+    if settings.baug.ANSWERABILITY_READER == "cross-encoder":
+        return cross_plan()
+    return with_cross_reader(_probe_plan_for(model, settings), settings)
+
+
+def _probe_plan_for(model: Any, settings: Any) -> ReaderPlan:
     from agentic_rag.llm.local import ChatLocalTransformers, hidden_size_of
 
     if isinstance(model, ChatLocalTransformers):
@@ -83,6 +94,12 @@ def reader_plan(settings: Any) -> ReaderPlan:
     provenance and its first line; no weights are loaded)."""
     if not settings.baug.PROBE_ENABLED:
         return ReaderPlan(OFF, why="off (PROBE_ENABLED)")
+    if settings.baug.ANSWERABILITY_READER == "cross-encoder":
+        return cross_plan()
+    return with_cross_reader(_probe_reader_plan(settings), settings)
+
+
+def _probe_reader_plan(settings: Any) -> ReaderPlan:
     if settings.llm.LLM_BACKEND == "local":
         from agentic_rag.llm.packaged import converted_source_key, resolve_local_model
 
@@ -147,10 +164,25 @@ def _local_plan(name: str, probe_path: str, cache_dir: str) -> ReaderPlan:
     return ReaderPlan(LOCAL, str(Path(probe_path).resolve()), spec.short_name, str(folder), probe.layer)
 
 
+def cross_plan() -> ReaderPlan:
+    from agentic_rag.reader.cross_encoder import CROSS_READER_NAME, PACKAGED_CROSS_READER
+
+    return ReaderPlan(CROSS, reader=CROSS_READER_NAME, cross_path=str(PACKAGED_CROSS_READER))
+
+
+def with_cross_reader(plan: ReaderPlan, settings: Any) -> ReaderPlan:
+    """``ANSWERABILITY_READER=both``: the cross-encoder reads beside a probe that reads (else alone)."""
+    if settings.baug.ANSWERABILITY_READER != "both":
+        return plan
+    if plan.how not in (GENERATION, LOCAL):
+        return cross_plan()
+    return replace(plan, cross_path=cross_plan().cross_path)
+
+
 def pending(plan: ReaderPlan) -> dict[str, Any]:
     """The reading a generation call leaves when the probe is not read from it."""
-    if plan.how == LOCAL:
-        return {"status": "pending", "how": LOCAL, "reader": plan.reader}
+    if plan.how in (LOCAL, CROSS):
+        return {"status": "pending", "how": plan.how, "reader": plan.reader}
     return {"status": plan.how, **({"why": plan.why} if plan.why else {})}
 
 
@@ -185,19 +217,50 @@ def reader_model(folder: str, threads: int):
     return local_model(folder, 1, 0.0, threads)
 
 
-def read_other_prompt(messages: list, plan: ReaderPlan, settings: Any, stage: str, model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The probe's reading of a prompt other than the draft's (the final check's quoted sentences) and
-    the LLM usage it cost: GENERATION asks the generator for one token to get its prefill; LOCAL reads
-    it here and costs no LLM tokens."""
+def read_cross(question: str, bundle: dict[str, Any], plan: ReaderPlan, settings: Any) -> dict[str, Any]:
+    """The cross-encoder's reading of a question and the sources an answer prompt shows from ``bundle``."""
+    from agentic_rag.prompts import render_sources
+    from agentic_rag.reader.cross_encoder import CROSS_READER_NAME, load_cross_reader
+
+    reader = load_cross_reader(plan.cross_path, threads=settings.llm.TORCH_THREADS)
+    start = time.perf_counter()
+    score = reader.score(question, render_sources(bundle) or "(no sources)")
+    return {"status": "scored", "answerability": round(score, 4), "how": CROSS, "reader": CROSS_READER_NAME,
+            "ms": round((time.perf_counter() - start) * 1000, 1)}
+
+
+def with_cross(reading: dict[str, Any], question: str, bundle: dict[str, Any], plan: ReaderPlan, settings: Any) -> dict[str, Any]:
+    """A probe's reading joined with the cross-encoder's where the plan reads both (``join_readings``),
+    both parts kept."""
+    if plan.how == CROSS or not plan.cross_path or reading.get("status") != "scored":
+        return reading
+    from agentic_rag.reader.cross_encoder import join_readings
+
+    cross = read_cross(question, bundle, plan, settings)
+    joined = join_readings(reading["answerability"], cross["answerability"])
+    return {**reading, "answerability": round(joined, 4), "ms": round(reading.get("ms", 0.0) + cross["ms"], 1),
+            "parts": {"probe": reading["answerability"], CROSS: cross["answerability"]}}
+
+
+def read_other_prompt(question: str, bundle: dict[str, Any], plan: ReaderPlan, settings: Any, stage: str,
+                      model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The reading of an answer prompt other than the draft's (the final check's quoted sentences as its
+    only sources) and the LLM usage it cost: GENERATION asks the generator for one token to get its
+    prefill; LOCAL and the cross-encoder read it here and cost no LLM tokens."""
+    from agentic_rag.prompts import answer_messages
+
+    if plan.how == CROSS:
+        return read_cross(question, bundle, plan, settings), {}
+    messages = answer_messages(question, bundle)
     if plan.how == LOCAL:
-        return read_prompt(messages, plan, settings), {}
+        return with_cross(read_prompt(messages, plan, settings), question, bundle, plan, settings), {}
     if plan.how != GENERATION:
         return pending(plan), {}
     from agentic_rag.llm.calls import call_model
 
     capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_READ_OUTPUT_TOKENS)
     message, usage = call_model(messages, capped, stage, model, **plan.call_kwargs())
-    return reading_of_reply(message, plan), usage
+    return with_cross(reading_of_reply(message, plan), question, bundle, plan, settings), usage
 
 
 def warm(plan: ReaderPlan, settings: Any) -> None:
@@ -206,3 +269,5 @@ def warm(plan: ReaderPlan, settings: Any) -> None:
         from langchain_core.messages import HumanMessage
 
         read_prompt([HumanMessage(content="warm-up")], plan, settings)
+    if plan.cross_path:
+        read_cross("warm-up", {"passages": []}, plan, settings)

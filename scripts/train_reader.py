@@ -1,0 +1,220 @@
+"""Train the cross-encoder answerability reader (agentic_rag/reader/cross_encoder.py) from the packaged MiniLM.
+
+Steps, each a thin caller of the package:
+
+  pairs  run the agent (a recording model, so only retrieval and packing run) on questions and keep, per
+         question, the sources its answer prompt shows and the label (1 = they answer it). Resumable:
+         rows already in --out are kept and skipped. Training draws (SQuAD 2.0, NQ near misses, HotpotQA's
+         dev split with its one-page-removed twins) never include a question of an evaluated split;
+         ``--data FILE`` instead turns any evaluation file into pairs, for ``score``.
+  fit    grouped cross-validated AUC per configuration and source, a learning curve, then the reader
+         fitted on every row: its file and a report. Runs on a GPU with ``--device cuda``.
+  score  a fitted reader (and, with --probe-scores, the probe and the two together) on an evaluation
+         file's pairs: AUC and refusal / false-refusal at fixed thresholds. Nothing is chosen here.
+
+Usage:
+  python scripts/train_reader.py pairs --squad 1200 --nq 600 --hotpot --out artifacts/reader/pairs.jsonl
+  python scripts/train_reader.py pairs --data data/squad200.jsonl --out artifacts/reader/squad200.jsonl
+  python scripts/train_reader.py fit --pairs artifacts/reader/pairs.jsonl --device cuda
+  python scripts/train_reader.py score --pairs artifacts/reader/squad200.jsonl --out benchmarks/reader_cross/score_squad200.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+PAIRS = ROOT / "artifacts" / "reader" / "pairs.jsonl"
+REPORT = ROOT / "benchmarks" / "reader_cross" / "training.json"
+EVALUATED = [ROOT / "data" / f for f in ("squad200.jsonl", "squad_dev250.jsonl", "nq_dev100.jsonl")]
+
+
+def read_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.is_file() else []
+
+
+def training_records(args: argparse.Namespace, tmp: Path) -> list:
+    from agentic_rag.datasets.crag import IDK, iter_records
+    from agentic_rag.datasets.prepare.hotpotqa import prepare_hotpotqa
+    from agentic_rag.datasets.probe_sets import answer_removed, as_snippets, base_id, nq_records, squad_records
+
+    records = squad_records(SHARED / "squad2" / "squad2_dev_half.jsonl", args.squad, EVALUATED, args.seed, tmp) if args.squad else []
+    held_out = frozenset(base_id(r.interaction_id) for f in EVALUATED for r in iter_records(f))
+    nq = nq_records(SHARED / "nq" / "nq_open_oracle.jsonl", args.nq, args.seed, tmp, exclude=held_out) if args.nq else []
+    records += nq + [as_snippets(r) for r in nq[: args.snippets]]
+    if args.removed:
+        records += [t for r in records if r.answer != IDK and (t := answer_removed(r)) is not None][: args.removed]
+    if args.hotpot:  # the dev split only: hotpot_test's questions are evaluated
+        path, _ = prepare_hotpotqa(SHARED / "hotpotqa" / "hotpot_dev_distractor_first100.json", tmp / "hotpot_dev.jsonl",
+                                   split="dev")
+        records += list(iter_records(path))
+    return records
+
+
+def pairs(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
+    from agentic_rag.configuration import Settings
+    from agentic_rag.datasets.crag import IDK, iter_records
+    from agentic_rag.datasets.probe_sets import group_of, source_of
+    from agentic_rag.eval.answer_prompts import generator_inputs
+    from agentic_rag.prompts import render_sources
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            records = list(iter_records(args.data)) if args.data else training_records(args, Path(tmp))
+        except FileNotFoundError as exc:
+            raise SystemExit(str(exc)) from None
+    settings = Settings.load(preset=args.preset)
+    done = {r["id"] for r in read_rows(args.out)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    skipped = 0
+    with args.out.open("a", encoding="utf-8") as fh:
+        for record in tqdm(records, desc="reader pairs", unit="q"):
+            if record.interaction_id in done:
+                continue
+            first = generator_inputs(record, settings)
+            if first is None:  # refused before generation: no reader ever sees it
+                skipped += 1
+                continue
+            prompt, bundle = first
+            group = group_of(record)
+            row = {"id": record.interaction_id, "question": record.query, "sources": render_sources(bundle),
+                   "label": int(record.answer != IDK), "group": group,
+                   "source": source_of(record.interaction_id, group) if not args.data else args.data.stem}
+            if args.data:  # what the probe reads, for ``score --probe-scores``
+                row["prompt"] = [[m.type, m.content] for m in prompt]
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.flush()
+            done.add(record.interaction_id)
+    print(f"{len(done)} pairs in {args.out} ({skipped} refused before generation)")
+    return 0
+
+
+def fit(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from agentic_rag.reader.cross_encoder import base_sha256, save_reader
+    from agentic_rag.reader.cross_training import auc_by_source, cross_validated, fine_tune
+
+    rows = read_rows(args.pairs)
+    if not rows:
+        raise SystemExit(f"no pairs in {args.pairs}: run the pairs step first")
+    base = str(args.base_dir or _packaged_base())
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    fixed = dict(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, device=args.device)
+    report: dict = {"pairs": len(rows), "answerable": sum(r["label"] for r in rows),
+                    "by_source": {s: sum(r["source"] == s for r in rows) for s in sorted({r["source"] for r in rows})},
+                    "settings": fixed, "configurations": {}, "learning_curve": {}}
+    for top in args.compare_top:
+        start = time.perf_counter()
+        oof = cross_validated(rows, base, top_layers=top, **fixed)
+        report["configurations"][f"top {top} layers"] = {"auc": auc_by_source(rows, oof), "s": round(time.perf_counter() - start, 1)}
+        print(f"top {top} layers: {report['configurations'][f'top {top} layers']}", flush=True)
+        args.report.write_text(json.dumps(report, indent=2) + "\n")  # what is done survives a stop
+        if top == args.top_layers:
+            np.save(args.report.with_name("oof.npy"), oof)
+    for fraction in args.curve:
+        oof = cross_validated(rows, base, train_fraction=fraction, top_layers=args.top_layers, **fixed)
+        report["learning_curve"][str(fraction)] = auc_by_source(rows, oof)["all"]
+        print(f"fraction {fraction}: {report['learning_curve'][str(fraction)]}", flush=True)
+        args.report.write_text(json.dumps(report, indent=2) + "\n")
+    model, _, names = fine_tune(rows, base, top_layers=args.top_layers, progress=True, **fixed)
+    meta = {"base_sha256": args.base_key or base_sha256(base), "top_layers": args.top_layers, "trained_by": "scripts/train_reader.py",
+            "rows_by_source": report["by_source"], **fixed,
+            "cv_auc": report["configurations"].get(f"top {args.top_layers} layers", {}).get("auc", {}).get("all")}
+    save_reader(args.out, model, names, meta)
+    report["reader"] = meta
+    args.report.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def score(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from agentic_rag.eval.probe_report import refusal_rates
+    from agentic_rag.reader.cross_encoder import join_readings, load_cross_reader
+    from agentic_rag.reader.probe_training import auc
+
+    rows = read_rows(args.pairs)
+    probe = json.loads(args.probe_scores.read_text()) if args.probe_scores else None
+    if probe is not None:  # the questions both readers read (each skips those refused before generation)
+        rows = [r for r in rows if r["id"] in probe]
+    reader = load_cross_reader(args.reader)
+    start = time.perf_counter()
+    cross = np.array([reader.score(r["question"], r["sources"]) for r in rows])
+    ms = (time.perf_counter() - start) * 1000 / max(len(rows), 1)
+    y = np.array([r["label"] for r in rows])
+    readers = {"cross-encoder": cross}
+    if probe is not None:
+        p = np.array([probe[r["id"]] for r in rows])
+        readers["probe"] = p
+        readers["both (mean logit)"] = np.array([join_readings(a, b) for a, b in zip(p, cross)])
+    report = {"pairs": _shown(args.pairs), "n": len(rows), "answerable": int(y.sum()), "cross_ms_per_question": round(ms, 1),
+              "readers": {name: {"auc": round(auc(y, s), 4),
+                                 "at_threshold": [{"threshold": t, **refusal_rates(s, y, t)} for t in (0.3, 0.5, 0.7)]}
+                          for name, s in readers.items()}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def _packaged_base() -> Path:
+    from agentic_rag.retrieval.embeddings import packaged_embedding_path
+
+    return packaged_embedding_path()
+
+
+def _shown(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def main() -> int:
+    from agentic_rag.reader.cross_encoder import PACKAGED_CROSS_READER
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("pairs")
+    p.add_argument("--squad", type=int, default=1200, help="SQuAD 2.0 questions, half unanswerable")
+    p.add_argument("--nq", type=int, default=600, help="NQ-open questions, half with near misses only")
+    p.add_argument("--snippets", type=int, default=200, help="of those NQ records, how many also as web-search snippets")
+    p.add_argument("--removed", type=int, default=300, help="answer-removed twins of answerable records (at most)")
+    p.add_argument("--hotpot", action="store_true", help="HotpotQA's dev split, each question and its twin without one supporting page")
+    p.add_argument("--seed", type=int, default=21)
+    p.add_argument("--data", type=Path, default=None, help="an evaluation file in CRAG format instead of the training draws")
+    p.add_argument("--preset", default=None)
+    p.add_argument("--out", type=Path, default=PAIRS)
+    f = sub.add_parser("fit")
+    f.add_argument("--pairs", type=Path, default=PAIRS)
+    f.add_argument("--base-dir", type=Path, default=None, help="the MiniLM folder (default: the packaged one)")
+    f.add_argument("--base-key", default=None, help="the SHA-256 the reader file records (default: of --base-dir's weights)")
+    f.add_argument("--top-layers", type=int, default=2, help="encoder layers fine-tuned (the rest stay the packaged MiniLM's)")
+    f.add_argument("--compare-top", type=int, nargs="*", default=[2], help="configurations to cross-validate")
+    f.add_argument("--curve", type=float, nargs="*", default=[0.25, 0.5], help="training-row fractions of the learning curve")
+    f.add_argument("--epochs", type=int, default=3)
+    f.add_argument("--lr", type=float, default=5e-5)
+    f.add_argument("--batch-size", type=int, default=16)
+    f.add_argument("--device", default="cpu")
+    f.add_argument("--out", type=Path, default=PACKAGED_CROSS_READER)
+    f.add_argument("--report", type=Path, default=REPORT)
+    s = sub.add_parser("score")
+    s.add_argument("--pairs", type=Path, required=True)
+    s.add_argument("--reader", type=Path, default=None, help="default: the shipped reader")
+    s.add_argument("--probe-scores", type=Path, default=None, help="JSON {id: P(answerable)} of the probe on the same rows")
+    s.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    return {"pairs": pairs, "fit": fit, "score": score}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
