@@ -335,11 +335,9 @@ class BAUGSettings(_Section):
         per_request=True,
     )
     ANSWERABILITY_READER: Literal["probe", "cross-encoder", "both"] = setting(
-        "probe", "reader",
-        "What reads answerability: the probe on a packaged model's prefill; the fine-tuned MiniLM cross-encoder on "
-        "the question and the prompt's sources (no generator needed, a few ms); or both, their logits averaged.",
-        per_request=True,
-    )
+        "probe", "reader", "What reads answerability: the probe on a packaged model's prefill; the fine-tuned MiniLM "
+        "cross-encoder on the question and the prompt's sources (no generator needed); both: their logits averaged.",
+        per_request=True)
     PROBE_PATH: Path | None = setting(None, "path", "Probe file; None = the packaged probe of the model it reads.")
     READER_MODEL: Literal["auto", "packaged", "packaged-1.5b"] = setting(
         "auto", "packaged model",
