@@ -336,3 +336,23 @@ def test_a_served_generator_is_read_by_the_packaged_reader_in_its_own_step(agent
     local, _, local_rows = run(agent_settings, [draft])
     assert local_rows[-1]["probe"]["status"] == "unavailable" and "answerability" not in local.signals
 
+
+
+def test_a_missing_bridge_anchor_sends_the_next_round_to_the_page_of_the_entity_the_draft_names(agent_settings):
+    """Multi-hop: the draft names the writer from the song's page, and the year the question uses to
+    describe the writer is on the writer's own page, which the evidence lacks. The further round searches
+    for the writer's name with the year ("Lee Hazlewood 2007"), not for the bare year."""
+    pages = {
+        "These Boots Are Made for Walkin'": ("\"These Boots Are Made for Walkin'\" is a hit song written by Lee Hazlewood "
+                                             "and recorded by Nancy Sinatra. It charted in January 1966."),
+        "Boots (album)": "Boots is a 1966 debut studio album by Nancy Sinatra, produced by Lee Hazlewood.",
+        "Jim Shoulders": "James Shoulders (1928 - 2007) was an American professional rodeo cowboy.",
+    }
+    rec = record("Who was the writer of These Boots Are Made for Walkin' and who died in 2007?", pages)
+    quote = "\"These Boots Are Made for Walkin'\" is a hit song written by Lee Hazlewood and recorded by Nancy Sinatra."
+    reply = f'Lee Hazlewood wrote the song. {{cite:These Boots}} "{quote}"'
+    result, _, rows = run(agent_settings, [reply, reply], rec, PROBE_ENABLED=False)
+    assert rows[0]["reason"] == "RETRIEVE_MISSING_ANCHORS"
+    terms = next(e["extra_terms"] for e in result.events if e.get("extra_terms"))
+    assert terms[0] == "2007" and "Lee Hazlewood" in terms
+    assert result.reason == "ABSTAIN_MISSING_ANCHORS"  # the writer's page is not there: nothing states 2007 of him

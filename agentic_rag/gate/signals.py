@@ -323,6 +323,14 @@ def bridge_passages(question: str, cited: list[dict[str, Any]], passages: list[d
     return out
 
 
+def hop_names(claims: list[str], cited_text: str) -> list[str]:
+    """The names the draft adds to the question that its cited passages state: the entity its answer
+    rests on. When the question's description of that entity (a year, a place) is missing from the
+    cited text, its own page is the next hop: a further retrieval round searches for these names with
+    the missing anchors ("Lee Hazlewood 2007", not "2007" alone)."""
+    return [c for c in claims if not _NUM.fullmatch(c) and cited_text and claim_in(c, cited_text)]
+
+
 def untrusted_sources(bundle: dict[str, Any]) -> list[dict[str, Any]]:
     """The sources in the bundle whose page addresses the model, with the first such sentences of the
     passage itself: what a trace shows of an injection attempt (these sources already back nothing)."""
@@ -416,6 +424,7 @@ def read_draft(
         "question_terms_unmatched": unmatched_question_terms(question, windows or cited_text) if answer else [],
         "untrusted_sources": untrusted_sources(bundle),
         "bridge_sources": [p["n"] for p in bridges],
+        "hop_names": hop_names(claims, cited_text),
         "cited_text_chars": len(cited_text),
         # the registry's own readings (gate/checks.py Check.compute): a new check needs no code here
         **(computed_readings(Draft(question, plain, kind)) if plain else {}),
