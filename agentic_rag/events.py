@@ -123,6 +123,7 @@ SUMMARIES: dict[str, Summary] = {
     "extension_error": _as_is,
     "decision": lambda d, limit: {k: d.get(k) for k in ("action", "reason", "explanation", "final_check") if k in d},
     "extra_terms": _as_is,
+    "hop_query": _as_is,
     "reflected": _as_is,
     "result": _result,
 }

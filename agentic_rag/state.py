@@ -283,6 +283,7 @@ class RAGState(TypedDict, total=False):
     held_ids: list[str]  # chunk ids of evidence already held
     round: int
     extra_terms: list[str]  # anchors appended to worker queries in the one-shot retrieval
+    hop_query: str  # the one-shot retrieval's next hop: the draft's names with the missing anchors ("" = none)
     one_shot_done: bool
     reflected: bool
     no_new_hits: bool
@@ -319,6 +320,7 @@ class WorkerState(TypedDict, total=False):
     round: int
     held_ids: list[str]
     extra_terms: list[str]
+    hop_query: str  # set: this worker searches for it alone, not for the question
     record: dict[str, Any]
     index_dir: str
     deadline_at: float

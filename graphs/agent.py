@@ -63,7 +63,10 @@ def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | st
         "extra_terms": list(state.get("extra_terms", [])),
         "deadline_at": state.get("started_at", 0.0) + settings.budget.WALL_TIME_S,
     }
-    return [Send(str(Node.WORKER), {**payload, "anchor": anchor}) for anchor in anchors[: settings.agent.MAX_WORKERS]]
+    sends = [Send(str(Node.WORKER), {**payload, "anchor": anchor}) for anchor in anchors[: settings.agent.MAX_WORKERS]]
+    if state.get("hop_query"):  # a bridge entity's own page: a query of its own, the question's words would drown it
+        sends.append(Send(str(Node.WORKER), {**payload, "anchor": None, "hop_query": state["hop_query"]}))
+    return sends
 
 
 def route_after_supervise(state: RAGState, config: RunnableConfig) -> str:

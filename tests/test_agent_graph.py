@@ -340,8 +340,9 @@ def test_a_served_generator_is_read_by_the_packaged_reader_in_its_own_step(agent
 
 def test_a_missing_bridge_anchor_sends_the_next_round_to_the_page_of_the_entity_the_draft_names(agent_settings):
     """Multi-hop: the draft names the writer from the song's page, and the year the question uses to
-    describe the writer is on the writer's own page, which the evidence lacks. The further round searches
-    for the writer's name with the year ("Lee Hazlewood 2007"), not for the bare year."""
+    describe the writer is on the writer's own page, which the evidence lacks. The further round sends
+    one more worker, which searches for the writer's name with the year alone ("Lee Hazlewood 2007"):
+    appended to the question, the song's words outrank the writer's page."""
     pages = {
         "These Boots Are Made for Walkin'": ("\"These Boots Are Made for Walkin'\" is a hit song written by Lee Hazlewood "
                                              "and recorded by Nancy Sinatra. It charted in January 1966."),
@@ -353,6 +354,10 @@ def test_a_missing_bridge_anchor_sends_the_next_round_to_the_page_of_the_entity_
     reply = f'Lee Hazlewood wrote the song. {{cite:These Boots}} "{quote}"'
     result, _, rows = run(agent_settings, [reply, reply], rec, PROBE_ENABLED=False)
     assert rows[0]["reason"] == "RETRIEVE_MISSING_ANCHORS"
-    terms = next(e["extra_terms"] for e in result.events if e.get("extra_terms"))
-    assert terms[0] == "2007" and "Lee Hazlewood" in terms
+    decided = next(e for e in result.events if e.get("extra_terms"))
+    # the names the draft adds that its cited passage states (the quote names the singer too), then the year
+    assert decided["extra_terms"] == ["2007"] and decided["hop_query"].startswith("Lee Hazlewood")
+    assert decided["hop_query"].endswith(" 2007") and "Walkin" not in decided["hop_query"]
+    workers = [e.get("round") for e in result.events if e["node"] == "worker"]
+    assert workers.count(2) == workers.count(1) + 1, workers
     assert result.reason == "ABSTAIN_MISSING_ANCHORS"  # the writer's page is not there: nothing states 2007 of him

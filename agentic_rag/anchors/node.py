@@ -35,6 +35,7 @@ def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, A
         "round": 1,
         "held_ids": [],
         "extra_terms": [],
+        "hop_query": "",
         "one_shot_done": False,
         "reflected": False,
         "no_new_hits": False,

@@ -242,9 +242,10 @@ def decide_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
     if decision.action == RETRIEVE_MORE:
         request = requested(decision.reason, flags.requests) or {}
         missing = signals["missing_anchors"] + validation.get("missing", []) + list(request.get("terms", []))
-        if signals["missing_anchors"] or validation.get("missing"):  # the next hop: the page of what the draft names
-            missing += signals.get("hop_names", [])
-        update.update(round=state.get("round", 1) + 1, one_shot_done=True, extra_terms=list(dict.fromkeys(missing)))
+        # the next hop: the page of the entity the draft names, searched by its name and what it lacks
+        hop = signals.get("hop_names", []) if signals["missing_anchors"] or validation.get("missing") else []
+        update.update(round=state.get("round", 1) + 1, one_shot_done=True, extra_terms=list(dict.fromkeys(missing)),
+                      hop_query=" ".join(dict.fromkeys(hop + missing)) if hop else "")
     return update
 
 

@@ -31,5 +31,6 @@ def worker_node(state: WorkerState, config: RunnableConfig) -> dict[str, Any]:
             deadline=state.get("deadline_at"),
             round_no=state.get("round", 1),
             extra_terms=state.get("extra_terms") or None,
+            hop_query=state.get("hop_query", ""),
         )
     return {"paths": [path]}

@@ -53,13 +53,15 @@ def explore(
     deadline: float | None = None,
     round_no: int = 1,
     extra_terms: list[str] | None = None,
+    hop_query: str = "",
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    query = worker_query(question, anchor)
-    if extra_terms:
+    query = hop_query or worker_query(question, anchor)
+    if extra_terms and not hop_query:
         query = f"{query} {' '.join(extra_terms)}"
-    qv = index.embedder.embed_each([question])[0]
-    q_tokens = set(tokenize(question))
+    # a hop worker's passages answer its own query (the bridge entity's page), not the whole question
+    qv = index.embedder.embed_each([hop_query or question])[0]
+    q_tokens = set(tokenize(hop_query or question))
     candidates = retrieve(index, query, settings, k=max(WORKER_PASSAGES * 3, settings.retrieval.RETRIEVAL_K))
     kept, rejected = _prune(candidates, anchor, q_tokens, qv, index, settings, hop=0)
     pruned = len(rejected)
