@@ -28,15 +28,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from agentic_rag.errors import UserError
+from agentic_rag.telemetry import read_rows
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 PAIRS = ROOT / "artifacts" / "reader" / "pairs.jsonl"
 REPORT = ROOT / "benchmarks" / "reader_cross" / "training.json"
 EVALUATED = [ROOT / "data" / f for f in ("squad200.jsonl", "squad_dev250.jsonl", "nq_dev100.jsonl")]
-
-
-def read_rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.is_file() else []
 
 
 def training_records(args: argparse.Namespace, tmp: Path) -> list:
@@ -72,6 +71,8 @@ def pairs(args: argparse.Namespace) -> int:
             records = list(iter_records(args.data)) if args.data else training_records(args, Path(tmp))
         except FileNotFoundError as exc:
             raise SystemExit(str(exc)) from None
+    if not records:
+        raise SystemExit(f"error: no questions in {args.data or 'the training draws'}: is it a dataset in CRAG's format?")
     settings = Settings.load(preset=args.preset)
     done = {r["id"] for r in read_rows(args.out)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -145,7 +146,12 @@ def score(args: argparse.Namespace) -> int:
     from agentic_rag.reader.probe_training import auc
 
     rows = read_rows(args.pairs)
-    probe = json.loads(args.probe_scores.read_text()) if args.probe_scores else None
+    if not rows:
+        raise SystemExit(f"error: no pairs in {args.pairs}: run the pairs step with --data first")
+    try:
+        probe = json.loads(args.probe_scores.read_text()) if args.probe_scores else None
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"error: {args.probe_scores} is not a JSON object of probe scores: {exc}") from None
     if probe is not None:  # the questions both readers read (each skips those refused before generation)
         rows = [r for r in rows if r["id"] in probe]
     reader = load_cross_reader(args.reader)
@@ -213,7 +219,10 @@ def main() -> int:
     s.add_argument("--probe-scores", type=Path, default=None, help="JSON {id: P(answerable)} of the probe on the same rows")
     s.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    return {"pairs": pairs, "fit": fit, "score": score}[args.cmd](args)
+    try:
+        return {"pairs": pairs, "fit": fit, "score": score}[args.cmd](args)
+    except (UserError, OSError, json.JSONDecodeError) as exc:  # a bad file or reader: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":

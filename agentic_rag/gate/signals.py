@@ -328,7 +328,9 @@ def hop_names(claims: list[str], cited_text: str) -> list[str]:
     rests on. When the question's description of that entity (a year, a place) is missing from the
     cited text, its own page is the next hop: a further retrieval round searches for these names with
     the missing anchors ("Lee Hazlewood 2007", not "2007" alone)."""
-    return [c for c in claims if not _NUM.fullmatch(c) and cited_text and claim_in(c, cited_text)]
+    if not cited_text:
+        return []
+    return [c for c in claims if not _NUM.fullmatch(c) and claim_in(c, cited_text)]
 
 
 def untrusted_sources(bundle: dict[str, Any]) -> list[dict[str, Any]]:

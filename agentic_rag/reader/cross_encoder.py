@@ -127,7 +127,8 @@ class CrossReader:
             for name, value in tensors.items():
                 own[name].copy_(value.float())
         self.tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
-        self.threads = threads
+        if threads:  # once, at load, as the local generator sets them (llm/local.py)
+            torch.set_num_threads(threads)
         self._lock = threading.Lock()
 
     def score(self, question: str, sources: str) -> float:
@@ -135,8 +136,6 @@ class CrossReader:
 
         batch = tokenize(self.tokenizer, [question], [sources])
         with self._lock, torch.inference_mode():
-            if self.threads:
-                torch.set_num_threads(self.threads)
             return float(torch.sigmoid(self.model(**batch))[0])
 
 

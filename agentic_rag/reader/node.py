@@ -30,8 +30,8 @@ def read_answerability_node(state: RAGState, config: RunnableConfig) -> dict[str
         return {}
     settings = Settings.from_runnable_config(config)
     plan = plan_for(model_from(config, settings), settings)
-    if not (reading.get("status") == "pending" and plan.how in (LOCAL, CROSS)) and not plan.cross_path:
-        return {}
+    if not plan.cross_path and not (plan.how == LOCAL and reading.get("status") == "pending"):
+        return {}  # read already (the generation call's prefill), or nothing to read with
     at = question_deadline(state, settings)
     try:
         with hard_deadline(None if at is None else time.monotonic() + (at - time.time())):

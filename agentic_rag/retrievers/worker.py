@@ -60,8 +60,9 @@ def explore(
     if extra_terms and not hop_query:
         query = f"{query} {' '.join(extra_terms)}"
     # a hop worker's passages answer its own query (the bridge entity's page), not the whole question
-    qv = index.embedder.embed_each([hop_query or question])[0]
-    q_tokens = set(tokenize(hop_query or question))
+    asked = hop_query or question
+    qv = index.embedder.embed_each([asked])[0]
+    q_tokens = set(tokenize(asked))
     candidates = retrieve(index, query, settings, k=max(WORKER_PASSAGES * 3, settings.retrieval.RETRIEVAL_K))
     kept, rejected = _prune(candidates, anchor, q_tokens, qv, index, settings, hop=0)
     pruned = len(rejected)
