@@ -464,13 +464,13 @@ def main() -> int:
         lines += probe_section(t)
     if (t := _load("reader_cross/training.json")) is not None:
         lines += cross_reader_section(t)
-    if (BENCH / "reader.md").is_file():
-        lines += written_section("## The answerability reader: added time and AUC (`scripts/bench_reader.py`)", "reader.md")
-    if (BENCH / "bridges.md").is_file():
-        lines += written_section("## Anchors met by a bridge page (`scripts/bench_bridges.py`)", "bridges.md")
+    for title, name in (("The answerability probe by feature set (`scripts/compare_probe_features.py`)", "probe/features.md"),
+                        ("The answerability reader: added time and AUC (`scripts/bench_reader.py`)", "reader.md"),
+                        ("Anchors met by a bridge page (`scripts/bench_bridges.py`)", "bridges.md")):
+        if (BENCH / name).is_file():
+            lines += written_section(f"## {title}", name)
     for f in sorted((BENCH / "decision").glob("served_*.md")):
-        lines += written_section(f"## The agent in-process and served: {f.stem} (`scripts/bench_served.py`)",
-                                 f"decision/{f.name}")
+        lines += written_section(f"## The agent in-process and served: {f.stem} (`scripts/bench_served.py`)", f"decision/{f.name}")
     if (rc := _load("resume_check.json")) is not None:
         lines += [
             "## Kill and resume (`scripts/bench_resume.py`)",

@@ -180,6 +180,52 @@ def test_real_model_state_from_the_generation_call_matches_a_forward_pass(settin
         model.invoke(messages, prompt_state_layer=len(states))
 
 
+@pytest.mark.model
+def test_real_model_views_match_the_probe_state_and_pool_their_own_tokens(settings):
+    """The "last" view is the very state the shipped probe reads; the pooled views average the sources'
+    and the question's tokens, so they differ from it and from each other; the draft view follows the
+    first tokens of the greedy draft."""
+    from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.prompts import messages_for
+    from agentic_rag.reader.features import prefill_states
+
+    model = get_chat_model(settings)
+    sources, question = "[1] Paris\nParis is the capital of France.", "What is the capital of France?"
+    messages = messages_for("answer", sources=sources, question=question, query_time="unknown")
+    views = prefill_states(model, messages, question, sources, draft_tokens=3)
+    states = model.prompt_states(messages).numpy()
+    assert views["last"].shape == views["evidence"].shape == views["question"].shape == states.shape
+    last = views["last"].astype(np.float32)
+    assert np.allclose(last, states, atol=0.02 * np.abs(states).max())
+    layer = len(states) // 2
+    assert not np.allclose(views["evidence"][layer], views["question"][layer], atol=1e-2)
+    assert not np.allclose(views["evidence"][layer], last[layer], atol=1e-2)
+    assert views["draft_text"].strip() and views["draft"].shape == states.shape
+    assert not np.allclose(views["draft"][layer], last[layer], atol=1e-2)  # the state moved on with the draft
+    with pytest.raises(ValueError, match="does not hold"):
+        prefill_states(model, messages, "Another question?", sources)
+
+
+@pytest.mark.model
+def test_real_model_view_collection_saves_in_chunks_and_resumes_without_rereading(settings, tmp_path):
+    from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.reader.features import collect_views, load_views
+
+    pairs = [{"id": f"p{i}", "question": q, "sources": f"[1] Paris\n{text}", "label": label, "group": "paris", "source": "toy"}
+             for i, (q, text, label) in enumerate([("What is the capital of France?", "Paris is the capital of France.", 1),
+                                                   ("Who founded Paris?", "Paris lies on the Seine.", 0)])]
+    model = get_chat_model(settings)
+    collect_views(model, pairs[:1], tmp_path, chunk=1)
+    read: list[str] = []
+    collect_views(model, pairs, tmp_path, chunk=1, progress=lambda rows: read.extend(r["id"] for r in rows) or rows)
+    assert read == ["p1"]  # the saved pair is not read again
+    views = load_views(tmp_path)
+    assert list(views["ids"]) == ["p0", "p1"] and list(views["y"]) == [1, 0]
+    assert views["last"].shape[:1] == views["question"].shape[:1] == (2,) and (views["prompt_tokens"] > 20).all()
+    with pytest.raises(FileNotFoundError, match="no views"):
+        load_views(tmp_path / "none")
+
+
 def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_gold(shared_data, tmp_path):
     from agentic_rag.datasets.crag import IDK, iter_records
 
