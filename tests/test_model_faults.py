@@ -206,15 +206,30 @@ def cli(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.Compl
                           env={**child_env(keep=SUITE_SETTINGS), **(env or {})}, timeout=600, **kw)
 
 
+def cli_started(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``cli`` started, not waited for: an independent command runs beside another one."""
+    return subprocess.Popen([sys.executable, "-m", "agentic_rag.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**child_env(keep=SUITE_SETTINGS), **(env or {})})
+
+
+def finished(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_server(server, tmp_path):
     """Every fault in one eval (one question each), then `ask` with nothing listening: exit 0, every row
     and the summary written, no traceback, and the key (given on the command line and in the
     environment, echoed back by the server's 500) in no file, no stdout, no stderr."""
     data = dataset(tmp_path)
-    # the hang last: after it the server's breaker refuses the calls of later questions
-    server.set_plan(["500"] * 3 + ["429", "ok"] + ["empty"] + ["no_choices"] * 3 + ["hang"] * 3)
     opts = ["-o", "LLM_BACKEND=openai", "-o", "LLM_MODEL=m", "-o", "LLM_TIMEOUT_S=1", "-o", "LLM_BACKOFF_S=0.05",
             "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
+    # `ask` with nothing listening needs no server: it runs beside the eval, in artifacts of its own
+    url = refused_url()
+    asking = cli_started("ask", "--dataset", str(data), "--id", "toy-0", "--json", "-o", f"OPENAI_BASE_URL={url}",
+                         *opts[:-2], "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts_refused'}", env={"OPENAI_API_KEY": KEY})
+    # the hang last: after it the server's breaker refuses the calls of later questions
+    server.set_plan(["500"] * 3 + ["429", "ok"] + ["empty"] + ["no_choices"] * 3 + ["hang"] * 3)
     out = tmp_path / "run"
     ev = cli("eval", "--dataset", str(data), "--out", str(out), "-o", f"OPENAI_BASE_URL={server.url}",
              "-o", f"OPENAI_API_KEY={KEY}", *opts, env={"OPENAI_API_KEY": KEY})
@@ -248,9 +263,7 @@ def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_serv
     assert "answerability is read by a local prefill of the packaged reader" in said_one
     assert "the answer lacked model signals: lp_mean, lp_min, p_first missing on 1 of 1 drafts" in said_one
 
-    url = refused_url()
-    asked = cli("ask", "--dataset", str(data), "--id", "toy-0", "--json", "-o", f"OPENAI_BASE_URL={url}", *opts,
-                env={"OPENAI_API_KEY": KEY})
+    asked = finished(asking)
     assert asked.returncode == 0, asked.stderr[-2000:]
     reply = json.loads(asked.stdout)
     assert reply["reason"] == "ABSTAIN_LLM_UNAVAILABLE" and url in reply["explanation"]
