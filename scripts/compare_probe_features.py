@@ -33,6 +33,8 @@ from agentic_rag.errors import UserError
 from agentic_rag.telemetry import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
 def _rows(paths: list[Path], per_source: dict[str, int], seed: int) -> list[dict]:
     rows: list[dict] = []
     for path in paths:
@@ -68,11 +70,10 @@ def collect(args: argparse.Namespace) -> int:
     if args.per_source:
         per_source.setdefault("*", args.per_source)
     rows = _rows(args.pairs, per_source, args.seed)
-    done = done_ids(args.out)
-    todo = [r for r in rows if r["id"] not in done]
-    print(f"{len(rows)} pairs, {len(done)} already read, {len(todo)} to read -> {args.out}")
+    done = done_ids(args.out) if args.out.is_dir() else set()
+    print(f"{len(rows)} pairs, {sum(r['id'] in done for r in rows)} already read -> {args.out}")
     settings = Settings.load(preset=args.preset, overrides=["PROBE_ENABLED=false"])
-    collect_views(get_chat_model(settings), todo, args.out, args.chunk,
+    collect_views(get_chat_model(settings), rows, args.out, args.chunk,
                   progress=lambda rows: tqdm(rows, desc="prefill views", unit="q"))
     return 0
 

@@ -222,12 +222,12 @@ def test_no_traceback_and_no_key_anywhere_in_ask_and_eval_against_the_fault_serv
     and the summary written, no traceback, and the key (given on the command line and in the
     environment, echoed back by the server's 500) in no file, no stdout, no stderr."""
     data = dataset(tmp_path)
-    opts = ["-o", "LLM_BACKEND=openai", "-o", "LLM_MODEL=m", "-o", "LLM_TIMEOUT_S=1", "-o", "LLM_BACKOFF_S=0.05",
-            "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
+    backend = ["-o", "LLM_BACKEND=openai", "-o", "LLM_MODEL=m", "-o", "LLM_TIMEOUT_S=1", "-o", "LLM_BACKOFF_S=0.05"]
+    opts = [*backend, "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
     # `ask` with nothing listening needs no server: it runs beside the eval, in artifacts of its own
     url = refused_url()
     asking = cli_started("ask", "--dataset", str(data), "--id", "toy-0", "--json", "-o", f"OPENAI_BASE_URL={url}",
-                         *opts[:-2], "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts_refused'}", env={"OPENAI_API_KEY": KEY})
+                         *backend, "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts_refused'}", env={"OPENAI_API_KEY": KEY})
     # the hang last: after it the server's breaker refuses the calls of later questions
     server.set_plan(["500"] * 3 + ["429", "ok"] + ["empty"] + ["no_choices"] * 3 + ["hang"] * 3)
     out = tmp_path / "run"

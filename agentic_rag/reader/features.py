@@ -3,9 +3,9 @@
 Why more than one vector: the shipped probe reads the last prompt token at one layer, and its AUC
 stops short of what the refusal targets need. The same prefill also holds every layer, the tokens of
 the evidence and of the question, and, once the draft is decoded, the state after the drafted answer.
-``prefill_states`` keeps those four views per layer (mean-pooled over their tokens); ``FEATURE_SETS``
-names the vectors a probe can be fitted on, so training, scoring and the benchmark share one
-definition. scripts/train_probe.py's ``features`` step collects them and compares them.
+``prefill_states`` keeps those four views per layer (mean-pooled over their tokens); ``feature_sets``
+and ``ensembles`` name what a probe can be fitted on, so collecting, fitting and the report share one
+definition. scripts/compare_probe_features.py collects the views and compares the sets.
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ def _end_ids(tokenizer: Any, net: Any) -> set[int]:
     return {int(i) for i in ends if i is not None}
 
 
-def _view(name: str, layers: tuple[int, ...]) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-    return lambda a: np.concatenate([a[name][:, l] for l in layers], axis=-1)
+def _concat(*parts: tuple[str, int]) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """The (view, layer) vectors side by side: [rows, hidden x len(parts)]."""
+    return lambda a: np.concatenate([a[view][:, layer] for view, layer in parts], axis=-1)
 
 
 def _mean_over(name: str, lo: int, hi: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
@@ -91,18 +92,16 @@ def _mean_over(name: str, lo: int, hi: int) -> Callable[[dict[str, np.ndarray]],
 def feature_sets(layer: int, n_layers: int) -> dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]]:
     """The feature sets compared, around the shipped probe's ``layer`` of a model with ``n_layers``
     blocks. Each maps the stacked views ({view: [rows, layers + 1, hidden]}) to [rows, features]."""
-    mid, late = layer, min(layer + 6, n_layers)
-    early = max(layer - 6, 1)
+    early, late = max(layer - 6, 1), min(layer + 6, n_layers)
     return {
-        f"last@{layer}": _view("last", (layer,)),
-        f"last@{early},{mid},{late}": _view("last", (early, mid, late)),
+        f"last@{layer}": _concat(("last", layer)),
+        f"last@{early},{layer},{late}": _concat(("last", early), ("last", layer), ("last", late)),
         f"last mean@{early}-{late}": _mean_over("last", early, late),
-        f"evidence@{layer}": _view("evidence", (layer,)),
-        f"question@{layer}": _view("question", (layer,)),
-        f"last+evidence+question@{layer}": lambda a: np.concatenate(
-            [a[v][:, layer] for v in ("last", "evidence", "question")], axis=-1),
-        f"draft@{layer}": _view("draft", (layer,)),
-        f"last+draft@{layer}": lambda a: np.concatenate([a[v][:, layer] for v in ("last", "draft")], axis=-1),
+        f"evidence@{layer}": _concat(("evidence", layer)),
+        f"question@{layer}": _concat(("question", layer)),
+        f"last+evidence+question@{layer}": _concat(("last", layer), ("evidence", layer), ("question", layer)),
+        f"draft@{layer}": _concat(("draft", layer)),
+        f"last+draft@{layer}": _concat(("last", layer), ("draft", layer)),
     }
 
 
@@ -115,13 +114,12 @@ def ensembles(layer: int) -> dict[str, tuple[str, ...]]:
 def pair_messages(row: dict[str, Any]) -> list:
     """The answer prompt of a reader pair (scripts/train_reader.py pairs): an evaluation pair keeps the
     exact prompt the agent sent; a training pair holds its rendered sources and question."""
-    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.messages import convert_to_messages
 
     from agentic_rag.prompts import messages_for
 
-    if row.get("prompt"):
-        kinds = {"system": SystemMessage, "human": HumanMessage}
-        return [kinds[k](content=text) for k, text in row["prompt"]]
+    if row.get("prompt"):  # [[message type, text], ...] as the pairs step wrote it
+        return convert_to_messages([tuple(m) for m in row["prompt"]])
     return messages_for("answer", sources=row["sources"], question=row["question"], query_time="unknown")
 
 
