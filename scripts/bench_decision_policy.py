@@ -152,7 +152,7 @@ def main() -> int:
     ap.add_argument("--datasets", nargs="+", default=["squad200", "rgb40"])
     ap.add_argument("--preset", default=None)
     ap.add_argument("--tag", default=None, help="name of the output files (default: the decision file's stem)")
-    ap.add_argument("--reuse", action="store_true", help="re-read the fitted runs instead of running again")
+    ap.add_argument("--reuse", action="store_true", help="re-read the fitted runs already finished, running only the missing ones")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "decision")
     args = ap.parse_args()
     if not args.decision_file.is_file():
@@ -173,9 +173,7 @@ def main() -> int:
             if not (runs[k] / "results.jsonl").is_file():
                 raise SystemExit(f"{runs[k]}: no results.jsonl (run scripts/bench_agent_vs_baseline.py "
                                  f"--datasets {name}{' --preset ' + args.preset if args.preset else ''} first)")
-        if args.reuse and not (runs["fitted"] / "telemetry.jsonl").is_file():
-            raise SystemExit(f"{runs['fitted']}: no finished fitted run to reuse (run without --reuse, or give its --tag)")
-        if not args.reuse:
+        if not (args.reuse and (runs["fitted"] / "telemetry.jsonl").is_file()):
             dataset = json.loads((runs["thresholds"] / "config.json").read_text())["dataset"]
             run_eval(dataset, "agent", settings, runs["fitted"], overwrite=True)
         result = measure(name, runs)
