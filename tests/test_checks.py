@@ -10,7 +10,8 @@ from agentic_rag.gate.checks import ABSTAIN, CHECKS, DRAFT_CHECKS, REASON_LIST, 
 from agentic_rag.gate.policy import Decision, Flags, decide
 from agentic_rag.generator.finalize import EXPLANATIONS, INPUT_EXPLANATIONS, build_record, explain_refusal
 
-S = Settings.load(preset="default")  # the defaults whatever AGENTIC_RAG_PRESET says (COVERAGE_MIN 0)
+# the defaults whatever AGENTIC_RAG_PRESET says (COVERAGE_MIN 0), under the thresholds' policy these checks belong to
+S = Settings.load(preset="default", overrides={"GATE_POLICY": "thresholds"})
 REFUSALS = [r for r in REASON_LIST if r.action == ABSTAIN]
 GOOD = {"overlap_est": 1.0, "faith_est": 1.0, "answer_relevance": 0.8, "anchor_coverage": 1.0, "missing_anchors": [],
         "tokens_left": 2000, "stagnation": False}

@@ -22,7 +22,7 @@ from agentic_rag.eval.decision_fit import (
 from agentic_rag.eval.provenance import model_identity
 from agentic_rag.gate.fitted import (
     FITTED_REASONS, DecisionFile, DecisionMismatchError, FittedModel, available_features, configured_decision, cut_for,
-    decide_fitted, model_key,
+    decide_fitted, model_key, policy_in_force,
 )
 from agentic_rag.gate.judge import yes_probability
 from agentic_rag.gate.policy import REASONS, Flags
@@ -354,3 +354,20 @@ def test_the_served_packaged_models_shipped_decision_loads_by_the_name_it_is_ser
     decision = configured_decision(s)
     assert decision.model_key == model_key(s) == "openai:qwen2.5-coder-1.5b"
     assert "answerability" not in decision.features and {"lp_mean", "lp_min"} <= set(decision.features)
+
+
+def test_the_default_policy_is_the_one_measured_best_for_each_model_and_backend(tmp_path):
+    """GATE_POLICY=auto: the fitted decision for the packaged 1.5B in-process (it scored at or above the
+    thresholds on every test split, benchmarks/decision/policy_qwen2.5-coder-1.5b_mixed.md); the thresholds
+    on a server, in the presets whose decisions were not measured against them, and where no decision
+    ships or its signals are switched off; a DECISION_FILE of the user's own is read."""
+    default = Settings.load(preset="default")
+    assert default.baug.GATE_POLICY == "auto" and policy_in_force(default) == "fitted"
+    assert [policy_in_force(Settings.load(preset=p)) for p in ("fast", "lean")] == ["thresholds", "thresholds"]
+    served = default.replace(LLM_BACKEND="openai", LLM_MODEL="qwen2.5-coder-1.5b", OPENAI_BASE_URL="http://127.0.0.1:1/v1")
+    assert policy_in_force(served) == "thresholds"
+    assert policy_in_force(default.replace(PROBE_ENABLED=False)) == "thresholds"  # the decision reads the probe
+    assert policy_in_force(default.replace(LLM_MODEL=str(tmp_path / "my-model"))) == "thresholds"
+    own = default.replace(LLM_MODEL=str(tmp_path / "my-model"), DECISION_FILE=str(tmp_path / "d.json"))
+    assert policy_in_force(own) == "fitted"
+    assert policy_in_force(default.replace(GATE_POLICY="thresholds")) == "thresholds"

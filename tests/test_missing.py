@@ -18,7 +18,8 @@ from agentic_rag.gate.signals import new_claims, unmatched_question_terms
 from agentic_rag.generator.finalize import build_record, explain_refusal, missing_pieces
 from agentic_rag.supervisor.validators import validate
 
-S = Settings.load(preset="default")  # the defaults whatever AGENTIC_RAG_PRESET says
+# the defaults whatever AGENTIC_RAG_PRESET says, under the thresholds' policy these checks belong to
+S = Settings.load(preset="default", overrides={"GATE_POLICY": "thresholds"})
 OFF_TOPIC = "The city council met on Tuesday to discuss the new library budget and the parking rules."
 
 # (question, a draft the refused answer might have been)

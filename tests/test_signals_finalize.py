@@ -9,7 +9,8 @@ from agentic_rag.text import split_sentences
 from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
 
-S = Settings.load(preset="default")  # the defaults whatever AGENTIC_RAG_PRESET says
+# the defaults whatever AGENTIC_RAG_PRESET says, under the thresholds' policy these checks belong to
+S = Settings.load(preset="default", overrides={"GATE_POLICY": "thresholds"})
 BUNDLE = {
     "passages": [
         {"n": 1, "chunk_id": "a:0", "page_name": "Nemo", "page_url": "u1",

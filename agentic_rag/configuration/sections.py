@@ -387,10 +387,11 @@ class BAUGSettings(_Section):
     )
     JUDGE_MAX_CALLS_PER_Q: int = setting(1, "calls", "LLM judge calls per question at most.", ge=0, per_request=True)
     # -- the fitted decision (gate/fitted.py, fitted by `agentic-rag calibrate --fit`) --------------
-    GATE_POLICY: Literal["thresholds", "fitted"] = setting(
-        "thresholds", "choice",
+    GATE_POLICY: Literal["auto", "thresholds", "fitted"] = setting(
+        "auto", "choice",
         "How a draft is judged: the hand-set thresholds above, or one fitted P(the answer is right | signals) from "
-        "DECISION_FILE compared with the cut WRONG_ANSWER_COST implies.", per_request=True,
+        "DECISION_FILE compared with the cut WRONG_ANSWER_COST implies; auto = fitted in-process where a decision "
+        "ships for the model (or DECISION_FILE is set), else thresholds.", per_request=True,
     )
     DECISION_FILE: Path | None = setting(
         None, "path", "Decision file written by `agentic-rag calibrate --fit` (GATE_POLICY=fitted); None = the one "

@@ -71,10 +71,11 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
 
 
 def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
-    """The decision file a ``GATE_POLICY=fitted`` agent run reads (its content decides like a setting)."""
-    if system != "agent" or settings.baug.GATE_POLICY != "fitted":
+    """The decision file an agent run under the fitted policy reads (its content decides like a setting)."""
+    from agentic_rag.gate.fitted import configured_decision_path, policy_in_force
+
+    if system != "agent" or policy_in_force(settings) != "fitted":
         return None
-    from agentic_rag.gate.fitted import configured_decision_path
 
     try:
         path = configured_decision_path(settings)

@@ -218,6 +218,27 @@ def configured_decision_path(settings) -> Path:
     return shipped
 
 
+def policy_in_force(settings) -> str:
+    """The policy a run decides with, ``thresholds`` or ``fitted``. ``GATE_POLICY=auto`` takes the fitted
+    decision where it was chosen by score on the test splits (benchmarks/decision): the packaged model
+    in-process, with its shipped decision. Served, the same model's fitted decision scored below the
+    thresholds, and a model of the user's own has no decision until ``calibrate --fit`` writes one (then
+    ``DECISION_FILE`` names it); both keep the thresholds. A preset pins a policy where its model's
+    decision was not measured against them."""
+    policy = settings.baug.GATE_POLICY
+    if policy != "auto":
+        return policy
+    if settings.baug.DECISION_FILE is not None:
+        return "fitted"
+    if settings.llm.LLM_BACKEND != "local":
+        return "thresholds"
+    try:
+        configured_decision(settings)
+    except (ValueError, FileNotFoundError):  # none ships for this model, or its signals are switched off
+        return "thresholds"
+    return "fitted"
+
+
 @dataclass(frozen=True)
 class FittedDecision(Decision):
     """A decision with the probability behind it; a refusal carries its own explanation."""
