@@ -96,25 +96,23 @@ def test_sigkill_at_any_point_then_resume_loses_and_doubles_nothing(server, tmp_
     proc.wait()
     assert lines(early / "results.jsonl") == 0
 
-    # mid-question: question 3 has written its first round and hangs in its revision call
-    mid = tmp_path / "mid"
+    # mid-question (question 3 has written its first round and hangs in its revision call) and while
+    # writing (killed the moment the first result line reaches the file), two runs at once, each with a
+    # server of its own; the resume below talks to the first server, on another port than the second's
+    mid, writing = tmp_path / "mid", tmp_path / "writing"
     server.set_plan(["ok"] * 5 + ["hang"])
     before = len(server.requests)
-    proc = start_eval(data, mid, values)
-    wait_for(lambda: len(server.requests) - before == 6 and lines(mid / "results.jsonl") == 2, proc)
-    wait_for(lambda: len(read_rows(mid / "telemetry.jsonl")) == 5, proc)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    with FaultServer(reply=WEAK, hang_s=60) as other:
+        in_mid, in_writing = start_eval(data, mid, values), start_eval(data, writing, overrides(other.url, tmp_path))
+        wait_for(lambda: (writing / "results.jsonl").is_file() and (writing / "results.jsonl").stat().st_size > 0,
+                 in_writing, step=0.001)
+        os.killpg(in_writing.pid, signal.SIGKILL)
+        in_writing.wait()
+        wait_for(lambda: len(server.requests) - before == 6 and lines(mid / "results.jsonl") == 2, in_mid)
+        wait_for(lambda: len(read_rows(mid / "telemetry.jsonl")) == 5, in_mid)
+        os.killpg(in_mid.pid, signal.SIGKILL)
+        in_mid.wait()
     assert [r["question_id"] for r in read_rows(mid / "telemetry.jsonl")][-1] == "toy-2"  # a round without a result
-
-    # while writing: killed the moment the first result line reaches the file
-    writing = tmp_path / "writing"
-    server.set_plan([])
-    proc = start_eval(data, writing, values)
-    wait_for(lambda: (writing / "results.jsonl").is_file() and (writing / "results.jsonl").stat().st_size > 0,
-             proc, step=0.001)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
     for out in (early, mid, writing):
         run_eval(data, "agent", settings, out, resume=True, progress=False)

@@ -8,18 +8,26 @@ from __future__ import annotations
 import re
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter
 
 import pytest
+from typer.testing import CliRunner
 
+from agentic_rag.cli import app
 from agentic_rag.telemetry import read_rows
-from agentic_rag.testing.processes import SUITE_SETTINGS, child_env, start
+from agentic_rag.testing.processes import SUITE_SETTINGS, start
 from tests.fault_server import FaultServer
 from tests.test_eval_runner import dataset
-from tests.test_run_reliability import WEAK, lines, overrides, result_ids, start_eval, wait_for
+from tests.test_run_reliability import (
+    WEAK,
+    lines,
+    overrides,
+    result_ids,
+    start_eval,
+    wait_for,
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +52,10 @@ def test_ctrl_c_saves_prints_the_resume_command_and_exits_130_at_once(server, tm
     argv = shlex.split(command)
     assert argv[:3] == ["python", "-m", "agentic_rag.cli"] and argv[-1] == "--resume" and str(out) in argv
 
-    resumed = subprocess.run([sys.executable, *argv[1:]], env=child_env(keep=SUITE_SETTINGS), capture_output=True,
-                             text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    # the printed command, run as its arguments say (in this process: `python -m agentic_rag.cli` itself is
+    # what every child above runs)
+    resumed = CliRunner().invoke(app, argv[3:], catch_exceptions=False)
+    assert resumed.exit_code == 0, resumed.output[-2000:]
     assert sorted(result_ids(out)) == [f"toy-{i}" for i in range(5)]
     rounds = Counter((r["question_id"], r["round"], r["reason"]) for r in read_rows(out / "telemetry.jsonl"))
     assert len(rounds) == 10 and set(rounds.values()) == {1}  # question 3's first decision is not doubled
