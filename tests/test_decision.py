@@ -259,6 +259,10 @@ def test_a_decision_for_another_model_or_feature_set_is_refused_in_one_line(sett
                                    f"DECISION_FILE={tmp_path / 'other.json'}"])
     assert res.exit_code == 2 and "fitted for model ffff" in res.output
     assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output
+    for named in (tmp_path / "other.json", tmp_path / "absent.json"):  # under GATE_POLICY=auto (the default's) too
+        res = CliRunner().invoke(app, ["ask", "Who won?", "-o", "GATE_POLICY=auto", "-o", f"DECISION_FILE={named}"])
+        assert res.exit_code == 2 and ("fitted for model ffff" in res.output or "absent.json not found" in res.output)
+        assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output
 
 
 # -- calibrate --fit, end to end on a run folder --------------------------------------------------------
@@ -369,5 +373,8 @@ def test_the_default_policy_is_the_one_measured_best_for_each_model_and_backend(
     assert policy_in_force(default.replace(PROBE_ENABLED=False)) == "thresholds"  # the decision reads the probe
     assert policy_in_force(default.replace(LLM_MODEL=str(tmp_path / "my-model"))) == "thresholds"
     own = default.replace(LLM_MODEL=str(tmp_path / "my-model"), DECISION_FILE=str(tmp_path / "d.json"))
+    with pytest.raises(FileNotFoundError, match="d.json not found"):  # named, so its absence is an error
+        policy_in_force(own)
+    write_decision(tmp_path / "d.json", own, 0.0)
     assert policy_in_force(own) == "fitted"
     assert policy_in_force(default.replace(GATE_POLICY="thresholds")) == "thresholds"

@@ -63,11 +63,11 @@ def load_settings(preset: str | None, overrides: list[str] | None, needs_llm: bo
         fail(problem)
     if needs_llm:
         _model_cache_writable(settings)
-    if needs_llm and settings.baug.GATE_POLICY == "fitted":  # a decision for another model fails now, in one line
-        from agentic_rag.gate.fitted import configured_decision
+    if needs_llm:  # a decision asked for (GATE_POLICY=fitted or a DECISION_FILE) that cannot be read fails now, in one line
+        from agentic_rag.gate.fitted import decision_in_force
 
         try:
-            configured_decision(settings)
+            decision_in_force(settings)
         except (ValueError, FileNotFoundError) as exc:
             fail(str(exc))
     if settings.agent.EXTENSIONS or settings.agent.EXTENSION_SETTINGS:  # a mistake shows now, not in the middle of a run

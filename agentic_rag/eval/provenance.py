@@ -74,12 +74,11 @@ def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
     """The decision file an agent run under the fitted policy reads (its content decides like a setting)."""
     from agentic_rag.gate.fitted import configured_decision_path, policy_in_force
 
-    if system != "agent" or policy_in_force(settings) != "fitted":
-        return None
-
     try:
+        if system != "agent" or policy_in_force(settings) != "fitted":
+            return None
         path = configured_decision_path(settings)
-    except ValueError:
+    except (ValueError, FileNotFoundError):  # the run itself says why, in one line
         return None
     return {"path": str(path), "sha256": file_sha256(path) if path.is_file() else None}
 

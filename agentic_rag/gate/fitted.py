@@ -218,25 +218,32 @@ def configured_decision_path(settings) -> Path:
     return shipped
 
 
+def decision_in_force(settings) -> "DecisionFile | None":
+    """The fitted decision a run decides with, checked against the configured model and backend; None where
+    the thresholds decide. ``GATE_POLICY=auto`` takes the fitted decision where it was chosen by score on the
+    test splits (benchmarks/decision): the packaged model in-process, with its shipped decision. Served, the
+    same model's fitted decision scored below the thresholds, and a model of the user's own has no decision
+    until ``calibrate --fit`` writes one (then ``DECISION_FILE`` names it); both keep the thresholds. A preset
+    pins a policy where its model's decision was not measured against them."""
+    policy = settings.baug.GATE_POLICY
+    if policy == "thresholds":
+        return None
+    if policy == "fitted" or settings.baug.DECISION_FILE is not None:
+        return configured_decision(settings)  # asked for: a missing or mismatched file is an error
+    if settings.llm.LLM_BACKEND != "local":
+        return None
+    try:
+        return configured_decision(settings)
+    except (ValueError, FileNotFoundError):  # none ships for this model, or its signals are switched off
+        return None
+
+
 def policy_in_force(settings) -> str:
-    """The policy a run decides with, ``thresholds`` or ``fitted``. ``GATE_POLICY=auto`` takes the fitted
-    decision where it was chosen by score on the test splits (benchmarks/decision): the packaged model
-    in-process, with its shipped decision. Served, the same model's fitted decision scored below the
-    thresholds, and a model of the user's own has no decision until ``calibrate --fit`` writes one (then
-    ``DECISION_FILE`` names it); both keep the thresholds. A preset pins a policy where its model's
-    decision was not measured against them."""
+    """The policy a run decides with, ``thresholds`` or ``fitted`` (see `decision_in_force`)."""
     policy = settings.baug.GATE_POLICY
     if policy != "auto":
         return policy
-    if settings.baug.DECISION_FILE is not None:
-        return "fitted"
-    if settings.llm.LLM_BACKEND != "local":
-        return "thresholds"
-    try:
-        configured_decision(settings)
-    except (ValueError, FileNotFoundError):  # none ships for this model, or its signals are switched off
-        return "thresholds"
-    return "fitted"
+    return "fitted" if decision_in_force(settings) is not None else "thresholds"
 
 
 @dataclass(frozen=True)
@@ -248,9 +255,10 @@ class FittedDecision(Decision):
     verify: bool = False  # the grey zone's last resort: the final check (the verifier) decides
 
 
-def decide_fitted(signals: dict[str, Any], flags: Flags, settings) -> FittedDecision:
+def decide_fitted(signals: dict[str, Any], flags: Flags, settings,
+                  decision: DecisionFile | None = None) -> FittedDecision:
     """The fitted policy on a draft that the input, evidence and hedging rules let through."""
-    decision = configured_decision(settings)
+    decision = decision or configured_decision(settings)
     verdict = signals.get(VERIFIER_FEATURE)
     model = decision.verified if verdict is not None and decision.verified is not None else decision.base
     p = model.probability(signals)

@@ -46,7 +46,7 @@ from agentic_rag.gate.checks import (  # noqa: F401  (STOP ... ACTIONS: their na
 from agentic_rag.gate.decision import (  # noqa: F401  (Decision ... requested: their names are imported from here)
     GATE_REASONS, REASONS, Decision, Flags, can_retrieve_more, decided, requested,
 )
-from agentic_rag.gate.fitted import decide_fitted, policy_in_force
+from agentic_rag.gate.fitted import decide_fitted, decision_in_force
 
 FACTOID_KINDS = {"numeric", "date", "person", "award", "tournament", "time_window", "other"}
 
@@ -88,8 +88,9 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return decided("ABSTAIN_EMPTY_ANSWER" if flags.empty_draft else "ABSTAIN_LOW_BUDGET")
     if flags.hedging and settings.baug.HEDGING_ENABLED:
         return decided("ABSTAIN_HEDGING")
-    if policy_in_force(settings) == "fitted":  # one fitted P(right) instead of the thresholds below
-        return decide_fitted(signals, flags, settings)
+    fitted = decision_in_force(settings)
+    if fitted is not None:  # one fitted P(right) instead of the thresholds below
+        return decide_fitted(signals, flags, settings, fitted)
     # verified_score is only present when every other check let the draft through (the final check)
     verified = passes(CHECK_BY_SIGNAL["verified_score"], signals, settings)
     answerable = passes(CHECK_BY_SIGNAL["answerability"], signals, settings)
