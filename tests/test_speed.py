@@ -197,15 +197,16 @@ def test_kit_telemetry_rows_carry_the_node_times(settings, tmp_path):
 
 
 @pytest.mark.model
-def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(tmp_path):
+def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(own_index_cache, tmp_path):
     from typer.testing import CliRunner
 
     from agentic_rag.cli import app
     from agentic_rag.eval.results import read_results
 
     out = tmp_path / "run"
+    # an index cache of its own: the suite's shared one may already hold this question's pages
     res = CliRunner().invoke(app, ["eval", "--dataset", "example", "--n", "1", "--system", "baseline", "--out", str(out),
-                                   "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"])
+                                   "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}", "-o", f"INDEX_CACHE_DIR={tmp_path / 'index'}"])
     assert res.exit_code == 0, res.output
     assert "cold start:" in res.stderr and "LLM load" in res.stderr and "embedder load" in res.stderr
     row = read_results(out / "results.jsonl")[0]
