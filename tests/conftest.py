@@ -20,20 +20,6 @@ from agentic_rag.ingest import ingest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-# The slowest files, in seconds on one core (`pytest --durations=0`, summed per file). xdist hands each
-# worker whole files in collection order (--dist loadfile --no-loadscope-reorder), so these go first and
-# the many short files fill in behind them: the two workers finish together instead of one waiting on the
-# other's last long file. A stale figure only costs balance.
-SLOWEST_FILES_S = {
-    "test_ray_executor.py": 76, "test_run_signals.py": 57, "test_model_faults.py": 55, "test_run_reliability.py": 48,
-    "test_hostile_pages.py": 30, "test_speed.py": 27, "test_real_model.py": 27, "test_index_integrity.py": 24,
-    "test_security.py": 24, "test_llm.py": 23, "test_serve.py": 22, "test_probe.py": 21, "test_trace.py": 21,
-}
-
-
-def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: -SLOWEST_FILES_S.get(item.path.name, 0))  # stable: a file's own order stays
-
 
 @pytest.fixture(scope="session", autouse=True)
 def fast_preset():
