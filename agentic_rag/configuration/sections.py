@@ -394,8 +394,8 @@ class BAUGSettings(_Section):
         "ships for the model (or DECISION_FILE is set), else thresholds.", per_request=True,
     )
     DECISION_FILE: Path | None = setting(
-        None, "path", "Decision file written by `agentic-rag calibrate --fit` (GATE_POLICY=fitted); None = the one "
-        "shipped for the packaged model, where one ships.",
+        None, "path", "Decision file written by `agentic-rag calibrate --fit`, read under GATE_POLICY=fitted or auto; "
+        "None = the one shipped for the packaged model, where one ships.",
     )
     WRONG_ANSWER_COST: float = setting(
         1.0, "points",

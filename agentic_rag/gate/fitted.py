@@ -218,7 +218,7 @@ def configured_decision_path(settings) -> Path:
     return shipped
 
 
-def decision_in_force(settings) -> "DecisionFile | None":
+def decision_in_force(settings) -> DecisionFile | None:
     """The fitted decision a run decides with, checked against the configured model and backend; None where
     the thresholds decide. ``GATE_POLICY=auto`` takes the fitted decision where it was chosen by score on the
     test splits (benchmarks/decision): the packaged model in-process, with its shipped decision. Served, the
