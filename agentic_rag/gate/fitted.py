@@ -191,6 +191,8 @@ def _load(path: str) -> DecisionFile:
     except FileNotFoundError:
         raise FileNotFoundError(f"decision file {path} not found (DECISION_FILE); "
                                 "write one with `agentic-rag calibrate --fit`") from None
+    except OSError as exc:  # a folder (an empty DECISION_FILE is the working directory), no permission
+        raise ValueError(f"decision file {path} cannot be read (DECISION_FILE): {exc.strerror}") from None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{path} is not a decision file: {exc}") from None
 
