@@ -43,7 +43,7 @@ def measure(dataset: str, readers: list[str], settings: Settings, n: int | None)
     records = list(iter_records(dataset))[:n]
     plans = {name: local_plan(settings.replace(READER_MODEL=name)) for name in readers}
     for plan in plans.values():  # loaded before the clock runs: a process loads its reader once
-        reader_model(plan.reader_dir, settings.llm.TORCH_THREADS)
+        reader_model(plan.reader_dir, settings)
     labels, readings, skipped = [], {name: [] for name in readers}, 0
     for record in tqdm(records, desc=Path(dataset).stem, unit="q"):
         prompt = generator_prompt(record, settings)

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from agentic_rag.eval.runner import run_eval
+from agentic_rag.llm.dtype import choose_dtype
 from agentic_rag.testing.bad_inputs import LINE_BREAKS
 from agentic_rag.testing.fakes import ScriptedChat
 from agentic_rag.testing.processes import TIMING  # noqa: F401 - other tests import it from here
@@ -46,6 +47,10 @@ def test_interrupted_run_resumes_to_the_same_summary(tmp_path, settings):
     assert (tmp_path / "cut" / "report.md").is_file() and (tmp_path / "cut" / "risk_coverage.png").is_file()
     config = json.loads((tmp_path / "cut" / "config.json").read_text())
     assert config["model"]["gguf_sha256"] and config["dataset_sha256"] and "torch" in config["versions"]
+    # the dtype the local model computes in, and why, as the run's start said it
+    choice = choose_dtype(settings.llm.LLM_DTYPE)
+    assert (config["model"]["dtype"], config["model"]["dtype_reason"]) == (choice.dtype, choice.reason)
+    assert f"computing in {choice.dtype} ({choice.reason})" in (tmp_path / "cut" / "report.md").read_text()
 
 
 def test_parallel_workers_and_seeded_sample(tmp_path, settings):
@@ -95,6 +100,27 @@ def test_resume_under_other_settings_is_refused_and_loses_nothing(tmp_path, sett
     resumed = run_eval(data, "agent", settings.replace(LLM_CACHE_PATH=str(tmp_path / "c.sqlite")), out, n=3,
                        resume=True, progress=False, extra_config={"llm": fake()})
     assert len(resumed["rows"]) == 3
+
+
+def test_a_run_resumes_only_on_the_dtype_it_computed_in(tmp_path, settings):
+    """LLM_DTYPE=auto resolves per machine: a run begun in bfloat16 (on a processor with native bfloat16, or
+    before the setting existed) resumed where auto means float32 would mix two numerics' answers."""
+    from agentic_rag.eval.resume import ResumeMismatchError
+
+    data, out = dataset(tmp_path), tmp_path / "run"
+    pinned = settings.replace(LLM_DTYPE="bfloat16")
+    run_eval(data, "agent", pinned, out, n=2, progress=False, extra_config={"llm": fake()})
+    config = json.loads((out / "config.json").read_text())
+    assert config["model"]["dtype"] == "bfloat16"
+    with pytest.raises(ResumeMismatchError, match="'dtype': 'float32'"):
+        run_eval(data, "agent", settings.replace(LLM_DTYPE="float32"), out, n=3, resume=True, progress=False,
+                 extra_config={"llm": fake()})
+    # the same dtype, named or chosen by auto, resumes; so does a folder from before LLM_DTYPE (bfloat16)
+    del config["model"]["dtype"], config["model"]["dtype_reason"]
+    config["settings"].pop("LLM_DTYPE")
+    (out / "config.json").write_text(json.dumps(config))
+    assert len(run_eval(data, "agent", pinned, out, n=3, resume=True, progress=False,
+                        extra_config={"llm": fake()})["rows"]) == 3
 
 
 def test_a_run_folder_of_flat_settings_resumes_and_a_changed_one_is_named(tmp_path, settings):

@@ -400,3 +400,62 @@ def test_conversion_asks_transformers_for_dense_weights_so_it_prints_no_dtype_ad
     config = seen["quantization_config"]
     assert config.dequantize is True and seen["gguf_file"] == "m.gguf"
     assert not (tmp_path / "out").exists()  # nothing half-written left behind
+
+
+# --- the dtype, by processor -------------------------------------------------------------------
+
+X86_NO_BF16 = frozenset({"avx2", "fma", "avx512f", "avx512_vnni"})  # e.g. Cascade Lake, Zen 2/3
+
+
+@pytest.mark.parametrize("flags, env, dtype", [
+    (frozenset({"avx2", "fma"}), {}, "float32"),  # an AVX2-only host (most laptops, AMD before Zen 4)
+    (X86_NO_BF16, {}, "float32"),  # AVX-512 without BF16: bfloat16 is still emulated
+    (X86_NO_BF16 | {"avx512_bf16"}, {}, "bfloat16"),  # Cooper Lake, Sapphire Rapids, Zen 4
+    (frozenset({"avx2", "amx_bf16", "amx_tile"}), {}, "bfloat16"),
+    (frozenset({"fp", "asimd", "bf16", "i8mm"}), {}, "bfloat16"),  # Arm with BF16 (Graviton 3, Neoverse V1)
+    (frozenset({"fp", "asimd"}), {}, "float32"),
+    (frozenset(), {}, "float32"),  # flags unreadable: the dtype that is never emulated
+    # a native-bf16 processor capped to AVX2 (how an AVX2 host is approximated) computes in float32
+    (X86_NO_BF16 | {"avx512_bf16"}, {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "float32"),
+    (X86_NO_BF16 | {"avx512_bf16"}, {"ATEN_CPU_CAPABILITY": "avx2"}, "float32"),
+    (X86_NO_BF16 | {"avx512_bf16"}, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"}, "bfloat16"),
+])
+def test_auto_picks_bfloat16_only_where_the_processor_computes_it_natively(flags, env, dtype):
+    from agentic_rag.llm.dtype import choose_dtype
+
+    choice = choose_dtype("auto", flags, env)
+    assert choice.dtype == dtype and choice.reason.startswith("auto: ")
+    for named in ("bfloat16", "float32"):  # a named dtype is kept on any processor
+        assert choose_dtype(named, flags, env).dtype == named
+    with pytest.raises(ValueError, match="LLM_DTYPE must be one of auto, bfloat16, float32"):
+        choose_dtype("float16", flags, env)
+
+
+def test_this_machines_flags_are_read_and_name_its_class():
+    from agentic_rag.llm.dtype import choose_dtype, cpu_flags, processor_class
+
+    klass = processor_class()
+    assert klass["auto_dtype"] == choose_dtype("auto").dtype
+    if Path("/proc/cpuinfo").is_file():
+        assert cpu_flags() and set(klass["flags"]) <= cpu_flags()
+        assert ("no native bf16" in klass["class"]) == (klass["auto_dtype"] == "float32")
+
+
+@pytest.mark.model
+def test_the_local_model_computes_in_the_chosen_dtype_from_one_copy_on_disk(settings, model_dir, local_llm):
+    """auto loads the weights in the dtype this processor computes fastest, upcast at load from the one
+    bfloat16 folder; each dtype answers, and a replay never crosses dtypes (their numerics differ)."""
+    import torch
+
+    from agentic_rag.llm.dtype import choose_dtype
+    from agentic_rag.llm.local import _load
+
+    assert local_llm.dtype == choose_dtype("auto").dtype
+    assert next(_load(local_llm.model_path, local_llm.dtype)[0].parameters()).dtype == getattr(torch, local_llm.dtype)
+    other = "float32" if local_llm.dtype == "bfloat16" else "bfloat16"
+    twin = get_chat_model(settings.replace(LLM_DTYPE=other), max_tokens=12)
+    assert twin.dtype == other and twin is not local_llm
+    assert next(_load(twin.model_path, other)[0].parameters()).dtype == getattr(torch, other)
+    assert "paris" in twin.invoke(QUESTION).content.lower()
+    assert twin._identifying_params["dtype"] != local_llm._identifying_params["dtype"]
+    assert [p.name for p in model_dir.glob("*.safetensors")] == ["model.safetensors"]  # no second copy

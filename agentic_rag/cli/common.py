@@ -108,6 +108,16 @@ def warn_missing_signals(gaps: dict[str, str], when: str) -> None:
         err.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
 
 
+def say_model(settings: Settings) -> None:
+    """One line at the start of a local run: the dtype its model computes in and why (LLM_DTYPE)."""
+    from agentic_rag.llm.dtype import local_dtype
+
+    if settings.llm.LLM_BACKEND == "local":
+        choice = local_dtype(settings)
+        err.print(f"[dim]note:[/] the model computes in {choice.dtype} ({escape(choice.reason)}; LLM_DTYPE)",
+                  soft_wrap=True, highlight=False)
+
+
 def say_reader(settings: Settings) -> None:
     """One line at the start of an agent run whose answerability is not read from the generation call."""
     from agentic_rag.eval.provenance import reader_note

@@ -28,6 +28,7 @@ from agentic_rag.cli.common import (
     load_settings,
     prog_name,
     record_source,
+    say_model,
     say_reader,
     warn_missing_signals,
 )
@@ -95,6 +96,7 @@ def ask(
     from agentic_rag.trace.live import node_printer
 
     settings = load_settings(preset, override, needs_llm=True)
+    say_model(settings)
     if system == "agent":
         say_reader(settings)
         warn_missing_signals(signals_unavailable(settings), "this answer will lack model signals")
@@ -180,10 +182,15 @@ def eval_cmd(
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "runs" / f"{system}-{time.strftime('%Y%m%d-%H%M%S')}"
     if checkpoints and settings.paths.CHECKPOINT_PATH is None:
         settings = settings.replace(CHECKPOINT_PATH=str(out / "checkpoints.sqlite"))
+    def on_start() -> None:
+        say_model(settings)
+        if system == "agent":
+            say_reader(settings)
+            warn_missing_signals(signals_unavailable(settings), "this run will lack model signals")
+
     try:
         res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool,
-                       overwrite=overwrite, on_start=lambda: system == "agent" and (say_reader(settings), warn_missing_signals(
-                           signals_unavailable(settings), "this run will lack model signals")))
+                       overwrite=overwrite, on_start=on_start)
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, prog_name(), sys.argv[1:])
     except ExecutorError as exc:

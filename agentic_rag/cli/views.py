@@ -199,6 +199,12 @@ def show_settings(
     for row in rows:
         table.add_row(*map(escape, row))
     console.print(table)
+    if settings.llm.LLM_BACKEND == "local":  # what the machine made of a setting that depends on it
+        from agentic_rag.llm.dtype import local_dtype
+
+        choice = local_dtype(settings)
+        console.print(f"LLM_DTYPE={escape(settings.llm.LLM_DTYPE)}: the local model computes in {choice.dtype} here "
+                      f"({escape(choice.reason)})", soft_wrap=True, highlight=False)
 
 
 def settings_markdown(rows: list[tuple[str, ...]]) -> str:

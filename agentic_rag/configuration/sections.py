@@ -98,6 +98,8 @@ class LLMSettings(_Section):
     MAX_OUTPUT_TOKENS: int = setting(160, "tokens", "Cap on generated tokens per LLM call.", ge=1, le=4096, per_request=True)
     TEMPERATURE: float = setting(0.0, "unitless", "Sampling temperature; 0 = greedy (deterministic).", ge=0.0, le=2.0)
     TORCH_THREADS: int = setting(0, "threads", "Torch intra-op threads; 0 = number of CPU cores.", ge=0)
+    LLM_DTYPE: Literal["auto", "bfloat16", "float32"] = setting("auto", "choice", "What the local model computes in: 'auto' = "
+        "bfloat16 where the processor computes it natively (AVX-512 BF16, AMX, Arm BF16), else float32 (faster than emulated).")
     LLM_TIMEOUT_S: float = setting(
         300.0, "s", "Timeout of one remote LLM call attempt, cut to what is left of the question's WALL_TIME_S.", gt=0
     )
@@ -441,15 +443,11 @@ class EvalSettings(_Section):
     """Evaluation and records: the evaluation judge, malformed input records, the trace's texts.
     None of them changes what a graph decides."""
 
-    EVAL_LLM_JUDGE: bool = setting(
-        False, "on/off", "Send answers the rule judge cannot decide to an LLM judge (openai backend only)."
-    )
+    EVAL_LLM_JUDGE: bool = setting(False, "on/off", "Send answers the rule judge cannot decide to an LLM judge (openai backend only).")
     EVAL_JUDGE_MODEL: str = setting("gpt-4o-mini", "model name", "Model name of the evaluation judge.")
     EVAL_JUDGE_BASE_URL: str | None = setting(None, "URL", "OpenAI-compatible endpoint of the evaluation judge.")
     EVAL_JUDGE_API_KEY: SecretStr | None = setting(None, "secret", "API key of the evaluation judge endpoint.")
-    BAD_RECORDS: Literal["skip", "fail"] = setting(
-        "skip", "choice", "On a malformed input record: report it and skip, or stop with an error."
-    )
+    BAD_RECORDS: Literal["skip", "fail"] = setting("skip", "choice", "On a malformed input record: report it and skip, or stop with an error.")
     BAD_RECORDS_SHOWN: int = setting(
         20, "records", "Skipped bad records printed on stderr one by one; the rest are counted.", ge=0
     )

@@ -36,6 +36,7 @@ def package_versions() -> dict[str, str]:
 def model_identity(settings: Settings) -> dict[str, Any]:
     """Which weights answered: the pinned GGUF hash of a packaged or converted model, or the
     configured model/endpoint."""
+    from agentic_rag.llm.dtype import local_dtype
     from agentic_rag.llm.packaged import PACKAGED_MODELS, converted_source_key
 
     ident: dict[str, Any] = {"backend": settings.llm.LLM_BACKEND, "model": settings.llm.LLM_MODEL}
@@ -45,6 +46,7 @@ def model_identity(settings: Settings) -> dict[str, Any]:
             ident.update(name=f"{spec.gguf_name} (bf16 conversion)", gguf_sha256=spec.sha256)
         elif key := converted_source_key(Path(settings.llm.LLM_MODEL).expanduser()):
             ident["source_key"] = key
+        ident.update(local_dtype(settings).as_dict())
     if settings.llm.LLM_BACKEND == "openai":
         from agentic_rag.redact import redact_url
 
@@ -59,13 +61,15 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
     decides refusals as much as any setting does); None when no probe runs."""
     if system != "agent" or not settings.baug.PROBE_ENABLED:
         return None
-    from agentic_rag.reader.read import reader_plan
+    from agentic_rag.llm.dtype import local_dtype
+    from agentic_rag.reader.read import LOCAL, reader_plan
 
     plan = reader_plan(settings)
     path = Path(plan.probe_path) if plan.probe_path else None
     cross = Path(plan.cross_path) if plan.cross_path else None
     return {"how": plan.how, "reader": plan.reader, "path": str(path) if path else None,
             "sha256": file_sha256(path) if path and path.is_file() else None,
+            **({"dtype": local_dtype(settings).dtype} if plan.how == LOCAL else {}),
             **({"cross_encoder": str(cross), "cross_encoder_sha256": file_sha256(cross) if cross.is_file() else None}
                if cross else {})}
 

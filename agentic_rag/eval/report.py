@@ -11,13 +11,15 @@ from agentic_rag.eval.provenance import gap_warning
 from agentic_rag.eval.refusals import refusal_table
 
 
-def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
-    """report.md: the summary, breakdowns and the risk-coverage plot of one run (group names come from the
-    dataset and are escaped, as every cell is)."""
+def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]], model: dict[str, Any] | None = None) -> Path:
+    """report.md: the model that answered, the summary, breakdowns and the risk-coverage plot of one run
+    (group names come from the dataset and are escaped, as every cell is)."""
     from agentic_rag.eval.plots import plot_risk_coverage
 
     plot = plot_risk_coverage([{"name": summary["system"], "rows": rows}], out / "risk_coverage.png")
     lines = [f"# Run report: {md_escape(summary['system'])}", ""]
+    if model:
+        lines += [md_escape(model_line(model)), ""]
     lines += markdown_table(["metric", "value", "meaning"],
                             [[k, v, metric_label(k)] for k, v in summary.items() if not isinstance(v, dict)])
     for key, groups in summary.items():
@@ -33,3 +35,12 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]])
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def model_line(model: dict[str, Any]) -> str:
+    """One line naming the model of a run's config.json, and for an in-process model the dtype it computed in
+    and why (a speed figure means little without it)."""
+    line = f"Model: {model.get('model')} ({model.get('backend')} backend)"
+    if model.get("dtype"):
+        line += f", computing in {model['dtype']} ({model.get('dtype_reason', '')})"
+    return line + "."

@@ -28,6 +28,8 @@ CONNECTION_SETTINGS = frozenset({
 RUN_NEUTRAL_SETTINGS = frozenset({
     "TELEMETRY_PATH", "LLM_CACHE_PATH", "ARTIFACTS_DIR", "MODEL_CACHE_DIR", "TORCH_THREADS", "CHECKPOINT_PATH",
     "TRACE_TEXT_CHARS", "INDEX_CACHE_DIR", "OTLP_ENDPOINT", *CONNECTION_SETTINGS,
+    "LLM_DTYPE",  # what it resolves to is compared, in the model's identity
+
     # where the questions run (a run begun on threads may be resumed on a Ray cluster)
     "RAY_CPUS_PER_WORKER", "RAY_ITEM_ATTEMPTS", "RAY_WORKER_REPLACEMENTS", "RAY_WORKER_START_TIMEOUT_S",
     "RAY_CONNECT_TIMEOUT_S", "RAY_INGEST_BATCH",
@@ -50,9 +52,13 @@ class EvalInterrupted(KeyboardInterrupt):
 def _identity(config: dict[str, Any], key: str) -> Any:
     value = config.get(key)
     if key == "model" and isinstance(value, dict):
-        return {k: v for k, v in value.items() if k != "base_url"}  # where the server listens is not the model
+        # where the server listens is not the model, nor why a dtype was chosen; a local run from before
+        # LLM_DTYPE computed in bfloat16
+        same = {k: v for k, v in value.items() if k not in ("base_url", "dtype_reason")}
+        return same | ({"dtype": value.get("dtype", "bfloat16")} if value.get("backend") == "local" else {})
     if key == "probe" and isinstance(value, dict):  # a run from before the reader read its generator's prefill
-        return {"how": value.get("how", "generation"), "sha256": value.get("sha256")}
+        how = value.get("how", "generation")  # a local reader's dtype: bfloat16 in runs from before LLM_DTYPE
+        return {"how": how, "sha256": value.get("sha256"), **({"dtype": value.get("dtype", "bfloat16")} if how == "local" else {})}
     return value
 
 

@@ -185,7 +185,7 @@ def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, syste
     (out / "config.json").write_text(json.dumps(config, indent=2))
     summary = run_summary(system, rows, len(report.bad))
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    write_report(out, summary, rows)
+    write_report(out, summary, rows, config["model"])
     return {"summary": summary, "rows": rows, "out": str(out)}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
+from agentic_rag.llm.dtype import local_dtype
 from agentic_rag.llm.local import ChatLocalTransformers, load_tokenizer
 from agentic_rag.llm.packaged import FAST_MODEL, ensure_converted, resolve_local_model
 
@@ -28,7 +29,8 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
     cap = int(max_tokens or settings.llm.MAX_OUTPUT_TOKENS)
     if settings.llm.LLM_BACKEND == "local":
         path = resolve_local_model(settings)
-        model = local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, REPETITION_PENALTY)
+        model = local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, REPETITION_PENALTY,
+                            local_dtype(settings).dtype)
         return _with_cache(model, settings)
     if settings.llm.LLM_BACKEND == "openai":
         if problem := settings.backend_error():
@@ -94,10 +96,11 @@ def _replay_cache(path: str):
 
 
 @lru_cache(maxsize=16)
-def local_model(path: str, cap: int, temperature: float, threads: int, repetition_penalty: float = 1.0) -> ChatLocalTransformers:
+def local_model(path: str, cap: int, temperature: float, threads: int, repetition_penalty: float = 1.0,
+                dtype: str = "auto") -> ChatLocalTransformers:
     return ChatLocalTransformers(
         model_path=path, max_new_tokens=cap, temperature=temperature, threads=threads,
-        repetition_penalty=repetition_penalty,
+        repetition_penalty=repetition_penalty, dtype=dtype,
     )
 
 

@@ -4,8 +4,8 @@ Why not a server: the whole system must work offline on a laptop CPU with nothin
 in-process generation lets us count tokens with the model's own tokenizer, so budgets and telemetry
 are exact rather than estimated.
 
-bf16 is the default dtype because on this class of CPU (AVX-512 BF16) it decodes ~6x faster than
-float32 for this 0.5B model: decoding is memory-bound and bf16 halves the bytes read per token.
+The dtype is chosen by the processor (llm/dtype.py): bfloat16 where it is computed natively, float32
+where it would be emulated.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -26,6 +26,7 @@ from transformers import LogitsProcessor, StoppingCriteria
 
 from agentic_rag import usable_cpus
 from agentic_rag.budget import current_deadline, hard_deadline, stop_modules_at_deadline
+from agentic_rag.llm.dtype import choose_dtype
 from agentic_rag.llm.packaged import converted_source_key
 from agentic_rag.timing import startup_step
 
@@ -162,7 +163,8 @@ class ChatLocalTransformers(BaseChatModel):
     """Chat with a local HF causal-LM folder (e.g. the converted packaged Qwen2.5 0.5B)."""
 
     model_path: str
-    dtype: str = "bfloat16"
+    dtype: Literal["auto", "bfloat16", "float32"] = Field(
+        "auto", description="what the weights compute in; 'auto' is resolved at load (llm/dtype.choose_dtype)")
     max_new_tokens: int = Field(160, ge=1)
     temperature: float = Field(0.0, ge=0.0)
     threads: int = Field(0, ge=0, description="torch intra-op threads; 0 = all cores")
@@ -174,6 +176,7 @@ class ChatLocalTransformers(BaseChatModel):
     def _load_now(self) -> "ChatLocalTransformers":
         # Load at construction so a bad path fails where it is configured, not mid-graph.
         self.model_path = str(self.model_path)
+        self.dtype = choose_dtype(self.dtype).dtype
         torch.set_num_threads(self.threads or usable_cpus())
         _load(self.model_path, self.dtype)
         # A converted folder is known by the GGUF it came from, not by where it lies: replayed calls

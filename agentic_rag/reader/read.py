@@ -201,7 +201,7 @@ def reading_of_reply(message: Any, plan: ReaderPlan) -> dict[str, Any]:
 def read_prompt(messages: list, plan: ReaderPlan, settings: Any) -> dict[str, Any]:
     """A LOCAL reading of ``messages``: one prefill of the reader model, its time and prompt length.
     Stops with ``DeadlineExceeded`` once the enclosing ``budget.hard_deadline`` passes."""
-    reader = reader_model(plan.reader_dir, settings.llm.TORCH_THREADS)
+    reader = reader_model(plan.reader_dir, settings)
     start = time.perf_counter()
     state, tokens = reader.prompt_state(messages, plan.layer)
     score = load_probe(plan.probe_path).score(state)
@@ -209,12 +209,13 @@ def read_prompt(messages: list, plan: ReaderPlan, settings: Any) -> dict[str, An
             "layer": plan.layer, "ms": round((time.perf_counter() - start) * 1000, 1), "prompt_tokens": tokens}
 
 
-def reader_model(folder: str, threads: int):
+def reader_model(folder: str, settings: Any):
     """The packaged reader, loaded once per process (it shares the weights of an in-process generator
-    of the same folder)."""
+    of the same folder and dtype)."""
+    from agentic_rag.llm.dtype import local_dtype
     from agentic_rag.llm.factory import local_model
 
-    return local_model(folder, 1, 0.0, threads)
+    return local_model(folder, 1, 0.0, settings.llm.TORCH_THREADS, 1.0, local_dtype(settings).dtype)
 
 
 def read_cross(question: str, bundle: dict[str, Any], plan: ReaderPlan, settings: Any) -> dict[str, Any]:
