@@ -31,6 +31,11 @@ class CheckpointRefused(UserError, ValueError):
     """A checkpoint file holds something a run does not write: a type to build, another encoding, damage."""
 
 
+MAX_CHECKPOINT_BYTES = 256_000_000  # the default of the setting MAX_CHECKPOINT_BYTES
+TABLES = ("checkpoints", "writes", "blobs")  # all a checkpoint file holds: no view, no trigger
+READ_SECONDS = 120.0  # the most one read of a checkpoint file may take before it is stopped (a shared file)
+
+
 def thread_id(state: dict[str, Any]) -> str:
     """The question id; a question without one gets a stable id from its text."""
     return state.get("question_id") or "q-" + hashlib.sha1(state["question"].encode()).hexdigest()[:12]
@@ -67,11 +72,12 @@ class ZlibSerde:
 
     SUFFIX = "+zlib"
 
-    def __init__(self, inner=None, source: str | Path = "checkpoint file") -> None:
+    def __init__(self, inner=None, source: str | Path = "checkpoint file", max_bytes: int = MAX_CHECKPOINT_BYTES) -> None:
         from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
         self.inner = inner or JsonPlusSerializer(allowed_msgpack_modules=sorted(CHECKPOINT_TYPES))
         self.source = source
+        self.max_bytes = max_bytes
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         kind, data = self.inner.dumps_typed(obj)
@@ -81,8 +87,10 @@ class ZlibSerde:
         kind, raw = data
         try:
             if kind.endswith(self.SUFFIX):
-                kind, raw = kind[: -len(self.SUFFIX)], zlib.decompress(raw)
+                kind, raw = kind[: -len(self.SUFFIX)], self._inflated(raw)
             foreign = _foreign_type(raw) if kind == "msgpack" else None
+        except CheckpointRefused:
+            raise
         except (ValueError, TypeError, zlib.error) as exc:
             raise CheckpointRefused(f"{self.source} is damaged and cannot be read ({type(exc).__name__})") from None
         if kind not in CHECKPOINT_KINDS:
@@ -91,6 +99,16 @@ class ZlibSerde:
             raise CheckpointRefused(f"{self.source} was not written by a run: it holds {foreign}, which would be "
                                     "built when read; refused, nothing was run")
         return self.inner.loads_typed((kind, raw))
+
+    def _inflated(self, raw: bytes) -> bytes:
+        """``raw`` decompressed, at most ``max_bytes`` of it: a few megabytes of zeros compressed can stand
+        for gigabytes."""
+        inflate = zlib.decompressobj()
+        out = inflate.decompress(raw, self.max_bytes)
+        if inflate.unconsumed_tail:
+            raise CheckpointRefused(f"{self.source} holds a value that decompresses to more than {self.max_bytes:,} bytes "
+                                    "(MAX_CHECKPOINT_BYTES); refused, not read")
+        return out
 
 
 def _blob_saver_class():
@@ -169,16 +187,50 @@ def _blob_saver_class():
     return ChannelBlobSaver
 
 
-def saver(path: str | Path):
-    """One saver per file for the process (its lock serialises the eval's parallel questions)."""
+def saver(path: str | Path, max_bytes: int = MAX_CHECKPOINT_BYTES):
+    """One saver per file for the process (its lock serialises the eval's parallel questions). A file that
+    exists must hold a checkpoint file's tables and nothing else, and no read of it may run for ever."""
+    if Path(path).is_symlink():  # sqlite would write through it
+        raise CheckpointRefused(f"{path} is a link (to {Path(path).readlink()}); a checkpoint file is never written "
+                                "through a link: remove it, or set another CHECKPOINT_PATH")
     key = str(Path(path).resolve())
     with _LOCK:
         if key not in _SAVERS:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(key, check_same_thread=False)
-            _SAVERS[key] = _blob_saver_class()(conn, serde=ZlibSerde(source=key))
+            conn = _connect(key)
+            _SAVERS[key] = _blob_saver_class()(conn, serde=ZlibSerde(source=key, max_bytes=max_bytes))
             _SAVERS[key].setup()
+        _SAVERS[key].serde.max_bytes = max_bytes
         return _SAVERS[key]
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    """A connection to a checkpoint file whose schema is a run's: a view or a trigger (a query that never
+    ends, code on every write) is refused before any query; each statement is stopped after READ_SECONDS."""
+    import time
+
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        found = conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')").fetchall()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise CheckpointRefused(f"{path} is not a checkpoint file ({exc})") from None
+    foreign = [f"{kind} {name!r}" for kind, name in found if kind != "table" or name not in TABLES]
+    if foreign:
+        conn.close()
+        raise CheckpointRefused(f"{path} was not written by a run: it holds {', '.join(foreign[:3])}; refused, "
+                                "nothing was read")
+    started: dict[str, float] = {}
+
+    def too_long() -> bool:  # called every few thousand steps of a statement; True stops it
+        return time.monotonic() - started.setdefault("t", time.monotonic()) > READ_SECONDS
+
+    def timed(_statement: str) -> None:
+        started["t"] = time.monotonic()
+
+    conn.set_trace_callback(timed)
+    conn.set_progress_handler(too_long, 10_000)
+    return conn
 
 
 def checkpointed(graph, path: str | Path):
@@ -192,19 +244,26 @@ def start_thread(graph, path: str | Path, config: dict[str, Any], state: dict[st
     return checkpointed(graph, path), {**config, "configurable": {**config["configurable"], "thread_id": tid}}
 
 
-def history(graph, path: str | Path, tid: str) -> list[Any]:
+def history(graph, path: str | Path, tid: str, max_bytes: int = MAX_CHECKPOINT_BYTES) -> list[Any]:
     """The thread's state snapshots, first step first (LangGraph lists newest first)."""
-    snaps = list(checkpointed(graph, path).get_state_history({"configurable": {"thread_id": tid}}))
+    try:
+        snaps = list(graph.copy(update={"checkpointer": saver(path, max_bytes)})
+                     .get_state_history({"configurable": {"thread_id": tid}}))
+    except sqlite3.OperationalError as exc:  # stopped by the progress handler, or a damaged file
+        raise CheckpointRefused(f"{path} could not be read: {exc}") from None
     return sorted(snaps, key=lambda s: (s.metadata or {}).get("step", -1))
 
 
 def threads(path: str | Path) -> list[str]:
-    with sqlite3.connect(str(path)) as conn:
+    conn = _connect(str(path))
+    try:
         return [r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")]
+    finally:
+        conn.close()
 
 
-def snapshot_at(graph, path: str | Path, tid: str, step: int):
-    snaps = history(graph, path, tid)
+def snapshot_at(graph, path: str | Path, tid: str, step: int, max_bytes: int = MAX_CHECKPOINT_BYTES):
+    snaps = history(graph, path, tid, max_bytes)
     for snap in snaps:
         if (snap.metadata or {}).get("step") == step:
             return snap

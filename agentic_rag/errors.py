@@ -8,6 +8,7 @@ still do.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -45,3 +46,53 @@ def writable_file(path: Path, what: str) -> Path:
         raise OutputError(f"cannot write {what}: it is a folder")
     writable_folder(path.parent, what)
     return path
+
+
+# --- writing outputs: never through a link ------------------------------------------------------------
+# A folder a command writes into may come from elsewhere (a run folder shared or unpacked from an archive),
+# and a link in it would turn "write the report" into "overwrite the file it points to". Whole files are
+# written beside their name and renamed over it (the link itself is replaced, its target untouched, and a
+# reader never sees half a file); a file that is appended to cannot be, so a link there is refused.
+
+
+def no_links(folder: Path, what: str) -> None:
+    """Refuse, in one line, a folder a command is about to write into that holds a link among its files."""
+    links = sorted(p for p in Path(folder).iterdir() if p.is_symlink()) if Path(folder).is_dir() else []
+    if links:
+        raise OutputError(f"cannot write {what}: {links[0]} is a link (to {os.readlink(links[0])}); a command never "
+                          "writes through a link: remove it, or write elsewhere")
+
+
+def replace_file(path: Path, data: str | bytes) -> Path:
+    """Write ``data`` as the file ``path`` by a temporary file renamed over it."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def save_figure(fig, path: Path, **options) -> Path:
+    """A matplotlib figure saved as ``replace_file`` writes (savefig itself opens the path, links followed)."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", **options)
+    return replace_file(path, buf.getvalue())
+
+
+def open_for_append(path: Path) -> int:
+    """A descriptor that appends to ``path`` (created if missing), refused for a link."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        if Path(path).is_symlink():
+            raise OutputError(f"cannot append to {path}: it is a link (to {os.readlink(path)}); a command never "
+                              "writes through a link: remove it, or write elsewhere") from None
+        raise

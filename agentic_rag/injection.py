@@ -87,7 +87,7 @@ UNTRUSTED_PATTERNS = (
     # header of the prompt, "Source 2:"
     r"^\W{0,3}(?:final |correct |short )?answer\s*[:=]",
     r"\[\d+\]\s*[\"\u201c]",
-    r"^\s*\[\d+\]\s",
+    r"^[ \t]*\[\d+\]\s",  # not \s*: from every line start it would run over all the blank lines below
     r"^\W{0,3}source\s+\d+\s*:",
 )
 
@@ -95,7 +95,7 @@ _UNTRUSTED = re.compile("|".join(f"(?:{p})" for p in UNTRUSTED_PATTERNS), re.MUL
 # The same patterns without their leading anchor or optional prefix, over a whole text: no match there
 # means no sentence matches, which spares splitting the (usual) page that holds none. Starting on a
 # literal lets the regex engine skip ahead instead of trying every position.
-_LEADING = re.compile(r"^(?:\^\\W\{0,3\}|\^\\s\*|\\b)?(?:\(\?:[^()]*\)\?)?")
+_LEADING = re.compile(r"^(?:\^\\W\{0,3\}|\^\\s\*|\^\[ \\t\]\*|\\b)?(?:\(\?:[^()]*\)\?)?")
 _UNTRUSTED_ANYWHERE = re.compile("|".join(f"(?:{_LEADING.sub('', p, count=1)})" for p in UNTRUSTED_PATTERNS))
 
 # Default-ignorable characters (invisible: zero-width spaces and joiners, soft hyphen, bidirectional

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from agentic_rag.errors import open_for_append, replace_file
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on POSIX: appends are still single writes, only unlocked
@@ -34,7 +36,7 @@ def append_line(path: Path, line: str) -> None:
     goes out in one ``write`` on an ``O_APPEND`` descriptor, under an exclusive ``flock`` in case the
     kernel writes it in parts (a full disk, a signal)."""
     data = (line.rstrip("\n") + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_for_append(path)
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -87,6 +89,22 @@ def jsonl_lines(text: str) -> list[str]:
     return text.split("\n")
 
 
+JSON_TOO_DEEP = "nested too deeply"  # the message of a JSONDecodeError that parse_json raises for deep nesting
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` for text from outside (a dataset, a run folder, a file a user names): a number longer
+    than Python's digit limit or nesting deeper than its stack is malformed JSON like any other
+    (``JSONDecodeError``, which every reader of such text already handles), not an error that ends a run."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError, MemoryError) as exc:
+        why = JSON_TOO_DEEP if isinstance(exc, (RecursionError, MemoryError)) else str(exc).split(";")[0]
+        raise json.JSONDecodeError(why, text if isinstance(text, str) else "", 0) from None
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Every complete row; a line cut by a killed writer is skipped."""
     if not Path(path).is_file():
@@ -94,7 +112,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     rows = []
     for line in jsonl_lines(Path(path).read_text(encoding="utf-8")):
         try:
-            rows.append(json.loads(line))
+            rows.append(parse_json(line))
         except json.JSONDecodeError:
             continue
     return rows
@@ -114,14 +132,12 @@ def keep_questions(path: Path, question_ids: Iterable[str]) -> int:
     kept = []
     for line in lines:
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except json.JSONDecodeError:
             continue
         if isinstance(row, dict) and row.get("question_id") in keep:
             kept.append(line)
     if len(kept) == len(lines):
         return 0
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-    os.replace(tmp, path)
+    replace_file(path, "".join(line + "\n" for line in kept))
     return len(lines) - len(kept)

@@ -5,7 +5,7 @@ input without ``question`` used to start the run and come back as ``{"__error__"
 This middleware checks the input of every run-creating request against the graph's input JSON
 schema (``GraphInput`` in agentic_rag/state.py), and its settings, and an assistant's, against ``Settings``
 (the graphs' context schema; a request sets only the per-request ones) before a run exists, and answers 422
-naming the field or setting.
+naming the field or setting; a body of any request nested too deeply for the server's own code is 422 too.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+
+from agentic_rag.telemetry import parse_json
 
 
 # POST /runs, /runs/wait, /runs/stream, /runs/batch, /runs/crons and the same under /threads/{id}
@@ -50,7 +52,18 @@ def input_problem(payload: Any, on_thread: bool) -> str | None:
         return f"{where}: {error.message}"
     if not given["question"].strip():
         return "input.question: must not be empty"
+    pages = (given.get("record") or {}).get("search_results") if isinstance(given.get("record"), dict) else None
+    if isinstance(pages, list) and len(pages) > (cap := _server_settings().eval.MAX_RECORD_PAGES):
+        return f"input.record.search_results: {len(pages)} pages, more than the {cap} a record may hold (MAX_RECORD_PAGES)"
     return settings_problem(payload)
+
+
+@functools.lru_cache(maxsize=1)
+def _server_settings():
+    """The server's own settings (its environment): the bounds a request cannot change."""
+    from agentic_rag.configuration import Settings
+
+    return Settings.load()
 
 
 def settings_problem(payload: dict[str, Any]) -> str | None:
@@ -60,19 +73,47 @@ def settings_problem(payload: dict[str, Any]) -> str | None:
     settings (``Settings.from_runnable_config`` refuses the rest, here and in the run)."""
     from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, Settings, SettingsError, flat_name
 
-    context = payload.get("context") or {}
-    configurable = (payload.get("config") or {}).get("configurable") or {}
-    if not isinstance(context, dict) or not isinstance(configurable, dict):
-        return None  # the server's own validation answers this
+    from agentic_rag.gate.fitted import decision_in_force
+
+    context, config = payload.get("context") or {}, payload.get("config") or {}
+    for name, value in (("context", context), ("config", config)):
+        if not isinstance(value, dict):
+            return f"{name} must be an object, not {type(value).__name__}"
+    configurable = config.get("configurable") or {}
+    if not isinstance(configurable, dict):
+        return f"config.configurable must be an object, not {type(configurable).__name__}"
     for key in (str(k) for k in context if str(k).lower() not in SECTIONS):  # LangGraph drops them from the run
         name = flat_name(key)
         if name in FIELD_SECTIONS:
             return f'context.{key}: context takes settings by section: {{"{FIELD_SECTIONS[name]}": {{"{name}": ...}}}}'
         return f"context.{key}: not a settings section (context takes {', '.join(SECTIONS)})"
+    where = "context" if context else "config.configurable"
     try:
-        Settings.from_runnable_config({"configurable": {**configurable, **context}})
+        settings = Settings.from_runnable_config({"configurable": {**configurable, **context}})
     except SettingsError as exc:
-        return f"{'context' if context else 'config.configurable'}: {exc}"
+        return f"{where}: {exc}"
+    try:  # a policy asked for whose decision this server cannot read (GATE_POLICY=fitted, no decision for its model)
+        decision_in_force(settings)
+    except (ValueError, FileNotFoundError) as exc:
+        return f"{where}: {exc}"
+    return None
+
+
+MAX_REQUEST_DEPTH = 64  # levels of nesting a request body may have: far past any real input, config or metadata
+
+
+def nesting_problem(payload: Any) -> str | None:
+    """A body nested deeper than MAX_REQUEST_DEPTH (the server's own code recurses into it and fails with
+    500), found without recursing."""
+    stack = [(payload, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_REQUEST_DEPTH:
+            return f"the request is nested more than {MAX_REQUEST_DEPTH} levels deep"
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
     return None
 
 
@@ -98,26 +139,29 @@ class RequireGraphInput:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        check = _check_of(scope.get("path", ""), scope.get("method", "")) if scope["type"] == "http" else None
-        if check is None:
+        http = scope["type"] == "http"
+        check = _check_of(scope.get("path", ""), scope.get("method", "")) if http else None
+        if check is None and not (http and scope.get("method") in ("POST", "PUT", "PATCH")):
             await self.app(scope, receive, send)
             return
-        chunks, more = [], True
+        chunks, more, size, cap = [], True, 0, _server_settings().eval.MAX_RECORD_BYTES
         while more:
             message = await receive()
-            chunks.append(message.get("body", b""))
+            size += len(message.get("body", b""))
+            if size <= cap:  # past the cap the rest is read and dropped: memory holds at most the cap
+                chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
+        if size > cap:
+            await _refuse(send, f"the request holds {size:,} bytes, more than {cap:,} (MAX_RECORD_BYTES)")
+            return
         body = b"".join(chunks)
         try:
-            payload = json.loads(body or b"null")
+            payload = parse_json(body or b"null")
         except ValueError:
             payload = None  # the server's own validation answers this
-        problem = check(payload)
+        problem = nesting_problem(payload) or (check(payload) if check else None)
         if problem:
-            data = json.dumps({"detail": problem}).encode()
-            await send({"type": "http.response.start", "status": 422,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
-            await send({"type": "http.response.body", "body": data})
+            await _refuse(send, problem)
             return
         sent = False
 
@@ -129,6 +173,13 @@ class RequireGraphInput:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+async def _refuse(send, problem: str) -> None:
+    data = json.dumps({"detail": problem}).encode()
+    await send({"type": "http.response.start", "status": 422,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
 
 
 app = Starlette(middleware=[Middleware(RequireGraphInput)])

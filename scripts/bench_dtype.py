@@ -29,6 +29,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "dtype.json")
     args = ap.parse_args()
 
+    import graphs  # noqa: F401  (registers the agent and the baseline with agentic_rag.runner)
     from agentic_rag.configuration import Settings
     from agentic_rag.eval.runner import run_eval
     from agentic_rag.llm.dtype import processor_class

@@ -28,7 +28,6 @@ Usage: python scripts/bench_latency.py [--n 10] [--warm-up 1] [--repeat 1] [--pr
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -240,11 +239,32 @@ def main(argv: list[str] | None = None) -> int:
         and out["agent_over_baseline"]["total"] <= TARGETS["agent_over_baseline_max"],
         "page_embedded_once": indexing["chunks_embedded_with_cache"] == 0,
     }
-    path = Path(args.out)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    path.with_suffix(".md").write_text("\n".join(markdown(out)) + "\n")
-    print("\n".join(markdown(out)))
+    from agentic_rag.llm.dtype import processor_class
+    from agentic_rag.testing.bench import merge_class_row
+
+    out["processor"] = processor_class()
+    report = merge_class_row(Path(args.out), out, ("dataset", "model"))
+    text = "\n".join(class_markdown(report)) + "\n"
+    Path(args.out).with_suffix(".md").write_text(text)
+    print(text)
     return 0
+
+
+def class_markdown(report: dict) -> list[str]:
+    """benchmarks/latency.md: one summary row per processor class measured, then each class's tables."""
+    lines = ["Time per question by processor class (`LLM_DTYPE=auto`: bfloat16 where the processor computes it "
+             "natively, else float32): warm questions, median / p95 in s.", "",
+             "| processor | class (flags) | dtype | questions | agent | baseline | agent / baseline | cold start: first "
+             "agent question |", "|---|---|---|---|---|---|---|---|"]
+    for d in report["rows"]:
+        proc, agent, base = d["processor"], d["systems"]["agent"], d["systems"]["baseline"]
+        dtype = (d["settings"]["overrides"].get("LLM_DTYPE") or proc.get("auto_dtype") or "bfloat16")
+        lines.append(f"| {proc['cpu']} | {proc['class']} ({', '.join(proc['flags']) or 'not recorded'}) | {dtype} | "
+                     f"{d['questions']} | {_fmt(agent['wall_ms'], 1000, 1)} | {_fmt(base['wall_ms'], 1000, 1)} | "
+                     f"{d['agent_over_baseline']['total']:.2f}x | {d['cold_start']['first_agent_question_s']} s |")
+    for d in report["rows"]:
+        lines += ["", f"## {d['processor']['cpu']}: {d['processor']['class']}", "", *markdown(d)]
+    return lines
 
 
 def _fmt(s: dict | None, scale: float = 1.0, digits: int = 0) -> str:

@@ -1,10 +1,12 @@
 """Measure what the packaged LLM costs on this machine, so budgets and timeouts rest on numbers.
 
-Prints JSON: one-time setup (assemble + convert the GGUF), cached load, prefill and decode speed.
-The one-time setup is only measured with ``--fresh`` (into a temp dir, leaving the user cache
-alone) or when the cache is still empty, since a warm cache would report ~0 s.
+Prints JSON: one-time setup (assemble + convert the GGUF), cached load, prefill and decode speed, in the
+dtype ``--dtype`` names (``auto``: what LLM_DTYPE=auto picks on this processor). The one-time setup is only
+measured with ``--fresh`` (into a temp dir, leaving the user cache alone) or when the cache is still empty,
+since a warm cache would report ~0 s. ``--out`` keeps one row per processor class and dtype: a run on
+another class, or in another dtype, adds its row.
 
-    python scripts/bench_llm.py [--fresh] [--out benchmarks/llm.json]
+    python scripts/bench_llm.py [--fresh] [--dtype auto|bfloat16|float32] [--out benchmarks/llm.json]
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import transformers
 
 from agentic_rag.configuration import Settings
 from agentic_rag.llm import local, packaged
-from agentic_rag.testing.bench import cpu_model
+from agentic_rag.llm.dtype import choose_dtype, processor_class
+from agentic_rag.testing.bench import cpu_model, merge_class_row
 
 PREFILL_TOKENS = 800
 DECODE_TOKENS = 128
@@ -65,7 +68,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--model", default="packaged", choices=sorted(packaged.PACKAGED_MODELS),
                         help="which packaged generator (LLM_MODEL name)")
+    parser.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"], help="LLM_DTYPE")
     args = parser.parse_args()
+    dtype = choose_dtype(args.dtype).dtype
     model_spec = packaged.PACKAGED_MODELS[args.model]
 
     settings = Settings.load()
@@ -81,9 +86,10 @@ def main() -> None:
             "python": platform.python_version(),
             "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
         },
+        "processor": processor_class(),
         "model": args.model,
         "threads": threads,
-        "dtype": "bfloat16",
+        "dtype": dtype,
     }
 
     if args.fresh:
@@ -99,7 +105,7 @@ def main() -> None:
 
     folder = packaged.ensure_converted(cache_dir, model_spec)
     start = time.perf_counter()
-    model, tokenizer, _ = local._load(str(folder), "bfloat16")
+    model, tokenizer, _ = local._load(str(folder), dtype)
     result["cached_load_s"] = round(time.perf_counter() - start, 2)
 
     inputs = _prompt_ids(tokenizer, PREFILL_TOKENS)
@@ -139,8 +145,7 @@ def main() -> None:
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+        merge_class_row(args.out, result, ("dtype",))
         print(f"wrote {args.out}", file=sys.stderr)
 
 

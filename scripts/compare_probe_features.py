@@ -55,8 +55,6 @@ def _rows(paths: list[Path], per_source: dict[str, int], seed: int) -> list[dict
 
 
 def collect(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from agentic_rag.configuration import Settings
     from agentic_rag.llm.factory import get_chat_model
     from agentic_rag.reader.features import collect_views, done_ids
@@ -73,8 +71,7 @@ def collect(args: argparse.Namespace) -> int:
     done = done_ids(args.out) if args.out.is_dir() else set()
     print(f"{len(rows)} pairs, {sum(r['id'] in done for r in rows)} already read -> {args.out}")
     settings = Settings.load(preset=args.preset, overrides=["PROBE_ENABLED=false"])
-    collect_views(get_chat_model(settings), rows, args.out, args.chunk,
-                  progress=lambda rows: tqdm(rows, desc="prefill views", unit="q"))
+    collect_views(get_chat_model(settings), rows, args.out, args.chunk, progress=True)
     return 0
 
 

@@ -1,43 +1,28 @@
 """Train the answerability probe on the generator's own hidden states.
 
-Two steps, both resumable from their output files, and a read-only third:
+Steps, each resumable from what it wrote, each a thin caller of the package:
 
-  collect  run the agent (scripted model, so only retrieval and packing run) on training questions,
-           capture the exact generator prompt, and store the last prompt token's hidden state at every
-           layer of the real packaged model, with the label (1 = the context answers).
-  fit      pick the layer by article-grouped cross-validation and fit a logistic regression on it;
-           write the probe file and a report (per-layer AUC, out-of-fold refusal/false-refusal table).
+  views    the training set as one job: the reader pairs of the training draws (datasets/probe_sets.
+           probe_training_records: SQuAD 2.0, NQ near misses with their snippet views and answer-removed
+           twins, HotpotQA's dev half with a twin per supporting page removed; never an evaluated question
+           or a dev pool's), then per pair one prefill of the configured model, stopped after the layers
+           kept, saving the probe's views (reader/features.collect_views). Multi-hop rows first; a kill
+           loses at most one chunk. ``--data NAME`` does the same for a test split (squad200, hotpot_test ...).
+  fit      pick the layer by article-grouped cross-validation and fit a logistic regression on it, from a
+           views folder (or an older ``collect`` states file); write the probe file and a report.
+  curve    the learning curve to the full size on the test splits' views, with a paired interval per step,
+           against the shipped probe: benchmarks/probe/learning_curve.{json,md,png}.
   score    apply a fitted probe to an evaluation file's agent prompts (AUC, rates at fixed thresholds).
-
-Training questions are disjoint from every evaluated question:
-  - SQuAD 2.0: questions of ../shared/data/squad2 that are in neither the test sample nor the dev split
-    (data/squad200.jsonl, data/squad_dev100.jsonl from scripts/make_squad_splits.py);
-  - NQ-open (all answerable, one gold passage): an "answerable" record is the gold passage plus its
-    4 nearest other passages (BM25), a "negative" record is 5 near passages none of which contains an
-    answer string: RGB-style negative rejection without touching RGB, which is only evaluated.
-  - ``--removed`` adds, for every answerable record, its twin with each answer-stating sentence cut
-    (same topic, no answer). Measured on 1,041 original rows plus 319 twins, not shipped: with them
-    the SQuAD rows' CV AUC fell (0.683 -> 0.665), NQ's rose (0.786 -> 0.811), and the probe's AUC on
-    RGB40 stayed 0.55.
-  - ``--snippets`` shows the NQ records as web-search snippets (about 40 words each, ``as_snippets``),
-    the form CRAG and RGB give. Measured with the 1.5B on 1,574 rows plus 396 snippet rows, not
-    shipped: CV AUC 0.830 -> 0.846 (snippet rows 0.902, SQuAD 0.816 -> 0.807); on the NQ snippet dev
-    split (``make_nq_dev.py --snippets``) AUC 0.888 -> 0.892, and the shipped probe already refuses
-    88% of its negatives there; on dev350 at the preset's thresholds false refusal 0.149 -> 0.154,
-    over the cap. RGB's negatives are not hard because of their form.
+  collect  the older job: every layer's last-token state of the agent's prompts for SQuAD and NQ draws.
 
 Usage:
-  python scripts/train_probe.py collect --squad 600 --nq 400 --out artifacts/probe/train.npz
-  python scripts/train_probe.py fit --data artifacts/probe/train.npz --out agentic_rag/data/probes/...json
-  python scripts/train_probe.py score --data data/squad200.jsonl --out benchmarks/probe/score_squad200.json
+  python scripts/train_probe.py views --out artifacts/probe/views_train
+  python scripts/train_probe.py views --data hotpot_test --out artifacts/probe/views_hotpot_test
+  python scripts/train_probe.py fit --data artifacts/probe/views_train --layers 18 \\
+      --out agentic_rag/data/probes/answerability-qwen2.5-coder-1.5b.json --report benchmarks/probe/qwen2.5-coder-1.5b/training.json
+  python scripts/train_probe.py curve --eval squad200=artifacts/probe/views_squad200 hotpot_test=... rgb40=...
 
-The optional 1.5B generator's probe (benchmarks/probe/qwen2.5-coder-1.5b/) is the same three steps
-with ``--preset default`` (or ``--model DIR`` for any local folder) and
-``fit --data artifacts/probe/train15.npz --out agentic_rag/data/probes/answerability-qwen2.5-coder-1.5b.json
---report benchmarks/probe/qwen2.5-coder-1.5b/training.json``. The shipped one holds 1,574 prompts: the
-1,170 of the earlier draws plus ``collect --preset default --squad 300 --nq 150 --seed 4`` resumed into
-the same file, fitted with ``--layers 18 --c 0.003`` (the layer the generation calls already return, so
-the cached generations replay unchanged).
+What earlier training sets were and measured: benchmarks/probe/history.md.
 """
 
 from __future__ import annotations
@@ -74,7 +59,7 @@ from agentic_rag.eval.probe_report import (
     required_auc,
     source_pairs,
 )
-from agentic_rag.llm.packaged import FAST_MODEL
+from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL
 from agentic_rag.reader.probe import PACKAGED_PROBE
 from agentic_rag.reader.probe_training import auc, fit_probe
 from agentic_rag.eval.answer_prompts import generator_prompt as recorded_prompt
@@ -154,6 +139,120 @@ def collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def views(args: argparse.Namespace) -> int:
+    """The training set as one resumable job: the reader pairs of the training draws (or of ``--data``),
+    then the views the probe reads from one prefill of the configured model per pair, multi-hop rows
+    first. Both steps skip what an earlier run saved; a kill loses at most one chunk of rows."""
+    import tempfile
+
+    import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
+    from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, benchmark_dataset
+    from agentic_rag.datasets.probe_sets import probe_training_records
+    from agentic_rag.eval.answer_prompts import write_pairs
+    from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.reader.features import collect_views
+    from agentic_rag.telemetry import read_rows
+
+    settings = Settings.load(preset=args.preset, overrides=args.override + ["PROBE_ENABLED=false"])
+    pairs = args.out / "pairs.jsonl"
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.data is None:
+            records = probe_training_records(SHARED, Path(tmp), args.squad, args.nq, args.snippets, args.removed,
+                                             not args.no_hotpot, args.seed)
+        else:  # a benchmark split by name (prepared from the shared data as every benchmark prepares it), or a file
+            named = str(args.data) in BENCHMARK_DATASETS and not args.data.exists()
+            records = list(iter_records(benchmark_dataset(str(args.data), Path(tmp), SHARED) if named else args.data))
+            records = records[: args.n] if args.n else records
+    n, skipped = write_pairs(records, settings, pairs, Path(args.data).stem if args.data else None)
+    print(f"{n} pairs in {pairs} ({skipped} refused before generation)", flush=True)
+    if args.pairs_only:
+        return 0
+    rows = read_rows(pairs)
+    # multi-hop first, then the other sources mixed: a collection stopped early still holds every source
+    rest = [r for r in rows if not r["source"].startswith("hotpotqa")]
+    np.random.default_rng(args.seed).shuffle(rest)
+    rows = [r for r in rows if r["source"].startswith("hotpotqa")] + rest
+    model = get_chat_model(settings)
+    print(f"reading {', '.join(args.views)} at layer(s) {args.layers} of {Path(model.model_path).name} in {model.dtype}",
+          flush=True)
+    collect_views(model, rows, args.out, args.chunk, progress=True, layers=tuple(args.layers), views=tuple(args.views))
+    return 0
+
+
+def curve(args: argparse.Namespace) -> int:
+    """The learning curve to the full training size on each test split's views, against the shipped probe
+    read on the same views: benchmarks/probe/learning_curve.{json,md,png}."""
+    from agentic_rag.eval.probe_curve import curve_table, plot_curve, split_curve
+    from agentic_rag.reader.features import at_layer, load_views
+    from agentic_rag.reader.probe import load_probe
+
+    train = load_views(args.train)
+    evals = {}
+    for spec in args.eval:
+        name, _, folder = spec.partition("=")
+        if not folder:
+            raise SystemExit(f"--eval {spec!r}: write NAME=FOLDER")
+        evals[name] = load_views(Path(folder))
+    shipped = load_probe(args.probe)
+    baseline = {name: np.array([shipped.score(x.tolist()) for x in at_layer(views, "last", shipped.layer).astype(np.float64)])
+                for name, views in evals.items()}
+    report = split_curve(train, evals, args.layer, draws=args.draws, baseline=baseline)
+    report |= {"states_dtype": str(train["dtype"]), "shipped_probe": _shown(args.probe),
+               "eval_rows": {name: int(len(v["y"])) for name, v in evals.items()}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(curve_table(report))
+    plot_curve(report, args.out.with_suffix(".png"))
+    print(curve_table(report))
+    return 0
+
+
+def dtypes(args: argparse.Namespace) -> int:
+    """The shipped probe read on one split's prompts under two dtypes (two ``views --data`` folders of one split,
+    e.g. LLM_DTYPE=float32 and bfloat16): each AUC, their paired difference, how far P moved, and how many
+    readings fall on the other side of ANSWERABILITY_MIN. Writes benchmarks/probe/dtypes.json and .md."""
+    from agentic_rag.eval.probe_report import auc_difference
+    from agentic_rag.reader.features import at_layer, load_views
+    from agentic_rag.reader.probe import load_probe
+
+    probe = load_probe(args.probe)
+    cut = Settings.load().baug.ANSWERABILITY_MIN
+    report = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    for spec in args.split:
+        name, _, folders = spec.partition("=")
+        a, _, b = folders.partition(",")
+        if not b:
+            raise SystemExit(f"--split {spec!r}: write NAME=FOLDER_A,FOLDER_B")
+        va, vb = load_views(Path(a)), load_views(Path(b))
+        common = sorted(set(map(str, va["ids"])) & set(map(str, vb["ids"])))
+        read = {}
+        for views in (va, vb):
+            at = {str(i): k for k, i in enumerate(views["ids"])}
+            x = at_layer(views, "last", probe.layer).astype(np.float64)
+            read[str(views["dtype"])] = np.array([probe.score(x[at[i]].tolist()) for i in common])
+        label = dict(zip(map(str, va["ids"]), va["y"]))
+        y = np.array([int(label[i]) for i in common])
+        (da, pa), (db, pb) = read.items()
+        report[name] = {"rows": len(common), "auc": {da: round(auc(y, pa), 4), db: round(auc(y, pb), 4)},
+                        f"{db} - {da}": auc_difference(y, pa, pb), "max_abs_p_change": round(float(np.abs(pa - pb).max()), 4),
+                        "median_abs_p_change": round(float(np.median(np.abs(pa - pb))), 4),
+                        f"other side of ANSWERABILITY_MIN={cut}": int(((pa < cut) != (pb < cut)).sum())}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    lines = [f"The shipped probe ({_shown(args.probe)}) read on the same prompts under two dtypes. Generated by "
+             "`scripts/train_probe.py dtypes`.", "", "| split | rows | AUC by dtype | paired difference (95% CI) | "
+             "P moved: median / max | readings across ANSWERABILITY_MIN |", "|---|---|---|---|---|---|"]
+    for name, r in report.items():
+        diff_key = next(k for k in r if " - " in k)
+        d, across = r[diff_key], next(v for k, v in r.items() if k.startswith("other side"))
+        lines.append(f"| {name} | {r['rows']} | " + ", ".join(f"{k} {v:.4f}" for k, v in r["auc"].items())
+                     + f" | {diff_key}: {d['diff']:+.4f} ({d['ci95_low']:+.4f} to {d['ci95_high']:+.4f}) | "
+                     f"{r['median_abs_p_change']} / {r['max_abs_p_change']} | {across} of {r['rows']} |")
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
 def score(args: argparse.Namespace) -> int:
     """A fitted probe on an evaluation file's agent prompts, read by the probe's own model: AUC and
     refusal / false-refusal rates at fixed thresholds. Nothing is fitted or chosen here, so it may run
@@ -201,14 +300,23 @@ def _save(path: Path, done: dict[str, dict], model_key: str) -> None:
 
 
 def fit(args: argparse.Namespace) -> int:
-    data = np.load(args.data, allow_pickle=False)
-    X, y, groups = data["X"], data["y"], [str(g) for g in data["groups"]]
+    """A probe from ``collect``'s states file, or from a ``views`` collection (a folder) of some layers."""
+    from agentic_rag.reader.features import load_views
+
+    if args.data.is_dir():
+        data = load_views(args.data)
+        X, collected = data["last"], [int(x) for x in data.get("layers", range(data["last"].shape[1]))]
+        dtype = str(data["dtype"])
+    else:
+        data = np.load(args.data, allow_pickle=False)
+        X, collected, dtype = data["X"], list(range(data["X"].shape[1])), "bfloat16"
+    y, groups = data["y"], [str(g) for g in data["groups"]]
     model_key = str(data["model_key"]) if "model_key" in data else FAST_MODEL.sha256
     layers = [int(x) for x in args.layers.split(",")] if args.layers else None
     sources = np.array([source_of(str(i), g) for i, g in zip(data["ids"], groups)])
     counts = {str(s): int((sources == s).sum()) for s in sorted(set(sources))}
-    probe, report = fit_probe(X, y, groups, model_key, layers=layers, c=args.c,
-                              meta={"trained_by": "scripts/train_probe.py", "rows_by_source": counts})
+    probe, report = fit_probe(X, y, groups, model_key, layers=layers, c=args.c, collected=collected,
+                              meta={"trained_by": "scripts/train_probe.py", "rows_by_source": counts, "states_dtype": dtype})
     probe.save(args.out)
     oof = np.array(report.pop("oof_scores"))
     table = []
@@ -220,7 +328,7 @@ def fit(args: argparse.Namespace) -> int:
         table.append(row)
     report.update(n=int(len(y)), answerable=int(y.sum()), by_source=counts, auc_by_source=auc_by_source(oof, y, sources),
                   out_of_fold=table, probe=str(args.out),
-                  learning_curve=learning_curve(X[:, probe.layer, :].astype(np.float64), y, groups, args.c),
+                  learning_curve=learning_curve(X[:, collected.index(probe.layer), :].astype(np.float64), y, groups, args.c),
                   auc_needed_for_targets=required_auc(refusal=0.70, false_refusal=0.15))
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report, indent=2) + "\n")
@@ -278,6 +386,34 @@ def main() -> int:
     f.add_argument("--c", type=float, default=0.003, help="inverse L2 strength of the logistic regression")
     f.add_argument("--out", type=Path, default=PACKAGED_PROBE)
     f.add_argument("--report", type=Path, default=ROOT / "benchmarks" / "probe" / "training.json")
+    v = sub.add_parser("views", help="the training rows as one resumable job: reader pairs, then their prefill views")
+    v.add_argument("--squad", type=int, default=3000, help="SQuAD 2.0 questions, half unanswerable")
+    v.add_argument("--nq", type=int, default=2200, help="NQ-open questions, half with near misses only")
+    v.add_argument("--snippets", type=int, default=400, help="of those NQ records, how many also as web-search snippets")
+    v.add_argument("--removed", type=int, default=500, help="answer-removed twins of answerable NQ records (at most)")
+    v.add_argument("--no-hotpot", action="store_true", help="leave out HotpotQA's dev half (with a twin per supporting page)")
+    v.add_argument("--seed", type=int, default=21)
+    v.add_argument("--data", type=Path, default=None,
+                   help="an evaluation split instead of the training draws: a benchmark name (squad200, hotpot_test, ...) or a CRAG file")
+    v.add_argument("--n", type=int, default=None, help="with --data: its first N records only")
+    v.add_argument("--layers", type=int, nargs="+", default=[18], help="the layers kept (the forward pass stops after the deepest)")
+    v.add_argument("--views", nargs="+", default=["last", "question"], choices=["last", "evidence", "question"])
+    v.add_argument("--chunk", type=int, default=25, help="rows per saved chunk (what a stopped run can lose)")
+    v.add_argument("--pairs-only", action="store_true", help="write the pairs and stop (no model is loaded)")
+    v.add_argument("--out", type=Path, default=ROOT / "artifacts" / "probe" / "views_train")
+    v.add_argument("--preset", default=None)
+    v.add_argument("--override", nargs="*", default=[])
+    cu = sub.add_parser("curve", help="the learning curve on the test splits' views, against the shipped probe")
+    cu.add_argument("--train", type=Path, default=ROOT / "artifacts" / "probe" / "views_train")
+    cu.add_argument("--eval", nargs="+", required=True, help="NAME=FOLDER of a test split's views (`views --data`)")
+    cu.add_argument("--layer", type=int, default=18)
+    cu.add_argument("--draws", type=int, default=3, help="random subsets per size below the full one")
+    cu.add_argument("--probe", type=Path, default=PACKAGED_PROBE.with_name(DEFAULT_MODEL.probe_file))
+    cu.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "probe" / "learning_curve.json")
+    dt = sub.add_parser("dtypes", help="the shipped probe on one split's prompts read under two dtypes")
+    dt.add_argument("--split", nargs="+", required=True, help="NAME=FOLDER_A,FOLDER_B: one split's views in two dtypes")
+    dt.add_argument("--probe", type=Path, default=PACKAGED_PROBE.with_name(DEFAULT_MODEL.probe_file))
+    dt.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "probe" / "dtypes.json")
     sc = sub.add_parser("score")
     sc.add_argument("--data", type=Path, required=True, help="an evaluation file in CRAG format (e.g. data/squad200.jsonl)")
     sc.add_argument("--probe", type=Path, default=None, help="default: the shipped probe of the configured model")
@@ -287,7 +423,8 @@ def main() -> int:
     sc.add_argument("--preset", default=None)
     sc.add_argument("--override", nargs="*", default=[])
     args = ap.parse_args()
-    return {"collect": collect, "fit": fit, "score": score}[args.cmd](args)
+    return {"collect": collect, "fit": fit, "score": score, "views": views, "curve": curve,
+            "dtypes": dtypes}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ Steps, each a thin caller of the package:
 
   pairs  run the agent (a recording model, so only retrieval and packing run) on questions and keep, per
          question, the sources its answer prompt shows and the label (1 = they answer it). Resumable:
-         rows already in --out are kept and skipped. Training draws (SQuAD 2.0, NQ near misses, HotpotQA's
-         dev split with its one-page-removed twins) never include a question of an evaluated split;
+         rows already in --out are kept and skipped. The training draws are the probe's
+         (datasets/probe_sets.probe_training_records: SQuAD 2.0, NQ near misses, HotpotQA's dev half with
+         a twin per supporting page removed), never an evaluated question or a dev pool's;
          ``--data FILE`` instead turns any evaluation file into pairs, for ``score``.
   fit    grouped cross-validated AUC per configuration and source, a learning curve, then the reader
          fitted on every row: its file and a report. Runs on a GPU with ``--device cuda``.
@@ -35,67 +36,25 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 PAIRS = ROOT / "artifacts" / "reader" / "pairs.jsonl"
 REPORT = ROOT / "benchmarks" / "reader_cross" / "training.json"
-EVALUATED = [ROOT / "data" / f for f in ("squad200.jsonl", "squad_dev250.jsonl", "nq_dev100.jsonl")]
-
-
-def training_records(args: argparse.Namespace, tmp: Path) -> list:
-    from agentic_rag.datasets.crag import IDK, iter_records
-    from agentic_rag.datasets.prepare.hotpotqa import prepare_hotpotqa
-    from agentic_rag.datasets.probe_sets import answer_removed, as_snippets, base_id, nq_records, squad_records
-
-    records = squad_records(SHARED / "squad2" / "squad2_dev_half.jsonl", args.squad, EVALUATED, args.seed, tmp) if args.squad else []
-    held_out = frozenset(base_id(r.interaction_id) for f in EVALUATED for r in iter_records(f))
-    nq = nq_records(SHARED / "nq" / "nq_open_oracle.jsonl", args.nq, args.seed, tmp, exclude=held_out) if args.nq else []
-    records += nq + [as_snippets(r) for r in nq[: args.snippets]]
-    if args.removed:
-        records += [t for r in records if r.answer != IDK and (t := answer_removed(r)) is not None][: args.removed]
-    if args.hotpot:  # the dev split only: hotpot_test's questions are evaluated
-        path, _ = prepare_hotpotqa(SHARED / "hotpotqa" / "hotpot_dev_distractor_first100.json", tmp / "hotpot_dev.jsonl",
-                                   split="dev")
-        records += list(iter_records(path))
-    return records
 
 
 def pairs(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
     from agentic_rag.configuration import Settings
-    from agentic_rag.datasets.crag import IDK, iter_records
-    from agentic_rag.datasets.probe_sets import group_of, source_of
-    from agentic_rag.eval.answer_prompts import generator_inputs
-    from agentic_rag.prompts import render_sources
+    from agentic_rag.datasets.crag import iter_records
+    from agentic_rag.datasets.probe_sets import probe_training_records
+    from agentic_rag.eval.answer_prompts import write_pairs
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            records = list(iter_records(args.data)) if args.data else training_records(args, Path(tmp))
+            records = list(iter_records(args.data)) if args.data else probe_training_records(
+                SHARED, Path(tmp), args.squad, args.nq, args.snippets, args.removed, args.hotpot, args.seed)
         except FileNotFoundError as exc:
             raise SystemExit(str(exc)) from None
     if not records:
         raise SystemExit(f"error: no questions in {args.data or 'the training draws'}: is it a dataset in CRAG's format?")
-    settings = Settings.load(preset=args.preset)
-    done = {r["id"] for r in read_rows(args.out)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    skipped = 0
-    with args.out.open("a", encoding="utf-8") as fh:
-        for record in tqdm(records, desc="reader pairs", unit="q"):
-            if record.interaction_id in done:
-                continue
-            first = generator_inputs(record, settings)
-            if first is None:  # refused before generation: no reader ever sees it
-                skipped += 1
-                continue
-            prompt, bundle = first
-            group = group_of(record)
-            row = {"id": record.interaction_id, "question": record.query, "sources": render_sources(bundle),
-                   "label": int(record.answer != IDK), "group": group,
-                   "source": source_of(record.interaction_id, group) if not args.data else args.data.stem}
-            if args.data:  # what the probe reads, for ``score --probe-scores``
-                row["prompt"] = [[m.type, m.content] for m in prompt]
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            fh.flush()
-            done.add(record.interaction_id)
-    print(f"{len(done)} pairs in {args.out} ({skipped} refused before generation)")
+    n, skipped = write_pairs(records, Settings.load(preset=args.preset), args.out, args.data.stem if args.data else None)
+    print(f"{n} pairs in {args.out} ({skipped} refused before generation)")
     return 0
 
 

@@ -166,6 +166,25 @@ def test_training_pairs_hold_the_sources_the_answer_prompt_shows(settings):
     assert [m.content for m in answer_messages(rec.query, bundle, rec.query_time)] == [m.content for m in prompt]
 
 
+def test_reader_pairs_keep_the_exact_prompt_skip_refused_records_and_resume(settings, tmp_path):
+    """The pairs both readers train on: one row per record with a prompt (the probe's prefill reads it back
+    exactly), none for a record refused before generation, and a rerun adds only what is missing."""
+    import graphs  # noqa: F401  (registers the agent graph)
+    from agentic_rag.eval.answer_prompts import generator_inputs, write_pairs
+    from agentic_rag.reader.features import pair_messages
+    from agentic_rag.testing.records import record
+
+    answered, empty = record(), record().model_copy(update={"interaction_id": "empty", "search_results": []})
+    out = tmp_path / "pairs.jsonl"
+    assert write_pairs([empty], settings, out, "toy", progress=False) == (0, 1)
+    assert write_pairs([answered, empty], settings, out, "toy", progress=False) == (1, 1)
+    assert write_pairs([answered, empty], settings, out, "toy", progress=False) == (1, 1)  # nothing read twice
+    row = json.loads(out.read_text())
+    prompt, _ = generator_inputs(answered, settings)
+    assert row["id"] == answered.interaction_id and row["source"] == "toy" and row["label"] == 1
+    assert [m.content for m in pair_messages(row)] == [m.content for m in prompt]
+
+
 def test_score_reports_each_reader_and_both_on_the_same_questions(tmp_path):
     import subprocess
     import sys

@@ -204,26 +204,46 @@ def test_real_model_views_match_the_probe_state_and_pool_their_own_tokens(settin
     assert not np.allclose(views["draft"][layer], last[layer], atol=1e-2)  # the state moved on with the draft
     with pytest.raises(ValueError, match="does not hold"):
         prefill_states(model, messages, "Another question?", sources)
+    # some layers only: the forward pass stops after the deepest, and the views are those of the whole pass
+    some = prefill_states(model, messages, question, sources, layers=(layer, 2))
+    assert some["last"].shape == (2, states.shape[1]) and list(some["layers"]) == [layer, 2]
+    for i, at in enumerate((layer, 2)):
+        for view in ("last", "evidence", "question"):
+            full = views[view][at].astype(np.float32)
+            assert np.allclose(some[view][i].astype(np.float32), full, atol=0.02 * np.abs(full).max())
+    with pytest.raises(ValueError, match="not all within"):
+        prefill_states(model, messages, question, sources, layers=(len(states),))
 
 
 @pytest.mark.model
 def test_real_model_view_collection_saves_in_chunks_and_resumes_without_rereading(settings, tmp_path):
     from agentic_rag.llm.factory import get_chat_model
-    from agentic_rag.reader.features import collect_views, load_views
+    from agentic_rag.reader.features import at_layer, collect_views, load_views
 
     pairs = [{"id": f"p{i}", "question": q, "sources": f"[1] Paris\n{text}", "label": label, "group": "paris", "source": "toy"}
              for i, (q, text, label) in enumerate([("What is the capital of France?", "Paris is the capital of France.", 1),
                                                    ("Who founded Paris?", "Paris lies on the Seine.", 0)])]
     model = get_chat_model(settings)
-    collect_views(model, pairs[:1], tmp_path, chunk=1)
-    read: list[str] = []
-    collect_views(model, pairs, tmp_path, chunk=1, progress=lambda rows: read.extend(r["id"] for r in rows) or rows)
-    assert read == ["p1"]  # the saved pair is not read again
+    assert collect_views(model, pairs[:1], tmp_path, chunk=1) == 1
+    assert collect_views(model, pairs, tmp_path, chunk=1) == 1  # the saved pair is not read again
     views = load_views(tmp_path)
     assert list(views["ids"]) == ["p0", "p1"] and list(views["y"]) == [1, 0]
     assert views["last"].shape[:1] == views["question"].shape[:1] == (2,) and (views["prompt_tokens"] > 20).all()
+    assert str(views["dtype"]) == model.dtype and sorted(p.name for p in tmp_path.iterdir()) == ["chunk_0000.npz", "chunk_0001.npz"]
     with pytest.raises(FileNotFoundError, match="no views"):
         load_views(tmp_path / "none")
+    # a collection of some layers and views: what it holds is named, and a resume with others is refused
+    some = tmp_path / "some"
+    collect_views(model, pairs, some, chunk=2, layers=(3,), views=("last", "question"))
+    views = load_views(some)
+    assert views["last"].shape == (2, 1, views["last"].shape[-1]) and "evidence" not in views
+    assert at_layer(views, "question", 3).shape == (2, views["last"].shape[-1])
+    with pytest.raises(KeyError, match="layer 4 was not collected"):
+        at_layer(views, "last", 4)
+    with pytest.raises(ValueError, match=r"other layers \[3\] \(now \[4\]\)"):
+        collect_views(model, pairs, some, layers=(4,), views=("last", "question"))
+    with pytest.raises(ValueError, match="other views"):
+        collect_views(model, pairs, some, layers=(3,))
 
 
 def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_gold(shared_data, tmp_path):
@@ -434,3 +454,42 @@ def test_snippet_view_keeps_the_answer_window_of_the_gold_page_and_groups_with_i
     assert view.interaction_id == "nq-7-answerable-snippets" and tp.base_id(view.interaction_id) == "nq-7"
     assert tp.group_of(view) == tp.group_of(record) == "nq-7"
     assert tp.source_of(view.interaction_id, tp.group_of(view)) == "nq_snippets"
+
+
+def test_the_readers_training_draws_share_no_question_with_a_test_split_or_a_dev_pool(shared_data, tmp_path):
+    """The training set of the answerability readers (datasets/probe_sets.probe_training_records) at the
+    sizes the shipped job draws: no question of squad200, hotpot_test (the test half of every shared
+    HotpotQA file), rgb40 or the CRAG example, and none of the SQuAD and NQ dev pools that dev splits are
+    drawn from; every HotpotQA dev question with a twin per supporting page removed, multi-hop first."""
+    from collections import Counter
+
+    from agentic_rag.datasets.crag import iter_records
+    from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
+    from agentic_rag.datasets.probe_sets import base_id, held_out_ids, probe_training_records
+
+    for folder in ("draws", "pools"):
+        (tmp_path / folder).mkdir()
+    draws = probe_training_records(shared_data, tmp_path / "draws", squad=3000, nq=2200, snippets=400, removed=500,
+                                   hotpot=True, seed=21)
+
+    def question(record) -> str:  # a question's id whichever variant, twin or view a record is
+        if getattr(record, "source", None) == "hotpotqa":
+            return f"hotpotqa:{record.source_id}"
+        return base_id(record.interaction_id).removesuffix("-removed")
+
+    trained = {question(r) for r in draws}
+    assert len(draws) > 7000 and len({r.interaction_id for r in draws}) == len(draws)
+    for split in ("squad200", "hotpot_test", "rgb40", "crag_example"):
+        tested = {question(r) for r in iter_records(benchmark_dataset(split, tmp_path, shared_data))}
+        assert tested and not tested & trained, split
+    held = held_out_ids(shared_data, tmp_path / "pools")
+    assert len(held["squad2"]) > 550 and len(held["nq"]) == 400 and not (held["squad2"] | held["nq"]) & trained
+    hotpot = [r for r in draws if getattr(r, "source", None) == "hotpotqa"]
+    assert draws[: len(hotpot)] == hotpot  # the multi-hop rows first
+    per_question = Counter(r.source_id for r in hotpot)
+    assert len(per_question) > 400 and set(per_question.values()) == {3}  # answerable, and each hop's page removed
+    removed = {}
+    for r in hotpot:
+        if r.variant == "unanswerable":
+            removed.setdefault(r.source_id, set()).add(r.removed_paragraph)
+    assert all(len(pages) == 2 for pages in removed.values())

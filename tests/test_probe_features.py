@@ -61,3 +61,48 @@ def test_auc_difference_is_paired_and_its_interval_holds_the_noise():
     assert better["diff"] > 0.2 and 0 < better["ci95_low"] < better["diff"] < better["ci95_high"]
     close = auc_difference(y, noisy, noisy + rng.normal(scale=0.3, size=200))
     assert close["ci95_low"] < 0 < close["ci95_high"]
+
+
+def _layered(n: int, signal: float, rng: np.random.Generator, multi_hop: int = 0) -> dict[str, np.ndarray]:
+    """A collection of layer 18 only (as the training job keeps it), whose last view carries the label
+    with ``signal``: [rows, 1, hidden] per view."""
+    y = np.arange(n) % 2
+    views = {v: rng.normal(size=(n, 1, 8)).astype(np.float16) for v in ("last", "question")}
+    views["last"][:, 0, 0] += (signal * y).astype(np.float16)
+    sources = np.array(["hotpotqa"] * multi_hop + ["squad2"] * (n - multi_hop))
+    return {**views, "y": y, "ids": np.array([f"q{i}" for i in range(n)]), "groups": np.array([f"g{i}" for i in range(n)]),
+            "sources": sources, "layers": np.array([18]), "n_layers": np.array(28), "dtype": np.array("float32")}
+
+
+def test_the_split_learning_curve_steps_to_the_full_size_and_says_where_it_flattens(tmp_path):
+    from agentic_rag.eval.probe_curve import curve_table, flattens_at, plot_curve, sizes_for, split_curve
+
+    assert sizes_for(3000, 400) == [400, 800, 1600, 3000] and sizes_for(300, 400) == [300]
+    rng = np.random.default_rng(1)
+    train, test = _layered(1600, 1.0, rng, multi_hop=200), _layered(400, 1.0, rng)
+    baseline = {"test": rng.normal(size=400) + 0.5 * test["y"]}
+    report = split_curve(train, {"test": test}, 18, sizes=[100, 400, 1600], draws=2, baseline=baseline)
+    points = report["readers"]["last@18"]["test"]["points"]
+    assert [p["rows"] for p in points] == [100, 400, 1600] and report["multi_hop_rows"] == 200
+    assert points[-1]["auc"] > 0.7 and points[-1]["ci95"][0] < points[-1]["auc"] < points[-1]["ci95"][1]
+    assert "step" not in points[0] and set(points[1]["step"]) == {"diff", "ci95_low", "ci95_high"}
+    assert points[-1]["vs_shipped"]["diff"] > 0  # the signal is stronger than the baseline's
+    assert report["shipped"]["test"]["auc"] < points[-1]["auc"]
+    table = curve_table(report)
+    assert "| last@18 | 1600 |" in table and "| shipped probe | - |" in table and "- last@18: test:" in table
+    assert plot_curve(report, tmp_path / "curve.png").stat().st_size > 1000
+    # where it flattens: the first size after which no step gains beyond its interval
+    gain = {"step": {"ci95_low": 0.01}}
+    flat = {"step": {"ci95_low": -0.01}}
+    assert flattens_at([{"rows": 1}, {"rows": 2, **gain}, {"rows": 4, **flat}, {"rows": 8, **flat}]) == 2
+    assert flattens_at([{"rows": 1}, {"rows": 2, **flat}, {"rows": 4, **gain}]) is None
+
+
+def test_a_probe_fitted_on_some_layers_reads_the_layer_it_was_fitted_on():
+    from agentic_rag.reader.probe_training import fit_probe
+
+    views = _layered(200, 2.0, np.random.default_rng(2))
+    probe, report = fit_probe(views["last"], views["y"], [str(g) for g in views["groups"]], "key", collected=[18])
+    assert probe.layer == 18 and report["chosen_layer"] == 18 and probe.meta["cv_auc"] > 0.8
+    with pytest.raises(ValueError, match=r"layers \[12\] were not collected"):
+        fit_probe(views["last"], views["y"], [str(g) for g in views["groups"]], "key", layers=[12], collected=[18])

@@ -138,7 +138,8 @@ def record_source(dataset: str | None, record_id: str | None, index: Path | None
         fail("give --id with --dataset (or --index for a corpus index)")
     warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
     try:
-        return find_record(dataset, record_id, on_bad=settings.eval.BAD_RECORDS, on_bad_record=warner), None
+        return find_record(dataset, record_id, on_bad=settings.eval.BAD_RECORDS, on_bad_record=warner,
+                           max_record_bytes=settings.eval.MAX_RECORD_BYTES), None
     except DataError as exc:
         fail(str(exc))
     finally:

@@ -34,7 +34,7 @@ from agentic_rag.cli.common import (
 )
 from agentic_rag.configuration import SettingsError
 from agentic_rag.datasets.crag import DataError
-from agentic_rag.errors import UserError
+from agentic_rag.errors import UserError, replace_file
 from agentic_rag.eval.provenance import signal_gaps, signals_unavailable
 from agentic_rag.events import clip
 from agentic_rag.state import citation_status
@@ -285,7 +285,7 @@ def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override) 
         report = calibrate_fit(settings, out, dataset, run, n, seed, decision_file)
     except (ValueError, SettingsError, DataError, FileNotFoundError) as exc:  # DevSplitError is a ValueError
         fail(str(exc))
-    (out / "fit.json").write_text(json.dumps(report, indent=2))
+    replace_file(out / "fit.json", json.dumps(report, indent=2))
     console.print(to_markdown(report), highlight=False)
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from agentic_rag.cli.common import OverrideOpt, PresetOpt, app, console, err, fail, load_settings
 from agentic_rag.configuration import Settings, SettingsError
-from agentic_rag.errors import writable_file
+from agentic_rag.errors import replace_file, writable_file
 from graphs import get_graph
 
 
@@ -48,7 +48,7 @@ def compare_cmd(
     if out:
         from agentic_rag.eval.compare import write_plots
 
-        out.write_text(to_markdown(result, title, write_plots(result, out.parent)))
+        replace_file(out, to_markdown(result, title, write_plots(result, out.parent)))
         console.print(f"written {out}")
     from agentic_rag.eval.metrics import metric_label
 
@@ -92,9 +92,9 @@ def graph_cmd(
         print(drawing)
         return
     if isinstance(drawing, bytes):
-        out.write_bytes(drawing)
+        replace_file(out, drawing)
     else:
-        out.write_text(drawing)
+        replace_file(out, drawing)
     console.print(f"written {out}")
 
 
@@ -162,10 +162,11 @@ def _print_steps(run, qid: str, step: int | None) -> None:
 
     path = checkpoint_file(run)
     graph = _run_graph(run)
+    bound = load_settings(None, None).paths.MAX_CHECKPOINT_BYTES  # this machine's bound, not the run's
     if step is None:
-        print_steps(console, graph, path, qid)
+        print_steps(console, graph, path, qid, bound)
     else:
-        print_step(console, err, graph, path, qid, step, run.settings.get("TRACE_TEXT_CHARS", 240))
+        print_step(console, err, graph, path, qid, step, run.settings.get("TRACE_TEXT_CHARS", 240), bound)
 
 
 @app.command("settings")

@@ -20,6 +20,7 @@ from agentic_rag.configuration.sections import (
     unit_of,
 )
 from agentic_rag.redact import redact_text
+from agentic_rag.telemetry import parse_json
 
 PRESETS_DIR = Path(__file__).resolve().parents[1] / "presets"
 ENV_PREFIX = "AGENTIC_RAG_"
@@ -117,7 +118,7 @@ def _bad_json_variable() -> str:
                                       or NoDecode in field.metadata):
             continue  # not a variable pydantic-settings decodes as JSON
         try:
-            json.loads(value)
+            parse_json(value)
         except json.JSONDecodeError as exc:
             return f"environment variable {var} is not valid JSON ({exc})"
     return "an environment variable of a list or object setting is not valid JSON"
@@ -136,7 +137,7 @@ def read_preset(preset: str | Path) -> dict[str, Any]:
         names = sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
         raise SettingsError(f"unknown preset {str(preset)!r}: not a file, and not one of {names}")
     try:
-        data = json.loads(path.read_text())
+        data = parse_json(path.read_text())
     except json.JSONDecodeError as exc:
         raise SettingsError(f"preset {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -151,7 +152,7 @@ def _parse_value(key: str, raw: str) -> Any:
     if raw in {"True", "False"}:
         return raw == "True"
     try:
-        return json.loads(raw)
+        return parse_json(raw)
     except json.JSONDecodeError:
         return raw
 

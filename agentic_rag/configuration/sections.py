@@ -100,6 +100,8 @@ class LLMSettings(_Section):
     TORCH_THREADS: int = setting(0, "threads", "Torch intra-op threads; 0 = number of CPU cores.", ge=0)
     LLM_DTYPE: Literal["auto", "bfloat16", "float32"] = setting("auto", "choice", "What the local model computes in: 'auto' = "
         "bfloat16 where the processor computes it natively (AVX-512 BF16, AMX, Arm BF16), else float32 (faster than emulated).")
+    MAX_REPLY_CHARS: int = setting(20_000, "characters", "A remote model's reply is cut to this many characters before "
+                                   "any text processing (a server may ignore MAX_OUTPUT_TOKENS).", ge=100)
     LLM_TIMEOUT_S: float = setting(
         300.0, "s", "Timeout of one remote LLM call attempt, cut to what is left of the question's WALL_TIME_S.", gt=0
     )
@@ -448,15 +450,13 @@ class EvalSettings(_Section):
     EVAL_JUDGE_BASE_URL: str | None = setting(None, "URL", "OpenAI-compatible endpoint of the evaluation judge.")
     EVAL_JUDGE_API_KEY: SecretStr | None = setting(None, "secret", "API key of the evaluation judge endpoint.")
     BAD_RECORDS: Literal["skip", "fail"] = setting("skip", "choice", "On a malformed input record: report it and skip, or stop with an error.")
-    BAD_RECORDS_SHOWN: int = setting(
-        20, "records", "Skipped bad records printed on stderr one by one; the rest are counted.", ge=0
-    )
-    TRACE_TEXT_CHARS: int = setting(
-        240, "characters",
-        "Passage and draft texts kept per node in a result's trace events; the chunks a quote comes from are kept "
-        "whole.",
-        ge=20,
-    )
+    BAD_RECORDS_SHOWN: int = setting(20, "records", "Skipped bad records printed on stderr one by one; the rest are counted.", ge=0)
+    MAX_RECORD_BYTES: int = setting(64_000_000, "bytes", "A record (a dataset line, or a served request, its pages "
+                                    "included) longer than this is refused unread: a record is held whole in memory.", ge=1_000)
+    MAX_RECORD_PAGES: int = setting(50, "pages", "Pages a served request's record may hold (CRAG gives 5, HotpotQA 10); "
+                                    "more is answered 422.", ge=1)
+    TRACE_TEXT_CHARS: int = setting(240, "characters", "Passage and draft texts kept per node in a result's trace events; "
+                                    "the chunks a quote comes from are kept whole.", ge=20)
 
 
 class CragSettings(_Section):
@@ -488,11 +488,10 @@ class PathSettings(_Section):
     """Where files go: caches, artifacts, telemetry and checkpoints. None changes an answer."""
 
     ARTIFACTS_DIR: Path = setting(Path("artifacts"), "path", "Indexes, caches, runs and telemetry.")
-    INDEX_CACHE_DIR: Path | None = setting(
-        None, "path",
-        "Folder of the per-question index cache (an index per question's pages, reused by every run that sees the "
-        "same pages); None = ARTIFACTS_DIR/cache.",
-    )
+    INDEX_CACHE_DIR: Path | None = setting(None, "path", "Folder of the per-question index cache (an index per question's "
+        "pages, reused by every run that sees the same pages); None = ARTIFACTS_DIR/cache.")
+    INDEX_CACHE_MAX: int = setting(20_000, "indexes", "Per-question indexes the cache keeps; past it the least recently "
+                                   "used go (a served graph builds one for every client's record).", ge=1)
     EMBEDDING_CACHE_DIR: Path | None = setting(
         None, "path",
         "Folder of the chunk-vector cache (embeddings.sqlite); None = the index cache (INDEX_CACHE_DIR), beside the "
@@ -507,11 +506,10 @@ class PathSettings(_Section):
     TELEMETRY_PATH: Path | None = setting(
         None, "path", "JSONL file of per-round telemetry; default ARTIFACTS_DIR/telemetry/<system>.jsonl."
     )
-    CHECKPOINT_PATH: Path | None = setting(
-        None, "path",
-        "SQLite file checkpointing every graph step (thread id = question id) for `trace --steps` and replay; None = "
-        "off (`eval --checkpoints` puts one in the run folder).",
-    )
+    CHECKPOINT_PATH: Path | None = setting(None, "path", "SQLite file checkpointing every graph step (thread id = question "
+        "id) for `trace --steps` and replay; None = off (`eval --checkpoints` puts one in the run folder).")
+    MAX_CHECKPOINT_BYTES: int = setting(256_000_000, "bytes", "A checkpointed value that decompresses to more than this is "
+                                        "refused when read (a small file can stand for gigabytes).", ge=1_000_000)
     OTLP_ENDPOINT: str | None = setting(
         None, "URL",
         "OTLP/HTTP collector (Phoenix, Langfuse) each answered question's spans are sent to (docs/tracing.md); "

@@ -30,6 +30,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal, TextIO,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentic_rag.errors import UserError
+from agentic_rag.telemetry import JSON_TOO_DEEP, parse_json
 
 IDK = "i don't know"
 INVALID_QUESTION = "invalid question"
@@ -234,9 +235,13 @@ def looks_binary(sample: bytes) -> bool:
     return bool(sample) and control > len(sample) // 10
 
 
-def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
+MAX_RECORD_BYTES = 64_000_000  # the default of the setting MAX_RECORD_BYTES, for readers given no settings
+
+
+def iter_lines(path: Path, max_record_bytes: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, str | None, str]]:
     """``(line number, text, "")`` for each non-blank line, or ``(line number, None, reason)`` for a
-    line that is not UTF-8. Decoding per line keeps one stray byte from failing the whole file."""
+    line that is not UTF-8 or longer than ``max_record_bytes`` (read past, never held). Decoding per line
+    keeps one stray byte from failing the whole file."""
     try:
         with open_binary(path) as fh:
             sample = fh.read(SNIFF_BYTES)
@@ -245,7 +250,10 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
         if looks_binary(sample):
             raise DataError(f"{path} is a binary file, not text")
         with open_binary(path) as fh:
-            for lineno, raw in enumerate(fh, start=1):
+            for lineno, raw in enumerate(_bounded_lines(fh, max_record_bytes), start=1):
+                if raw is None:
+                    yield lineno, None, f"longer than {max_record_bytes:,} bytes (MAX_RECORD_BYTES): skipped unread"
+                    continue
                 if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
                     raw = raw[len(codecs.BOM_UTF8):]
                 try:
@@ -259,6 +267,18 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
         raise DataError(f"cannot read {path}: {exc}") from None
 
 
+def _bounded_lines(fh: Any, limit: int) -> Iterator[bytes | None]:
+    """The file's lines, each None instead when longer than ``limit`` bytes (its rest read in blocks and
+    dropped, so memory stays bounded whatever a line holds)."""
+    while raw := fh.readline(limit + 1):
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass
+        yield None
+
+
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -268,14 +288,15 @@ def iter_validated(
     on_bad: Literal["skip", "fail"],
     on_bad_record: Callable[[BadRecord], None] | None = None,
     check: Callable[[Model, int], None] | None = None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> Iterator[tuple[int, Model]]:
     """``(line number, object)`` for each line that is a JSON object valid as ``model`` and passes
     ``check`` (which raises ``DataError``); every other line goes to ``on_bad_record`` or raises."""
-    for lineno, line, undecodable in iter_lines(path):
+    for lineno, line, undecodable in iter_lines(path, max_record_bytes):
         try:
             if line is None:
                 raise DataError(undecodable)
-            raw = json.loads(line)
+            raw = parse_json(line)
             if not isinstance(raw, dict):
                 raise DataError("line is not a JSON object")
             item = model.model_validate(raw)
@@ -296,6 +317,7 @@ def iter_records(
     on_bad: Literal["skip", "fail"] = "skip",
     report: ReadReport | None = None,
     on_bad_record: Callable[[BadRecord], None] | None = None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> Iterator[CragRecord]:
     """Stream validated CRAG records. Bad lines go to ``report`` (and the callback) or raise."""
     p = resolve_dataset(path)
@@ -314,7 +336,7 @@ def iter_records(
         if on_bad_record:
             on_bad_record(record)
 
-    for _, record in iter_validated(p, CragRecord, on_bad, bad, unique):
+    for _, record in iter_validated(p, CragRecord, on_bad, bad, unique, max_record_bytes):
         rep.good += 1
         yield record
 
@@ -385,9 +407,10 @@ def find_record(
     record_id: str,
     on_bad: Literal["skip", "fail"] = "skip",
     on_bad_record: Callable[[BadRecord], None] | None = None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> CragRecord:
     """The record whose ``interaction_id`` is ``record_id``, or, for ``@N``, the record at 0-based position N."""
-    records = iter_records(path, on_bad=on_bad, on_bad_record=on_bad_record)
+    records = iter_records(path, on_bad=on_bad, on_bad_record=on_bad_record, max_record_bytes=max_record_bytes)
     found, count = pick(records, record_id, lambda rec: rec.interaction_id)
     if found is None:
         raise DataError(f"no record with id {record_id!r} in {path}{position_hint(record_id, count)}")
@@ -409,10 +432,10 @@ def write_records(records: Iterator[CragRecord] | list[CragRecord], path: str | 
 
 def why_bad(exc: Exception) -> str:
     """A bad line's reason as a reader wants it: the JSON error's column, or each bad field and why."""
+    if isinstance(exc, RecursionError) or (isinstance(exc, json.JSONDecodeError) and exc.msg == JSON_TOO_DEEP):
+        return "JSON nested too deeply"
     if isinstance(exc, json.JSONDecodeError):
         return f"bad JSON ({exc.msg} at column {exc.colno})"
-    if isinstance(exc, RecursionError):
-        return "JSON nested too deeply"
     if isinstance(exc, ValidationError):
         parts = []
         for err in exc.errors():

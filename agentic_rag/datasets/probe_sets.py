@@ -173,3 +173,51 @@ def group_of(record: CragRecord) -> str:
     if url.startswith("squad2://"):
         return "squad2:" + url.split("/")[2]
     return base_id(record.interaction_id)
+
+
+# The dev pools a calibration or a decision fit draws from (scripts/make_squad_splits.py: SQuAD's seed-1
+# draw of 400; scripts/make_nq_dev.py: NQ's seed-11 draw of 400): probe training never takes their
+# questions, so a dev split drawn later is unseen by the probe whatever the training set grew to.
+SQUAD_DEV_POOL = {"n": 400, "seed": 1}
+NQ_DEV_POOL = {"n": 400, "seed": 11}
+
+
+def held_out_ids(shared: Path, tmp: Path) -> dict[str, frozenset[str]]:
+    """The question ids probe training must never draw, by source: every evaluated (test) question and
+    every question of the dev pools; HotpotQA's test half is held out by its split (``split_of``)."""
+    from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
+
+    squad = [benchmark_dataset("squad200", tmp, shared),
+             str(prepare_squad2(shared / "squad2" / "squad2_dev_half.jsonl", tmp / "squad_dev_pool.jsonl",
+                                progress=False, **SQUAD_DEV_POOL)[0])]
+    nq = nq_records(shared / "nq" / "nq_open_oracle.jsonl", NQ_DEV_POOL["n"], NQ_DEV_POOL["seed"], tmp)
+    return {"squad2": frozenset(r.interaction_id for f in squad for r in iter_records(f)),
+            "nq": frozenset(base_id(r.interaction_id) for r in nq)}
+
+
+def probe_training_records(shared: Path, tmp: Path, squad: int, nq: int, snippets: int, removed: int,
+                           hotpot: bool, seed: int) -> list[CragRecord]:
+    """The answerability reader's training draws, none of them an evaluated or dev-pool question
+    (``held_out_ids``): ``squad`` SQuAD 2.0 questions (half unanswerable), ``nq`` NQ-open questions (half
+    with near misses only), of those the first ``snippets`` also as web-search snippets and up to
+    ``removed`` answer-removed twins, and with ``hotpot`` HotpotQA's dev half of every shared file, each
+    question with a twin per supporting paragraph removed. Multi-hop records come first: a collection
+    stopped early holds the rows that are shortest."""
+    from agentic_rag.datasets.prepare.hotpotqa import prepare_hotpotqa
+
+    held = held_out_ids(shared, tmp)
+    records: list[CragRecord] = []
+    if hotpot:
+        for k, path in enumerate(sorted((shared / "hotpotqa").glob("hotpot_dev_distractor_*"))):
+            out, _ = prepare_hotpotqa(path, tmp / f"hotpot_dev_{k}.jsonl", split="dev", each_removed=True, progress=False)
+            records += list(iter_records(out))
+    if squad:
+        path, _ = prepare_squad2(shared / "squad2" / "squad2_dev_half.jsonl", tmp / "squad_all.jsonl", progress=False)
+        rows = [r for r in iter_records(path) if r.interaction_id not in held["squad2"]]
+        rng = random.Random(seed)
+        ans, una = [r for r in rows if r.answer != IDK], [r for r in rows if r.answer == IDK]
+        records += rng.sample(ans, min(squad // 2, len(ans))) + rng.sample(una, min(squad - squad // 2, len(una)))
+    drawn = nq_records(shared / "nq" / "nq_open_oracle.jsonl", nq, seed, tmp, exclude=held["nq"]) if nq else []
+    records += drawn + [as_snippets(r) for r in drawn[:snippets]]
+    records += [t for r in drawn if r.answer != IDK and (t := answer_removed(r)) is not None][:removed]
+    return records

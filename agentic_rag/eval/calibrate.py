@@ -18,6 +18,7 @@ from typing import Any
 from agentic_rag.configuration import Settings, parse_overrides
 from agentic_rag.eval.resume import RUN_NEUTRAL_SETTINGS
 from agentic_rag.eval.runner import run_eval
+from agentic_rag.errors import replace_file, save_figure
 
 METRICS = (
     "accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "hallucination", "score",
@@ -90,8 +91,8 @@ def calibrate(
         "sweep": rows,
         "chosen": best["value"],
     }
-    (out / "sweep.json").write_text(json.dumps(report, indent=2, default=str))
-    (out / "sweep.md").write_text(to_markdown(report))
+    replace_file(out / "sweep.json", json.dumps(report, indent=2, default=str))
+    replace_file(out / "sweep.md", to_markdown(report))
     plot_sweep(report, out / "sweep.png")
     from agentic_rag.eval.plots import plot_pareto
 
@@ -131,5 +132,5 @@ def plot_sweep(report: dict[str, Any], path: Path) -> None:
     ax.legend(fontsize=7)
     ax.set_title(f"{report['param']} sweep ({report['system']})", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)

@@ -7,16 +7,15 @@ paired bootstrap confidence interval on the CRAG score difference of each run ag
 
 from __future__ import annotations
 
-import json
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
 from agentic_rag.eval.markdown import cut, markdown_table, md_escape
 from agentic_rag.eval.metrics import BREAKDOWN_FIGURES, metric_label
-from agentic_rag.eval.results import read_results
+from agentic_rag.eval.results import read_object, read_results
 from agentic_rag.eval.rows import usable_gold
+from agentic_rag.errors import replace_file
 
 SUMMARY_KEYS = (
     "n", "accuracy", "hallucination", "missing", "score", "em_short", "f1_short",
@@ -33,7 +32,7 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     if not results.is_file():
         raise FileNotFoundError(f"{d} has no results.jsonl: not a run folder")
     rows = read_results(results)
-    summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").is_file() else {}
+    summary = read_object(d / "summary.json")
     return {"dir": str(d), "name": summary.get("system", d.name), "rows": rows, "summary": summary}
 
 
@@ -48,9 +47,9 @@ def copy_run_files(run_dir: Path, dest: Path, prefix: str) -> None:
             continue
         target = Path(dest) / f"{prefix}_{name}"
         if src.suffix == ".md":
-            target.write_text(src.read_text().replace("(risk_coverage.png)", f"({prefix}_risk_coverage.png)"))
+            replace_file(target, src.read_text().replace("(risk_coverage.png)", f"({prefix}_risk_coverage.png)"))
         else:
-            shutil.copy(src, target)
+            replace_file(target, src.read_bytes())
 
 
 def paired_bootstrap(a: list[int], b: list[int], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> dict[str, float]:

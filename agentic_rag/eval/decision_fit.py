@@ -31,6 +31,7 @@ from agentic_rag.datasets.crag import IDK
 from agentic_rag.gate.fitted import (
     CANDIDATE_FEATURES, VERIFIER_FEATURE, DecisionFile, FittedModel, cut_for, model_key,
 )
+from agentic_rag.errors import replace_file
 
 MIN_DRAFTS = 30  # drafts a development split must give before a decision is fitted on it
 MIN_PER_CLASS = 5  # right and wrong drafts each, at least (cross-validation needs both in every fold)
@@ -297,8 +298,8 @@ def fit_from_rows(rows: list[dict[str, Any]], settings, out_dir: Path, dev: dict
     out_dir.mkdir(parents=True, exist_ok=True)
     decision_path = decision_path or out_dir / "decision.json"
     decision_path.parent.mkdir(parents=True, exist_ok=True)
-    decision_path.write_text(json.dumps(decision.to_dict(), indent=1) + "\n")
-    (out_dir / "drafts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    replace_file(decision_path, json.dumps(decision.to_dict(), indent=1) + "\n")
+    replace_file(out_dir / "drafts.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     y = [int(r["right"]) for r in records]
     name = decision.meta["model_identity"].get("model", "model") if decision.meta.get("model_identity") else "model"
     plots = [str(plot_reliability(oof["base"], y, out_dir / "reliability.png", f"Reliability of the fitted P ({name})")),

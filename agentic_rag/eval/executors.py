@@ -318,6 +318,8 @@ class RayExecutor:
 
 def make_executor(name: str, workers: int, settings, address: str | None = None):
     """The executor a command line asked for (``--executor``, ``--workers``, ``--address``)."""
+    if workers < 1:
+        raise ExecutorError(f"--workers must be 1 or more, not {workers}")
     if name == "local":
         if address is not None:
             raise ExecutorError("--address is for --executor ray")

@@ -26,7 +26,7 @@ def compare_views(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.nd
                   progress: Callable[[str, dict], Any] = lambda name, row: None) -> dict[str, Any]:
     """The report of every feature set and ensemble around ``layer``: CV AUC per C (the best kept),
     by source, optionally the learning curve, the AUC on each split and its difference to the first set."""
-    n_layers = train["last"].shape[1] - 1
+    n_layers = int(train["n_layers"]) if "n_layers" in train else train["last"].shape[1] - 1
     y, groups = train["y"], [str(g) for g in train["groups"]]
     report: dict[str, Any] = {
         "train": {"rows": len(y), "answerable": int(y.sum()),
@@ -36,10 +36,11 @@ def compare_views(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.nd
     sources = np.array([_family(s) for s in train["sources"]])
     scores: dict[str, dict[str, np.ndarray]] = {}  # per set: out-of-fold and per-split P(answerable)
     for name, make in feature_sets(layer, n_layers).items():
-        if "draft" in name:  # the draft view needs a decoded draft per training prompt; collection does not decode
+        try:  # the draft view needs a decoded draft per training prompt, and a collection may hold some layers only
+            X = make(train).astype(np.float64)
+        except KeyError:
             report.setdefault("not_compared", []).append(name)
             continue
-        X = make(train).astype(np.float64)
         by_c = {c: cross_validated_scores(X, y, groups, c) for c in c_grid}
         c = max(by_c, key=lambda k: auc(y, by_c[k]))  # the regularisation chosen on the training rows alone
         row = {"features": int(X.shape[1]), "cv_auc_by_c": {str(k): round(auc(y, v), 4) for k, v in by_c.items()},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable
+from agentic_rag.errors import save_figure
 
 
 def pyplot():
@@ -154,7 +155,7 @@ def plot_targets(reports: list[tuple[str, dict[str, Any]]], path: Path) -> Path:
     ax.set_xlabel("rate (point: agent; whiskers: 95% interval; black bar: target)")
     ax.set_title("Abstention targets", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -166,6 +167,6 @@ def finish_axes(plt, fig, ax, path: Path, title: str, xlabel: str, ylabel: str) 
     ax.grid(alpha=0.3)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

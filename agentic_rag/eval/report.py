@@ -9,6 +9,7 @@ from agentic_rag.eval.markdown import markdown_table, md_escape
 from agentic_rag.eval.metrics import BREAKDOWN_FIGURES, metric_label
 from agentic_rag.eval.provenance import gap_warning
 from agentic_rag.eval.refusals import refusal_table
+from agentic_rag.errors import replace_file
 
 
 def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]], model: dict[str, Any] | None = None) -> Path:
@@ -32,9 +33,7 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]],
     if summary.get("refusals_by_reason"):
         lines += ["", "## refusals by reason", ""] + refusal_table(summary["refusals_by_reason"])
     lines += ["", f"![risk-coverage]({plot.name})", ""]
-    path = out / "report.md"
-    path.write_text("\n".join(lines))
-    return path
+    return replace_file(out / "report.md", "\n".join(lines))
 
 
 def model_line(model: dict[str, Any]) -> str:

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.telemetry import jsonl_lines
+from agentic_rag.eval.rows import valid_row
+from agentic_rag.telemetry import jsonl_lines, parse_json
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
@@ -33,10 +34,20 @@ def read_results_text(text: str) -> list[dict[str, Any]]:
 def parse_row(line: str) -> dict[str, Any] | None:
     """The result row a line holds, or None for anything else (cut, damaged, not a row)."""
     try:
-        row = json.loads(line)
+        row = parse_json(line)
     except json.JSONDecodeError:
         return None
-    return row if isinstance(row, dict) and "id" in row else None
+    return row if valid_row(row) else None
+
+
+def read_object(path: Path) -> dict[str, Any]:
+    """A run folder's JSON object (config.json, summary.json): {} when it is missing, broken or of
+    another shape, so a damaged folder still shows its rows."""
+    try:
+        data = parse_json(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def done_ids(path: Path) -> set[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentic_rag.configuration import REMOVED_SETTINGS, SECRET_SETTINGS
 from agentic_rag.errors import UserError
+from agentic_rag.telemetry import parse_json
 
 
 # Settings that change where files go, how fast a run is or how the model server is reached, never
@@ -66,12 +67,14 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
     """Refuse to resume a run under other settings: the folder would silently mix two systems' rows
     (a calibration sweep resumed after a preset changed would report the old figures as new)."""
     try:
-        old = json.loads((out / "config.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        old = parse_json((out / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return
+    if not isinstance(old, dict):  # as unreadable as broken JSON: nothing to compare with
         return
     new = json.loads(json.dumps(config, default=str))
     diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe", "decision")}
-    a, b = old.get("settings") or {}, new.get("settings") or {}
+    a, b = old.get("settings") if isinstance(old.get("settings"), dict) else {}, new.get("settings") or {}
     diffs |= {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in RUN_NEUTRAL_SETTINGS
               and not (k in REMOVED_SETTINGS and k not in b and a.get(k) == REMOVED_SETTINGS[k][0])}  # now a constant
     changed = [f"{k}: {was!r} -> {now!r}" for k, (was, now) in diffs.items() if was != now]

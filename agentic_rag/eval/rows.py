@@ -7,10 +7,62 @@ breakdown, the frontier replay and the benchmark scripts read rows back through 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentic_rag.datasets.crag import IDK, INVALID_QUESTION, CragRecord
 from agentic_rag.eval.judge import judge
+
+
+Finite = Annotated[float, Field(allow_inf_nan=False, ge=0)]
+
+
+class Tokens(BaseModel):
+    """A row's token counts, as the budget writes them (budget.token_report)."""
+
+    model_config = ConfigDict(extra="allow")
+    total: Annotated[int, Field(ge=0, strict=True)] = 0
+    by_stage: dict[str, Annotated[int, Field(ge=0, strict=True)]] = Field(default_factory=dict)
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class ResultRow(BaseModel):
+    """One result row as every reader of a run folder relies on it (trace, compare, resume, the metrics):
+    a line of results.jsonl that is valid JSON but not this (an id that is no string, tokens that are no
+    counts, a judgement that is no verdict, a time that is NaN) is damage, set aside like a broken line."""
+
+    model_config = ConfigDict(extra="allow")
+    id: Annotated[str, Field(min_length=1, strict=True)]
+    query: str = ""
+    prediction: str | None = ""
+    status: str = "ok"
+    reason: str = ""
+    judgement: Literal["accurate", "incorrect", "missing"] | None = None  # where present, a verdict
+    score: Annotated[float, Field(allow_inf_nan=False)] = 0.0
+    em: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    f1: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    tokens: Tokens = Field(default_factory=Tokens)
+    llm_calls: Annotated[int, Field(ge=0)] = 0
+    latency_ms: Finite = 0.0
+    cpu_ms: Finite = 0.0
+    llm_ms: Finite = 0.0
+    latency_by_node_ms: dict[str, Finite] = Field(default_factory=dict)
+    cpu_by_node_ms: dict[str, Finite] = Field(default_factory=dict)
+    llm_by_node_ms: dict[str, Finite] = Field(default_factory=dict)
+    signals: dict[str, Any] = Field(default_factory=dict)
+    missing: list[Any] = Field(default_factory=list)
+    citations: list[dict[str, Any]] = Field(default_factory=list)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def valid_row(row: Any) -> bool:
+    """Whether ``row`` (parsed JSON) is a result row every reader can use."""
+    try:
+        ResultRow.model_validate(row)
+    except ValidationError:
+        return False
+    return True
 
 
 def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:

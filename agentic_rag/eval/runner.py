@@ -20,7 +20,7 @@ from tqdm import tqdm
 from agentic_rag.budget import tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset
-from agentic_rag.errors import UserError, writable_folder
+from agentic_rag.errors import UserError, no_links, replace_file, writable_folder
 from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
@@ -88,13 +88,15 @@ def run_eval(
     # the dataset is read before the run folder is touched: an unusable one leaves an earlier run intact
     report = ReadReport(str(dataset))
     warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
-    records: Iterable[CragRecord] = iter_records(dataset, on_bad=settings.eval.BAD_RECORDS, report=report, on_bad_record=warner)
+    records: Iterable[CragRecord] = iter_records(dataset, on_bad=settings.eval.BAD_RECORDS, report=report, on_bad_record=warner,
+                                                 max_record_bytes=settings.eval.MAX_RECORD_BYTES)
     selected = select(records, n, seed)
     warner.finish()
     if not selected:
         raise DataError(f"no records in {report.path}" + (f" ({len(report.bad)} bad lines skipped)" if report.bad else ""))
     out = Path(out_dir)
     writable_folder(out, f"the run folder {out}")
+    no_links(out, f"the run folder {out}")
     try:
         lock = RunLock(out).acquire()
     except RunFolderBusy as exc:
@@ -147,7 +149,7 @@ def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, syste
         check_resumable(out, config)
     if resume and Path(settings.paths.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
         keep_questions(own_telemetry, done)
-    (out / "config.json").write_text(json.dumps(config, indent=2))
+    replace_file(out / "config.json", json.dumps(config, indent=2))
     todo = [rec for rec in selected if rec.interaction_id not in done]
     if on_start:
         on_start()
@@ -182,9 +184,9 @@ def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, syste
     bar.close()
     rows = load_rows(results_path, [r.interaction_id for r in selected])
     config["logprobs"] = logprob_report(rows)  # known once the drafts are in: did the backend return them?
-    (out / "config.json").write_text(json.dumps(config, indent=2))
+    replace_file(out / "config.json", json.dumps(config, indent=2))
     summary = run_summary(system, rows, len(report.bad))
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    replace_file(out / "summary.json", json.dumps(summary, indent=2))
     write_report(out, summary, rows, config["model"])
     return {"summary": summary, "rows": rows, "out": str(out)}
 

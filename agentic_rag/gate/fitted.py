@@ -33,6 +33,7 @@ from typing import Any
 from agentic_rag.gate.checks import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP
 from agentic_rag.gate.decision import Decision, Flags, can_retrieve_more
 from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
+from agentic_rag.telemetry import parse_json
 
 DECISION_FORMAT = "agentic-rag decision 1"
 DECISIONS_DIR = Path(__file__).resolve().parents[1] / "data" / "decisions"
@@ -98,12 +99,78 @@ class FittedModel:
         return {k: round(base - self.logit([*x[:i], self.reference[i], *x[i + 1:]]), 6) for i, k in enumerate(self.features)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "FittedModel":
-        return cls(kind=data["kind"], features=list(data["features"]), reference=list(data["reference"]),
-                   params=data["params"])
+    def from_dict(cls, data: dict[str, Any], where: str = "model") -> "FittedModel":
+        """The model of a decision file's part ``where``, checked whole: every array of the length its
+        features give, every number finite, every scale positive, every tree a tree (each child after its
+        node, so a walk ends), so that reading a draft can never fail or loop on what the file says."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} is not an object")
+        kind, features, reference, params = data["kind"], _strings(data["features"], f"{where}.features"), \
+            _numbers(data["reference"], f"{where}.reference"), data["params"]
+        if len(reference) != len(features) or not features:
+            raise ValueError(f"{where}.reference has {len(reference)} values for {len(features)} features")
+        if not isinstance(params, dict):
+            raise ValueError(f"{where}.params is not an object")
+        if kind == "logistic":
+            _number(params["intercept"], f"{where}.params.intercept")
+            for name in ("coef", "mean", "scale"):
+                if len(_numbers(params[name], f"{where}.params.{name}")) != len(features):
+                    raise ValueError(f"{where}.params.{name} has {len(params[name])} values for {len(features)} features")
+            if any(v <= 0 for v in params["scale"]):
+                raise ValueError(f"{where}.params.scale holds a scale that is not positive")
+        elif kind == "boosting":
+            _number(params["init"], f"{where}.params.init")
+            _number(params["learning_rate"], f"{where}.params.learning_rate")
+            if not isinstance(params["trees"], list):
+                raise ValueError(f"{where}.params.trees is not a list")
+            for i, tree in enumerate(params["trees"]):
+                _check_tree(tree, len(features), f"{where}.params.trees[{i}]")
+        else:
+            raise ValueError(f"{where}.kind {kind!r} is neither 'logistic' nor 'boosting'")
+        return cls(kind=kind, features=features, reference=reference, params=params)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "features": self.features, "reference": self.reference, "params": self.params}
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where} is not a finite number ({str(value)[:40]!r})")
+    return float(value)
+
+
+def _numbers(values: Any, where: str) -> list[float]:
+    if not isinstance(values, list):
+        raise ValueError(f"{where} is not a list")
+    return [_number(v, f"{where}[{i}]") for i, v in enumerate(values)]
+
+
+def _strings(values: Any, where: str) -> list[str]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{where} is not a list of names")
+    return list(values)
+
+
+def _check_tree(tree: Any, n_features: int, where: str) -> None:
+    """A regression tree as the fit writes it (scikit-learn's arrays, nodes in depth-first order): each
+    node's children come after it, so a walk from the root takes fewer steps than there are nodes."""
+    if not isinstance(tree, dict):
+        raise ValueError(f"{where} is not an object")
+    arrays = {k: tree.get(k) for k in ("left", "right", "feature", "threshold", "value")}
+    if not all(isinstance(a, list) for a in arrays.values()) or len({len(a) for a in arrays.values()}) != 1 or not arrays["left"]:
+        raise ValueError(f"{where} needs left, right, feature, threshold and value lists of one length")
+    _numbers(arrays["threshold"], f"{where}.threshold")
+    _numbers(arrays["value"], f"{where}.value")
+    size = len(arrays["left"])
+    for node, (left, right, feature) in enumerate(zip(arrays["left"], arrays["right"], arrays["feature"])):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (left, right, feature)):
+            raise ValueError(f"{where}: node {node}'s children and feature are not integers")
+        if (left == -1) != (right == -1):
+            raise ValueError(f"{where}: node {node} has one child")
+        if left != -1 and not (node < left < size and node < right < size):
+            raise ValueError(f"{where}: node {node}'s children are not nodes after it (a cycle, or out of the tree)")
+        if left != -1 and not 0 <= feature < n_features:
+            raise ValueError(f"{where}: node {node} reads feature {feature} of {n_features}")
 
 
 def _tree_value(tree: dict[str, list], x: list[float]) -> float:
@@ -131,9 +198,17 @@ class DecisionFile:
         if data.get("format") != DECISION_FORMAT:
             raise ValueError(f"not a decision file (format {data.get('format')!r}, expected {DECISION_FORMAT!r})")
         verified = data.get("verified")
-        return cls(model_key=data["model_key"], backend=data["backend"], features=list(data["features"]),
-                   base=FittedModel.from_dict(data["base"]),
-                   verified=FittedModel.from_dict(verified) if verified else None, meta=data.get("meta", {}))
+        features = _strings(data["features"], "features")
+        base = FittedModel.from_dict(data["base"], "base")
+        checked = FittedModel.from_dict(verified, "verified") if verified else None
+        for part in (base, checked):
+            if part is not None and not set(part.features) <= set(features) | {VERIFIER_FEATURE}:
+                raise ValueError("a model reads features the file does not name")
+        if not isinstance(data["model_key"], str) or not isinstance(data["backend"], str):
+            raise ValueError("model_key and backend are not names")
+        meta = data.get("meta", {})
+        return cls(model_key=data["model_key"], backend=data["backend"], features=features, base=base,
+                   verified=checked, meta=meta if isinstance(meta, dict) else {})
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": DECISION_FORMAT, "model_key": self.model_key, "backend": self.backend,
@@ -187,7 +262,7 @@ def load_decision(path: str | Path) -> DecisionFile:
 @lru_cache(maxsize=4)
 def _load(path: str) -> DecisionFile:
     try:
-        return DecisionFile.from_dict(json.loads(Path(path).read_text()))
+        return DecisionFile.from_dict(parse_json(Path(path).read_text()))
     except FileNotFoundError:
         raise FileNotFoundError(f"decision file {path} not found (DECISION_FILE); "
                                 "write one with `agentic-rag calibrate --fit`") from None

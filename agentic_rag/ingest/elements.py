@@ -190,15 +190,19 @@ def viewport(attrs: Attrs) -> tuple[float, float, float, float] | None:
     return None
 
 
-def outside(attrs: Attrs, box: tuple[float, float, float, float] | None, font_px: float, far_px: float) -> bool:
+def outside(attrs: Attrs, box: tuple[float, float, float, float] | None, font_px: float, far_px: float,
+            tag: str = "text") -> bool:
     """Whether SVG text is placed outside its drawing, which clips it away: past the edge its text runs away
-    from (``far_px`` past an edge it runs towards: its length is not known here), or a line or more above or
-    below it. ``box`` is None where an ancestor's transform moved the coordinates: no judgement then."""
-    if box is None or not {"x", "y", "dx", "dy"} & set(attrs):
+    from (``far_px`` past an edge it runs towards: its length is not known here), a line or more below it, or
+    a ``<text>`` whose baseline is on or above its top edge (no ``y`` puts it at 0): only the descenders
+    show. ``box`` is None where an ancestor's transform moved the coordinates: no judgement then. A
+    ``<tspan>`` without coordinates continues its text, wherever that is."""
+    if box is None or (tag != "text" and not {"x", "y", "dx", "dy"} & set(attrs)):
         return False
     x, y = (sum(next(iter(_numbers(attrs.get(a))), 0.0) for a in names) for names in (("x", "dx"), ("y", "dy")))
     left, top, width, height = box
     anchor = enumerated(attrs, "text-anchor") or "start"
     runs_left, runs_right = anchor in ("middle", "end"), anchor in ("start", "middle")
     off = x >= left + width + (far_px if runs_left else 0.0) or x <= left - (far_px if runs_right else 0.0)
-    return off or y <= top - font_px or y >= top + height + font_px
+    above = y <= top if tag == "text" else y <= top - font_px
+    return off or above or y >= top + height + font_px

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -22,11 +24,12 @@ from collections import OrderedDict
 from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 from tqdm import tqdm
 
+from agentic_rag.budget import check_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import (
     SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
@@ -39,6 +42,7 @@ from agentic_rag.retrieval.embedding_cache import cache_for
 from agentic_rag.retrieval.embeddings import Embedder, get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex
 from agentic_rag.timing import part, startup_step
+from agentic_rag.telemetry import parse_json
 
 FOLDER_SUFFIXES = {".html", ".htm", ".txt", ".md", ".pdf"}
 _UTF8_SEQUENCE = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
@@ -50,7 +54,20 @@ PageJob = tuple[str, dict[str, Any]]  # a page's raw text and the rest of make_p
 
 
 def pages_from_record(record: CragRecord, settings: Settings) -> list[Page]:
-    return [make_page(raw, **meta) for raw, meta in record_page_jobs(record, settings)]
+    return made_pages(record_page_jobs(record, settings))
+
+
+def made_pages(jobs: Iterable[PageJob]) -> list[Page]:
+    """The pages of ``jobs``; one whose extraction still fails is skipped with a warning, never the run."""
+    pages = []
+    for raw, meta in jobs:
+        check_deadline("page extraction")  # a record of many pages ends with its question's WALL_TIME_S
+        try:
+            pages.append(make_page(raw, **meta))
+        except Exception as exc:  # noqa: BLE001 - one page of untrusted HTML must not end a run or a request
+            warn(f"warning: skipped page {meta.get('page_url') or meta.get('page_name') or meta.get('page_index')}: "
+                 f"its text could not be extracted ({type(exc).__name__}: {exc})")
+    return pages
 
 
 def record_page_jobs(record: CragRecord, settings: Settings) -> list[PageJob]:
@@ -134,7 +151,9 @@ def _load_or_build(record: CragRecord, settings: Settings, key: str) -> HybridIn
     cache_dir = settings.cache_dir / "questions" / key
     if (cache_dir / "manifest.json").is_file():
         try:
-            return HybridIndex.load(cache_dir, embedder, vector_store=settings.retrieval.VECTOR_STORE)
+            index = HybridIndex.load(cache_dir, embedder, vector_store=settings.retrieval.VECTOR_STORE)
+            os.utime(cache_dir)  # used now: the last to be evicted
+            return index
         except Exception as exc:  # noqa: BLE001 - whatever is wrong with a cache entry, it is rebuilt, never trusted
             print(f"warning: rebuilding the cached index of {record.interaction_id}: {exc}", file=sys.stderr)
     with part("extract"):
@@ -150,9 +169,26 @@ def _load_or_build(record: CragRecord, settings: Settings, key: str) -> HybridIn
     )
     try:
         index.save(cache_dir, {"mode": "question", "interaction_id": record.interaction_id, **_chunking_key(settings)})
+        evict_indexes(cache_dir.parent, settings.paths.INDEX_CACHE_MAX)
     except OSError as exc:
         print(f"warning: could not cache index for {record.interaction_id}: {exc}", file=sys.stderr)
     return index
+
+
+def evict_indexes(folder: Path, keep: int) -> int:
+    """Remove the least recently used per-question indexes of ``folder`` past the ``keep`` newest (by the
+    time each was built or last loaded); returns how many went. A scan of names and times only."""
+    entries = []
+    with os.scandir(folder) as found:
+        for entry in found:
+            if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                entries.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
+    if len(entries) <= keep:
+        return 0
+    entries.sort()
+    for _, path in entries[: len(entries) - keep]:
+        shutil.rmtree(path, ignore_errors=True)
+    return len(entries) - keep
 
 
 # -- corpus mode ---------------------------------------------------------------------------------
@@ -185,7 +221,8 @@ def pages_from_source(
     if str(source) != "example" and _is_pages_file(src):
         yield from _made(_jobs_from_corpus_file(src, settings, report), settings, executor)
         return
-    jobs = (job for record in iter_records(src, on_bad=settings.eval.BAD_RECORDS, on_bad_record=report.bad_records)
+    jobs = (job for record in iter_records(src, on_bad=settings.eval.BAD_RECORDS, on_bad_record=report.bad_records,
+                                           max_record_bytes=settings.eval.MAX_RECORD_BYTES)
             for job in record_page_jobs(record, settings))
     seen: set[str] = set()
     for page in _made(jobs, settings, executor):
@@ -198,7 +235,8 @@ def pages_from_source(
 
 def _made(jobs: Iterator[PageJob], settings: Settings, executor: Any) -> Iterator[Page]:
     if executor is None:
-        yield from (make_page(raw, **meta) for raw, meta in jobs)
+        for job in jobs:
+            yield from made_pages([job])
         return
     batches = _batches(list(jobs), settings.scale.RAY_INGEST_BATCH)
     done: dict[int, list[Page]] = {}
@@ -208,7 +246,7 @@ def _made(jobs: Iterator[PageJob], settings: Settings, executor: Any) -> Iterato
 
 
 def _make_pages(jobs: list[PageJob]) -> list[Page]:
-    return [make_page(raw, **meta) for raw, meta in jobs]
+    return made_pages(jobs)
 
 
 def _batches(items: list, size: int) -> list[list]:
@@ -220,7 +258,7 @@ def _is_pages_file(path: Path) -> bool:
         if line is None:
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line)
         except json.JSONDecodeError:
             return False
         return isinstance(row, dict) and "page_result" in row and "query" not in row
@@ -228,7 +266,8 @@ def _is_pages_file(path: Path) -> bool:
 
 
 def _jobs_from_corpus_file(path: Path, settings: Settings, report: IngestReport) -> Iterator[PageJob]:
-    for lineno, page in iter_validated(path, SearchResult, settings.eval.BAD_RECORDS, report.bad_records):
+    for lineno, page in iter_validated(path, SearchResult, settings.eval.BAD_RECORDS, report.bad_records,
+                                       max_record_bytes=settings.eval.MAX_RECORD_BYTES):
         yield page.page_result or page.page_snippet, dict(
             page_name=page.page_name,
             page_url=page.page_url,

@@ -75,10 +75,10 @@ def html_to_text(raw: str) -> str:
     tree = _tree(raw) if elements <= MAX_TREE_ELEMENTS else None
     if tree is None:
         return normalise_space(flat_text(raw))
-    draw(tree)
     try:
+        draw(tree)
         text = trafilatura.extract(tree, include_comments=False, include_tables=True, favor_recall=True)
-    except Exception:  # noqa: BLE001 - a crash in the extractor on a hostile page must not lose the page
+    except Exception:  # noqa: BLE001 - a crash on the tree path on a hostile page must not lose the page
         text = None
     if text and text.strip():
         return normalise_space(text)
@@ -152,10 +152,12 @@ def draw(tree) -> None:
             continue
         parent = el.getparent()
         tag = el.tag.lower()
-        ctx = context(ROOT if parent is None else contexts[parent], tag, el.attrib)
+        # a fragment's parser wraps it in elements the walk from its first element never meets: drawn as a page's root
+        outer = contexts.get(parent, ROOT)
+        ctx = context(outer, tag, el.attrib)
         contexts[el] = ctx
         if ctx.removed:
-            if parent is None or not contexts[parent].removed:
+            if not outer.removed:
                 removed.append(el)
             continue
         kept.append((el, tag, ctx))
@@ -172,7 +174,7 @@ def draw(tree) -> None:
         parent = el.getparent()
         if el.attrib:
             _attributes_read(el, ctx)
-        _as_drawn(el, tag, ctx, contexts[parent] if parent is not None else ROOT)
+        _as_drawn(el, tag, ctx, contexts.get(parent, ROOT))
 
 
 def _attributes_read(el, ctx: Context) -> None:

@@ -463,7 +463,7 @@ def context(parent: Context, tag: str, attrs: Mapping[str, str | None]) -> Conte
     box = viewport(attrs) if tag == "svg" else None if lay != HTML and "transform" in attrs else parent.drawing
     style = attribute_style(tag, attrs, lay) + (attrs.get("style") or "")
     eff = _effect(style, parent.font_px, lay != HTML) if style else None
-    if lay == SVG_TEXT and outside(attrs, parent.drawing, eff.font_px if eff else parent.font_px, OFFSCREEN_PX):
+    if lay == SVG_TEXT and outside(attrs, parent.drawing, eff.font_px if eff else parent.font_px, OFFSCREEN_PX, tag):
         return GONE
     if eff is None:
         return parent if (lay, box) == (parent.layout, parent.drawing) else replace(parent, layout=lay, drawing=box)

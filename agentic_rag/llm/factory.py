@@ -45,6 +45,7 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
             settings.llm.LLM_RETRIES,
             settings.llm.LLM_BACKOFF_S,
             settings.llm.LLM_BREAKER_COOLDOWN_S,
+            settings.llm.MAX_REPLY_CHARS,
         )
         return _with_cache(model, settings)
     raise ValueError(f"unknown LLM_BACKEND {settings.llm.LLM_BACKEND!r}; expected 'local' or 'openai'")
@@ -107,7 +108,7 @@ def local_model(path: str, cap: int, temperature: float, threads: int, repetitio
 @lru_cache(maxsize=16)
 def _openai_model(
     model: str, base_url: str | None, api_key: str, temperature: float, cap: int, timeout: float,
-    retries: int, backoff_s: float, cooldown_s: float,
+    retries: int, backoff_s: float, cooldown_s: float, max_reply_chars: int = 0,
 ) -> BaseChatModel:
     from agentic_rag.llm.remote import RemoteChat
 
@@ -120,7 +121,7 @@ def _openai_model(
         max_tokens=cap,
         timeout=timeout,
         max_retries=0,
-    ).with_retry_policy(retries, backoff_s, cooldown_s)
+    ).with_retry_policy(retries, backoff_s, cooldown_s, max_reply_chars)
 
 
 def get_tokenizer(settings) -> Any:

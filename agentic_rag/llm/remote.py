@@ -43,9 +43,12 @@ class RemoteChat(ChatOpenAI):
     _retries: int = PrivateAttr(default=0)
     _backoff_s: float = PrivateAttr(default=1.0)
     _cooldown_s: float = PrivateAttr(default=0.0)
+    _max_reply_chars: int = PrivateAttr(default=0)
 
-    def with_retry_policy(self, retries: int, backoff_s: float, cooldown_s: float = 0.0) -> "RemoteChat":
+    def with_retry_policy(self, retries: int, backoff_s: float, cooldown_s: float = 0.0,
+                          max_reply_chars: int = 0) -> "RemoteChat":
         self._retries, self._backoff_s, self._cooldown_s = int(retries), float(backoff_s), float(cooldown_s)
+        self._max_reply_chars = int(max_reply_chars)
         return self
 
     @property
@@ -65,9 +68,16 @@ class RemoteChat(ChatOpenAI):
         if not choices:  # missing, null or empty: a completion with nothing to read
             raise MalformedReplyError("malformed reply: the completion has no choices")
         try:
-            return super()._create_chat_result(response, generation_info)
+            result = super()._create_chat_result(response, generation_info)
         except Exception as exc:  # whatever the parser tripped on, the server's reply was at fault
             raise MalformedReplyError(f"malformed reply: {exc}") from exc
+        for generation in result.generations if self._max_reply_chars else ():
+            # a server that ignores max_tokens can send megabytes: cut before any text processing reads them
+            message = generation.message
+            if isinstance(message.content, str) and len(message.content) > self._max_reply_chars:
+                message.content = message.content[: self._max_reply_chars]
+                generation.text = message.content
+        return result
 
 
 def call_with_retries(attempt: Callable[[float], T], *, url: str, timeout_s: float, retries: int, backoff_s: float,

@@ -10,14 +10,17 @@ definition. scripts/compare_probe_features.py collects the views and compares th
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 STORED = ("last", "evidence", "question")  # the views a collection keeps per row (the draft view needs decoding)
+# what a whole collection shares, kept in every chunk and checked on resume
+META = ("layers", "n_layers", "dtype", "model_key")
 
 
 def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int]:
@@ -28,12 +31,16 @@ def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[in
     return inside[0], inside[-1] + 1
 
 
-def prefill_states(model: Any, messages: list, question: str, sources: str, draft_tokens: int = 0) -> dict[str, Any]:
+def prefill_states(model: Any, messages: list, question: str, sources: str, draft_tokens: int = 0,
+                   layers: tuple[int, ...] | None = None) -> dict[str, Any]:
     """Per layer (0 = embeddings): the last prompt token's state, the mean state over the sources'
     tokens and over the question's tokens, and with ``draft_tokens`` > 0 the state of the last token
     of a greedy draft of at most that many tokens (the position that predicts the draft's end).
 
-    ``model`` is a ChatLocalTransformers; the prompt is templated exactly as its generation call does."""
+    ``layers`` keeps those layers only, and the forward pass stops after the deepest of them: a probe
+    that reads layer 18 of 28 needs two thirds of a prefill, which on a CPU is most of a training
+    row's cost. ``model`` is a ChatLocalTransformers; the prompt is templated exactly as its
+    generation call does."""
     import torch
 
     from agentic_rag.llm.local import _load, _to_chat
@@ -48,6 +55,16 @@ def prefill_states(model: Any, messages: list, question: str, sources: str, draf
         raise ValueError("the prompt does not hold the given sources and question")
     ev = token_span(offsets, s0, s0 + len(sources))
     qs = token_span(offsets, q0, q0 + len(question))
+    if layers is not None:
+        if draft_tokens:
+            raise ValueError("a draft needs the whole forward pass: give draft_tokens or layers, not both")
+        with lock, torch.inference_mode():
+            hidden = _states_at(net, enc, layers)
+        views = {"last": torch.stack([h[-1] for h in hidden]),
+                 "evidence": torch.stack([h[ev[0]:ev[1]].mean(0) for h in hidden]),
+                 "question": torch.stack([h[qs[0]:qs[1]].mean(0) for h in hidden])}
+        arrays = {k: v.float().numpy().astype(np.float16) for k, v in views.items()}
+        return {**arrays, "layers": np.array(layers), "prompt_tokens": int(enc["input_ids"].shape[1])}
     with lock, torch.inference_mode():
         out = net(**enc, output_hidden_states=True, use_cache=draft_tokens > 0)
         hidden = out.hidden_states
@@ -74,19 +91,62 @@ def prefill_states(model: Any, messages: list, question: str, sources: str, draf
     return {**arrays, "draft_text": tokenizer.decode(draft), "prompt_tokens": int(enc["input_ids"].shape[1])}
 
 
+class _StopForward(Exception):
+    """Raised from the deepest layer a reading needs: the blocks above it are not computed."""
+
+
+def _states_at(net: Any, enc: Any, layers: tuple[int, ...]) -> list[Any]:
+    """The prompt's states [tokens, hidden] at each of ``layers``, numbered as ``output_hidden_states``
+    numbers them (0 = the embeddings, L = the output of block L, the last one after the final norm)."""
+    base = net.get_decoder()
+    blocks = base.layers
+    if not layers or not all(0 <= layer <= len(blocks) for layer in layers):
+        raise ValueError(f"layers {list(layers)} are not all within 0..{len(blocks)} for this model")
+    deepest, got = max(layers), {}
+
+    def keep(layer: int):
+        def hook(_module: Any, _args: Any, output: Any) -> None:
+            got[layer] = (output[0] if isinstance(output, tuple) else output)[0]
+            if layer == deepest and layer < len(blocks):
+                raise _StopForward
+        return hook
+
+    modules = {layer: base.embed_tokens if layer == 0 else base.norm if layer == len(blocks) else blocks[layer - 1]
+               for layer in set(layers)}
+    handles = [module.register_forward_hook(keep(layer)) for layer, module in modules.items()]
+    try:
+        net(**enc, use_cache=False, logits_to_keep=1)
+    except _StopForward:
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [got[layer] for layer in layers]
+
+
 def _end_ids(tokenizer: Any, net: Any) -> set[int]:
     ids = net.generation_config.eos_token_id
     ends = set(ids if isinstance(ids, list) else [ids]) | {tokenizer.eos_token_id}
     return {int(i) for i in ends if i is not None}
 
 
+def at_layer(views: dict[str, np.ndarray], view: str, layer: int) -> np.ndarray:
+    """[rows, hidden] of one view at one layer, from a collection of every layer or of some (``layers``)."""
+    if "layers" not in views:
+        return views[view][:, layer]
+    where = np.flatnonzero(views["layers"] == layer)
+    if not where.size:
+        raise KeyError(f"layer {layer} was not collected (layers {views['layers'].tolist()})")
+    return views[view][:, int(where[0])]
+
+
 def _concat(*parts: tuple[str, int]) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     """The (view, layer) vectors side by side: [rows, hidden x len(parts)]."""
-    return lambda a: np.concatenate([a[view][:, layer] for view, layer in parts], axis=-1)
+    return lambda a: np.concatenate([at_layer(a, view, layer) for view, layer in parts], axis=-1)
 
 
 def _mean_over(name: str, lo: int, hi: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-    return lambda a: a[name][:, lo:hi + 1].astype(np.float32).mean(axis=1)
+    return lambda a: np.mean([at_layer(a, name, layer).astype(np.float32) for layer in range(lo, hi + 1)], axis=0)
 
 
 def feature_sets(layer: int, n_layers: int) -> dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]]:
@@ -128,38 +188,82 @@ def done_ids(folder: Path) -> set[str]:
     return {str(i) for chunk in sorted(Path(folder).glob("chunk_*.npz")) for i in np.load(chunk)["ids"]}
 
 
-def collect_views(model: Any, rows: list[dict[str, Any]], folder: Path, chunk: int = 25,
-                  progress: Callable[[list], Iterable] = iter) -> None:
-    """Read the stored views of each pair and save them ``chunk`` rows at a time, so a stopped run
-    loses at most one chunk and a rerun skips what is saved."""
+def collect_views(model: Any, rows: list[dict[str, Any]], folder: Path, chunk: int = 25, progress: bool = False,
+                  layers: tuple[int, ...] | None = None, views: tuple[str, ...] = STORED) -> int:
+    """Read ``views`` of each pair (at ``layers`` only, or at every layer) and save them ``chunk`` rows at a
+    time, so a stopped run loses at most one chunk and a rerun skips what is saved. A folder is one
+    collection: resuming it with another dtype, other layers or views is refused. Returns the rows read."""
+    from tqdm import tqdm
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    done, batch = done_ids(folder), []
-    for row in progress([r for r in rows if r["id"] not in done]):
+    from agentic_rag.llm.packaged import converted_source_key
+
+    meta = {"layers": np.array(layers if layers is not None else [], dtype=int), "dtype": np.array(model.dtype),
+            "n_layers": np.array(_n_layers(model)),
+            "model_key": np.array(converted_source_key(Path(model.model_path)) or Path(model.model_path).name)}
+    _check_same_collection(folder, meta, views)
+    done = done_ids(folder)
+    todo = [r for r in rows if r["id"] not in done]
+    batch: list[dict[str, Any]] = []
+    bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc="prefill views", unit="row", disable=not progress,
+               smoothing=0.05)
+    for row in todo:
         t0 = time.perf_counter()
-        views = prefill_states(model, pair_messages(row), row["question"], row["sources"])
-        batch.append({**{v: views[v] for v in STORED}, "ids": row["id"], "y": int(row["label"]), "groups": row["group"],
-                      "sources": row["source"], "prompt_tokens": views["prompt_tokens"],
+        read = prefill_states(model, pair_messages(row), row["question"], row["sources"], layers=layers)
+        batch.append({**{v: read[v] for v in views}, "ids": row["id"], "y": int(row["label"]), "groups": row["group"],
+                      "sources": row["source"], "prompt_tokens": read["prompt_tokens"],
                       "ms": round((time.perf_counter() - t0) * 1000)})
+        bar.update(1)
         if len(batch) == chunk:
-            _save_chunk(folder, batch)
+            _save_chunk(folder, batch, views, meta)
             batch = []
     if batch:
-        _save_chunk(folder, batch)
+        _save_chunk(folder, batch, views, meta)
+    bar.close()
+    return len(todo)
 
 
-def _save_chunk(folder: Path, rows: list[dict[str, Any]]) -> None:
+def _n_layers(model: Any) -> int:
+    from agentic_rag.llm.local import _load
+
+    return int(_load(model.model_path, model.dtype)[0].config.num_hidden_layers)
+
+
+def _check_same_collection(folder: Path, meta: dict[str, np.ndarray], views: tuple[str, ...]) -> None:
+    first = next(iter(sorted(folder.glob("chunk_*.npz"))), None)
+    if first is None:
+        return
+    with np.load(first) as old:
+        # a collection from before these were kept: every layer, computed in bfloat16
+        was = {k: old[k] if k in old else {"layers": np.array([], dtype=int), "dtype": np.array("bfloat16")}.get(k)
+               for k in META}
+        kept = tuple(v for v in STORED if v in old)
+    differ = [f"{k} {was[k].tolist()} (now {meta[k].tolist()})" for k in META
+              if was[k] is not None and was[k].tolist() != meta[k].tolist()]
+    if kept != tuple(v for v in STORED if v in views):
+        differ.append(f"views {list(kept)} (now {list(views)})")
+    if differ:
+        raise ValueError(f"{folder} holds a collection of other {', '.join(differ)}: resume it as it was begun, "
+                         "or collect into another folder")
+
+
+def _save_chunk(folder: Path, rows: list[dict[str, Any]], views: tuple[str, ...], meta: dict[str, np.ndarray]) -> None:
+    """One chunk file, written under a temporary name and renamed: a kill never leaves half a chunk."""
     n = len(list(folder.glob("chunk_*.npz")))
-    arrays = {v: np.stack([r[v] for r in rows]) for v in STORED}
-    meta = {k: np.array([r[k] for r in rows]) for k in ("ids", "y", "groups", "sources", "prompt_tokens", "ms")}
-    np.savez(folder / f"chunk_{n:04d}.npz", **arrays, **meta)
+    arrays = {v: np.stack([r[v] for r in rows]) for v in views}
+    per_row = {k: np.array([r[k] for r in rows]) for k in ("ids", "y", "groups", "sources", "prompt_tokens", "ms")}
+    tmp = folder / f".chunk_{n:04d}.tmp.npz"
+    np.savez(tmp, **arrays, **per_row, **meta)
+    os.replace(tmp, folder / f"chunk_{n:04d}.npz")
 
 
 def load_views(folder: Path) -> dict[str, np.ndarray]:
-    """Every saved row of a collection, each array stacked over its chunks."""
+    """Every saved row of a collection, each array stacked over its chunks (what the collection shares,
+    its layers and dtype, once)."""
     chunks = sorted(Path(folder).glob("chunk_*.npz"))
     if not chunks:
         raise FileNotFoundError(f"{folder}: no views collected there (run the collect step)")
     parts = [dict(np.load(c)) for c in chunks]
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in META}
+    return out | {k: parts[0][k] for k in META if k in parts[0] and (k != "layers" or parts[0][k].size)}

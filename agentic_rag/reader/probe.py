@@ -29,6 +29,7 @@ from agentic_rag.errors import UserError
 from agentic_rag.reader import PROBES_DIR
 from agentic_rag.prompts import answer_messages
 from agentic_rag.state import support_of
+from agentic_rag.telemetry import parse_json
 
 PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
 
@@ -94,7 +95,7 @@ def _load_probe(path: str) -> AnswerabilityProbe:
     if not p.is_file():
         raise FileNotFoundError(f"answerability probe {p} not found (PROBE_PATH); train one with scripts/train_probe.py")
     try:
-        data = json.loads(p.read_text())
+        data = parse_json(p.read_text())
         return AnswerabilityProbe(**data)
     except (json.JSONDecodeError, TypeError) as exc:
         raise ValueError(f"{p} is not an answerability probe file: {exc}") from exc

@@ -67,21 +67,26 @@ def fit_probe(
     c: float = 0.05,
     folds: int = 5,
     meta: dict[str, Any] | None = None,
+    collected: Sequence[int] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Pick the layer with the best article-grouped cross-validated AUC, then fit on all rows.
 
-    ``states`` is [n, layers, hidden] (last prompt token, every layer); ``y`` is 1 = answerable.
+    ``states`` is [n, layers, hidden] (last prompt token, every layer, or the layers ``collected`` names
+    in order); ``y`` is 1 = answerable.
     """
     from agentic_rag.reader.probe import AnswerabilityProbe
 
     y = np.asarray(y, dtype=int)
-    layers = list(layers if layers is not None else range(states.shape[1]))
+    collected = list(collected) if collected is not None else list(range(states.shape[1]))
+    layers = list(layers if layers is not None else collected)
+    if missing := sorted(set(layers) - set(collected)):
+        raise ValueError(f"layers {missing} were not collected (collected: {collected})")
     per_layer = {}
     for layer in layers:
-        oof = cross_validated_scores(states[:, layer, :].astype(np.float64), y, groups, c, folds)
+        oof = cross_validated_scores(states[:, collected.index(layer), :].astype(np.float64), y, groups, c, folds)
         per_layer[layer] = {"auc": round(auc(y, oof), 4), "oof": oof}
     best = max(layers, key=lambda layer: per_layer[layer]["auc"])
-    model = _fit(states[:, best, :].astype(np.float64), y, c)
+    model = _fit(states[:, collected.index(best), :].astype(np.float64), y, c)
     scaler, lr = model.steps[0][1], model.steps[1][1]
     probe = AnswerabilityProbe(
         layer=int(best),

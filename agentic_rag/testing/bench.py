@@ -116,12 +116,22 @@ def dtype_comparison(rows: dict[str, list[dict]], summaries: dict[str, dict]) ->
             "same_answer": sum(x["prediction"] == y["prediction"] and x["reason"] == y["reason"] for x, y in pairs)}
 
 
-def merge_class_row(path: Path, row: dict) -> dict:
-    """The report at ``path`` with ``row`` in it: a row of the same processor class, dataset and system is
-    replaced, any other kept, so each class measured keeps its own figures."""
+# A report from before the processor class was recorded: every such figure was taken on an AVX-512 BF16 Xeon
+UNRECORDED_CLASS = {"class": "native bf16 (flags not recorded)", "flags": [], "torch_capability": None, "caps": {},
+                    "auto_dtype": "bfloat16"}
+
+
+def merge_class_row(path: Path, row: dict, same: tuple[str, ...] = ("dataset", "system")) -> dict:
+    """The report at ``path`` with ``row`` in it: a row of the same processor class and the same ``same``
+    fields is replaced, any other kept, so each class measured keeps its own figures. A report of one run
+    from before rows were kept becomes its first row."""
     path = Path(path)
     report = json.loads(path.read_text()) if path.is_file() else {"rows": []}
-    key = lambda r: (r["processor"]["class"], r["processor"]["cpu"], r["dataset"], r["system"])  # noqa: E731
+    if "rows" not in report:
+        old = report
+        old.setdefault("processor", {**UNRECORDED_CLASS, "cpu": (old.get("machine") or {}).get("cpu", "")})
+        report = {"rows": [old]}
+    key = lambda r: (r["processor"]["class"], r["processor"]["cpu"], *(r.get(k) for k in same))  # noqa: E731
     report["rows"] = [r for r in report["rows"] if key(r) != key(row)] + [row]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from agentic_rag.trace.run import Run, run_view
+from agentic_rag.errors import replace_file
 
 TEMPLATE = Path(__file__).with_name("template.html")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -46,8 +47,7 @@ def render_compare_html(run_a: Run, run_b: Run, graph_a=None, graph_b=None) -> s
 def write_page(text: str, out: str | Path) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    return out
+    return replace_file(out, text)
 
 
 def write_html(run: Run, out: str | Path, graph=None) -> Path:

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentic_rag.datasets.crag import pick, position_hint
 from agentic_rag.errors import UserError
-from agentic_rag.eval.results import read_results
+from agentic_rag.eval.results import read_object, read_results
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
 from agentic_rag.nodes import Node
 from agentic_rag.state import citation_status, support_of
@@ -72,13 +72,6 @@ class Run:
                          f"{', ...' if len(self.rows) > 5 else ''}){hint}")
 
 
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
-
-
 def load_run(path: str | Path) -> Run:
     path = Path(path)
     if not path.is_dir():
@@ -92,7 +85,7 @@ def load_run(path: str | Path) -> Run:
             telemetry.setdefault(t.get("question_id", ""), []).append(t)
     except json.JSONDecodeError:
         pass  # a telemetry line cut by a kill: the results still show
-    return Run(path, rows, _json(path / "config.json"), _json(path / "summary.json"), telemetry)
+    return Run(path, rows, read_object(path / "config.json"), read_object(path / "summary.json"), telemetry)
 
 
 # -- checks ----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agentic_rag.checkpoints import history, snapshot_at
+from agentic_rag.checkpoints import MAX_CHECKPOINT_BYTES, history, snapshot_at
 from agentic_rag.events import SUMMARIES, clip
 from agentic_rag.trace.run import Run, TraceError
 
@@ -65,12 +65,12 @@ def changes(before: dict, after: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def print_steps(console: Console, graph, path: Path, qid: str) -> None:
+def print_steps(console: Console, graph, path: Path, qid: str, max_bytes: int = MAX_CHECKPOINT_BYTES) -> None:
     """Each checkpointed step: the nodes that ran and what they changed in the state (`--step N` for all of it)."""
     table = Table(title=f"checkpoints of {qid} ({path}): what each step changed")
     for col in ("step", "ran", "changed (+ added, ~ changed, - removed)", "next"):
         table.add_column(col, overflow="fold")
-    snaps = history(graph, path, qid)
+    snaps = history(graph, path, qid, max_bytes)
     if not snaps:
         raise TraceError(f"no checkpoints for {qid!r} in {path}")
     before: dict = {}
@@ -95,9 +95,10 @@ def _runs(nodes: tuple[str, ...]) -> list[str]:
     return [f"{n} x{c}" if c > 1 else n for n, c in counts.items()]
 
 
-def print_step(console: Console, err: Console, graph, path: Path, qid: str, step: int, limit: int) -> None:
+def print_step(console: Console, err: Console, graph, path: Path, qid: str, step: int, limit: int,
+               max_bytes: int = MAX_CHECKPOINT_BYTES) -> None:
     try:
-        snap = snapshot_at(graph, path, qid, step)
+        snap = snapshot_at(graph, path, qid, step, max_bytes)
     except KeyError as exc:
         raise TraceError(str(exc.args[0])) from None
     shown = {k: (SUMMARIES[k](v, limit) if k in SUMMARIES else v) for k, v in snap.values.items() if k not in ("record", "events")}

@@ -10,6 +10,7 @@ from agentic_rag.datasets.prepare.hotpotqa import prepare_hotpotqa
 from agentic_rag.datasets.prepare.rgb import prepare_rgb
 from agentic_rag.datasets.prepare.squad2 import prepare_squad2
 
+HOTPOT_FILES = ("hotpot_dev_distractor_first100.json", "hotpot_dev_distractor_more685.jsonl")
 BENCHMARK_DATASETS = ("crag_example", "squad200", "rgb40", "rgb_negative100", "hotpot_dev", "hotpot_test")
 
 
@@ -30,7 +31,13 @@ def benchmark_dataset(name: str, work: Path, shared: Path) -> str:
         prepare_rgb(shared / "rgb" / "rgb_en_fact_100.jsonl", out, variants=("negative",), n=100, seed=0)
         return str(out)
     if name in ("hotpot_dev", "hotpot_test"):  # multi-hop: each question answerable, and without one supporting paragraph
+        # every shared file's half, the first 100 questions' first (the split they were measured on before)
         out = work / f"{name}.jsonl"
-        prepare_hotpotqa(shared / "hotpotqa" / "hotpot_dev_distractor_first100.json", out, split=name.split("_")[1])
+        parts = []
+        for k, path in enumerate(HOTPOT_FILES):
+            part, _ = prepare_hotpotqa(shared / "hotpotqa" / path, work / f"{name}_{k}.jsonl", split=name.split("_")[1],
+                                       progress=False)
+            parts.append(part.read_text(encoding="utf-8"))
+        out.write_text("".join(parts), encoding="utf-8")
         return str(out)
     raise DataError(f"unknown dataset {name!r} ({', '.join(BENCHMARK_DATASETS)})")

@@ -16,6 +16,7 @@ from tqdm import tqdm
 from agentic_rag.datasets.crag import (
     BadRecord, CragRecord, DataError, ReadReport, answer_to_str, iter_lines, write_records,
 )
+from agentic_rag.telemetry import parse_json
 
 
 OnBad = Literal["skip", "fail"]
@@ -72,7 +73,7 @@ def iter_json_objects(
             bad(lineno, undecodable)
             continue
         try:
-            raw = json.loads(line)
+            raw = parse_json(line)
         except json.JSONDecodeError as exc:
             bad(lineno, f"bad JSON ({exc.msg} at column {exc.colno})")
             continue

@@ -21,6 +21,7 @@ from agentic_rag.datasets.prepare.common import (
     BadLines, OnBad, Stats, check_n, error_text, iter_json_objects, question_rng, require_text, sample_sorted,
     sha1, write_converted,
 )
+from agentic_rag.telemetry import parse_json
 
 Split = Literal["dev", "test", "all"]
 SPLITS = ("dev", "test", "all")
@@ -77,7 +78,7 @@ def _objects(src: Path, bad: BadLines, progress: bool | None) -> Iterator[tuple[
         yield from iter_json_objects(src, bad, "HotpotQA", progress)
         return
     try:
-        items = json.loads(src.read_text(encoding="utf-8"))
+        items = parse_json(src.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{src} is not a JSON array of questions ({exc})") from None
     for i, item in enumerate(items, start=1):
@@ -97,11 +98,14 @@ def prepare_hotpotqa(
     on_bad: OnBad = "skip",
     report: ReadReport | None = None,
     progress: bool | None = None,
+    each_removed: bool = False,
 ) -> tuple[Path, Stats]:
     """HotpotQA questions (distractor setting) as CRAG records, two per question: ``answerable`` (all ten
     paragraphs) and ``unanswerable`` (one supporting paragraph removed, chosen per question; gold "i don't
     know"). ``split`` keeps the dev or test half, split by question (``split_of``); ``n`` samples questions,
-    not records, so both variants of a question stay together."""
+    not records, so both variants of a question stay together. ``each_removed`` adds a twin for every other
+    supporting paragraph too (``-unanswerable-K``, K its place among them): the probe's training rows
+    see each hop missing, not only the one drawn."""
     check_n(n)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
@@ -146,13 +150,16 @@ def prepare_hotpotqa(
     for i in chosen:
         q = questions[i]
         r = question_rng(seed, "hotpotqa", q["id"])
-        removed = r.choice(q["support"])
-        for variant in variants:
-            kept = [(t, s) for t, s in q["paragraphs"] if variant == "answerable" or t != removed]
+        drawn = r.choice(q["support"])
+        twins = [(k, t) for k, t in enumerate(q["support"]) if each_removed or t == drawn]
+        versions = [(variant, None, "") for variant in variants if variant == "answerable"] + [
+            ("unanswerable", t, "" if t == drawn else f"-{k}") for k, t in twins if "unanswerable" in variants]
+        for variant, removed, suffix in versions:
+            kept = [(t, s) for t, s in q["paragraphs"] if t != removed]
             unanswerable = variant == "unanswerable"
             try:
                 records.append(CragRecord(
-                    interaction_id=f"hotpotqa-{q['id']}-{variant}",
+                    interaction_id=f"hotpotqa-{q['id']}-{variant}{suffix}",
                     query=q["question"],
                     answer=IDK if unanswerable else q["answer"],
                     alternative_answers=[],

@@ -47,6 +47,9 @@ GROUPS = {  # what each group injects, for the report's header
     "hangs": "inputs or a server that made a command hang, blow up or outlive its parent (quadratic pages, a record "
              "that exhausts memory, a server that never answers, a killed `serve`)",
     "actionable_errors": "outputs that cannot be written, refused in one line before the work",
+    "bounds_links": "links in a folder a command writes into, a page of fragments, and inputs with no bound (a number "
+                    "of 5,000 digits, deep nesting, a 70 MB line, a served record of 2,000 pages, a zlib bomb and a "
+                    "recursive view in a checkpoint file, a looping decision file, rows of the wrong types, 100 KB replies)",
     "memory": "a 100-question `eval` with the packaged 0.5B (peak memory)",
 }
 
