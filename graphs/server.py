@@ -18,7 +18,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from agentic_rag.telemetry import parse_json
+from agentic_rag.telemetry import JSON_TOO_DEEP, parse_json
 
 
 # POST /runs, /runs/wait, /runs/stream, /runs/batch, /runs/crons and the same under /threads/{id}
@@ -157,7 +157,10 @@ class RequireGraphInput:
         body = b"".join(chunks)
         try:
             payload = parse_json(body or b"null")
-        except ValueError:
+        except ValueError as exc:
+            if getattr(exc, "msg", "") == JSON_TOO_DEEP:  # deeper than a parser's stack: deeper than any bound
+                await _refuse(send, f"the request is nested more than {MAX_REQUEST_DEPTH} levels deep")
+                return
             payload = None  # the server's own validation answers this
         problem = nesting_problem(payload) or (check(payload) if check else None)
         if problem:

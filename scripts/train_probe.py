@@ -140,42 +140,57 @@ def collect(args: argparse.Namespace) -> int:
 
 
 def views(args: argparse.Namespace) -> int:
-    """The training set as one resumable job: the reader pairs of the training draws (or of ``--data``),
-    then the views the probe reads from one prefill of the configured model per pair, multi-hop rows
-    first. Both steps skip what an earlier run saved; a kill loses at most one chunk of rows."""
+    """The training set as one resumable job: per record of the training draws (or of ``--data``), its reader
+    pair (built as it is reached, or read from ``--pairs``), then the views the probe reads from one prefill
+    of the configured model, multi-hop rows first. Rows already in ``--out`` are skipped, so the job goes on
+    where it stopped, in this session or the next (its chunks are small enough to commit)."""
     import tempfile
 
     import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
     from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, benchmark_dataset
     from agentic_rag.datasets.probe_sets import probe_training_records
-    from agentic_rag.eval.answer_prompts import write_pairs
+    from agentic_rag.eval.answer_prompts import reader_pair, write_pairs
     from agentic_rag.llm.factory import get_chat_model
-    from agentic_rag.reader.features import collect_views
-    from agentic_rag.telemetry import read_rows
+    from agentic_rag.reader.features import collect_views, done_ids
+    from agentic_rag.telemetry import append_line, read_rows
 
     settings = Settings.load(preset=args.preset, overrides=args.override + ["PROBE_ENABLED=false"])
-    pairs = args.out / "pairs.jsonl"
     with tempfile.TemporaryDirectory() as tmp:
         if args.data is None:
             records = probe_training_records(SHARED, Path(tmp), args.squad, args.nq, args.snippets, args.removed,
                                              not args.no_hotpot, args.seed)
+            # multi-hop first, then the other sources mixed: a collection stopped early still holds every source
+            rest = [r for r in records if getattr(r, "source", None) != "hotpotqa"]
+            np.random.default_rng(args.seed).shuffle(rest)
+            records = [r for r in records if getattr(r, "source", None) == "hotpotqa"] + rest
         else:  # a benchmark split by name (prepared from the shared data as every benchmark prepares it), or a file
             named = str(args.data) in BENCHMARK_DATASETS and not args.data.exists()
             records = list(iter_records(benchmark_dataset(str(args.data), Path(tmp), SHARED) if named else args.data))
             records = records[: args.n] if args.n else records
-    n, skipped = write_pairs(records, settings, pairs, Path(args.data).stem if args.data else None)
-    print(f"{n} pairs in {pairs} ({skipped} refused before generation)", flush=True)
+    source = Path(args.data).stem if args.data else None
+    pairs = args.pairs or args.out.with_name(args.out.name + ".pairs.jsonl")
     if args.pairs_only:
+        n, skipped = write_pairs(records, settings, pairs, source)
+        print(f"{n} pairs in {pairs} ({skipped} refused before generation)", flush=True)
         return 0
-    rows = read_rows(pairs)
-    # multi-hop first, then the other sources mixed: a collection stopped early still holds every source
-    rest = [r for r in rows if not r["source"].startswith("hotpotqa")]
-    np.random.default_rng(args.seed).shuffle(rest)
-    rows = [r for r in rows if r["source"].startswith("hotpotqa")] + rest
+    known = {r["id"]: r for r in read_rows(pairs)}
+    done = done_ids(args.out) if args.out.is_dir() else set()
+
+    def rows():
+        for record in records:
+            if record.interaction_id in done:
+                continue
+            row = known.get(record.interaction_id) or reader_pair(record, settings, source)
+            if row is not None and record.interaction_id not in known:
+                append_line(pairs, json.dumps(row, ensure_ascii=False))  # the cross-encoder trains on the same pairs
+            if row is not None:
+                yield row
+
     model = get_chat_model(settings)
-    print(f"reading {', '.join(args.views)} at layer(s) {args.layers} of {Path(model.model_path).name} in {model.dtype}",
-          flush=True)
-    collect_views(model, rows, args.out, args.chunk, progress=True, layers=tuple(args.layers), views=tuple(args.views))
+    print(f"{len(done)} of {len(records)} records read before; reading {', '.join(args.views)} at layer(s) "
+          f"{args.layers} of {Path(model.model_path).name} in {model.dtype}", flush=True)
+    collect_views(model, rows(), args.out, args.chunk, progress=True, layers=tuple(args.layers), views=tuple(args.views),
+                  total=len(records), packed=not args.unpacked)
     return 0
 
 
@@ -398,9 +413,11 @@ def main() -> int:
     v.add_argument("--n", type=int, default=None, help="with --data: its first N records only")
     v.add_argument("--layers", type=int, nargs="+", default=[18], help="the layers kept (the forward pass stops after the deepest)")
     v.add_argument("--views", nargs="+", default=["last", "question"], choices=["last", "evidence", "question"])
-    v.add_argument("--chunk", type=int, default=25, help="rows per saved chunk (what a stopped run can lose)")
-    v.add_argument("--pairs-only", action="store_true", help="write the pairs and stop (no model is loaded)")
-    v.add_argument("--out", type=Path, default=ROOT / "artifacts" / "probe" / "views_train")
+    v.add_argument("--chunk", type=int, default=50, help="rows per saved chunk (what a stopped run can lose)")
+    v.add_argument("--pairs-only", action="store_true", help="write every record's pair and stop (no model is loaded)")
+    v.add_argument("--pairs", type=Path, default=None, help="the pairs file read and extended (default: OUT.pairs.jsonl)")
+    v.add_argument("--unpacked", action="store_true", help="keep the views as float16, not one byte per value")
+    v.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "probe" / "views" / "train")
     v.add_argument("--preset", default=None)
     v.add_argument("--override", nargs="*", default=[])
     cu = sub.add_parser("curve", help="the learning curve on the test splits' views, against the shipped probe")

@@ -244,6 +244,16 @@ def test_real_model_view_collection_saves_in_chunks_and_resumes_without_rereadin
         collect_views(model, pairs, some, layers=(4,), views=("last", "question"))
     with pytest.raises(ValueError, match="other views"):
         collect_views(model, pairs, some, layers=(3,))
+    # packed (one byte per value, to be committed): read back within a rounding step of the float16 views
+    packed = tmp_path / "packed"
+    assert collect_views(model, iter(pairs), packed, chunk=1, layers=(3,), views=("last", "question"), packed=True) == 2
+    back = load_views(packed)
+    assert np.load(packed / "chunk_0000.npz")["last"].dtype == np.uint8 and back["last"].dtype == np.float32
+    exact = views["last"].astype(np.float32)
+    steps = np.stack([np.load(packed / f"chunk_{i:04d}.npz")["last_step"] for i in range(2)])
+    assert np.all(np.abs(back["last"] - exact) <= steps / 2 + 1e-6)
+    with pytest.raises(ValueError, match="other packed"):
+        collect_views(model, pairs, packed, layers=(3,), views=("last", "question"))
 
 
 def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_gold(shared_data, tmp_path):

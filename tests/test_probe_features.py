@@ -106,3 +106,17 @@ def test_a_probe_fitted_on_some_layers_reads_the_layer_it_was_fitted_on():
     assert probe.layer == 18 and report["chosen_layer"] == 18 and probe.meta["cv_auc"] > 0.8
     with pytest.raises(ValueError, match=r"layers \[12\] were not collected"):
         fit_probe(views["last"], views["y"], [str(g) for g in views["groups"]], "key", layers=[12], collected=[18])
+
+
+def test_packing_keeps_each_value_within_half_a_step_of_its_chunks_scale():
+    from agentic_rag.reader.features import pack
+
+    rng = np.random.default_rng(3)
+    chunk = rng.normal(size=(25, 1, 64)).astype(np.float32) * rng.uniform(0.1, 30, size=64).astype(np.float32)
+    codes, lo, step = pack(chunk)
+    assert codes.dtype == np.uint8 and lo.shape == step.shape == (1, 64)
+    assert np.abs(lo + step * codes - chunk).max() <= step.max() / 2 + 1e-5
+    # the rounding is small against each dimension's spread: a standardised linear probe cannot tell it apart
+    assert (step / 2 / chunk.std(axis=0)).max() < 0.01
+    one, lo1, step1 = pack(chunk[:1])  # a chunk of one row keeps it as it is
+    assert np.allclose(lo1 + step1 * one, chunk[:1], atol=1e-6)

@@ -55,17 +55,30 @@ def generator_inputs(record: Any, settings: Any) -> tuple[list[BaseMessage], dic
     return (recorder.prompts[0], bundles[-1]) if recorder.prompts and bundles else None
 
 
-def write_pairs(records: list[Any], settings: Any, out: Path, source: str | None = None, progress: bool = True) -> tuple[int, int]:
-    """Append to ``out`` (JSON lines) one reader pair per record not already in it: the question, the sources
-    as its answer prompt shows them, the prompt itself, the label (1 = the sources answer it), its
-    cross-validation group and source (``source`` names an evaluation file's rows). A record refused before
-    generation has no prompt and no pair. Resumable: a rerun skips the ids ``out`` holds. The caller has
-    imported ``graphs``. Returns (pairs in ``out``, records refused before generation this time)."""
-    from tqdm import tqdm
-
+def reader_pair(record: Any, settings: Any, source: str | None = None) -> dict[str, Any] | None:
+    """The reader pair of one record (None when it is refused before generation, so no reader sees it): the
+    question, the sources as its answer prompt shows them, the prompt itself, the label (1 = the sources
+    answer it), its cross-validation group and source (``source`` names an evaluation file's rows). The
+    caller has imported ``graphs``."""
     from agentic_rag.datasets.crag import IDK
     from agentic_rag.datasets.probe_sets import group_of, source_of
     from agentic_rag.prompts import render_sources
+
+    first = generator_inputs(record, settings)
+    if first is None:
+        return None
+    prompt, bundle = first
+    group = group_of(record)
+    return {"id": record.interaction_id, "question": record.query, "sources": render_sources(bundle),
+            "label": int(record.answer != IDK), "group": group, "source": source or source_of(record.interaction_id, group),
+            "prompt": [[m.type, m.content] for m in prompt]}
+
+
+def write_pairs(records: list[Any], settings: Any, out: Path, source: str | None = None, progress: bool = True) -> tuple[int, int]:
+    """Append to ``out`` (JSON lines) the reader pair of each record not already in it. Resumable: a rerun
+    skips the ids ``out`` holds. Returns (pairs in ``out``, records refused before generation this time)."""
+    from tqdm import tqdm
+
     from agentic_rag.telemetry import read_rows
 
     done = {r["id"] for r in read_rows(out)}
@@ -74,16 +87,10 @@ def write_pairs(records: list[Any], settings: Any, out: Path, source: str | None
     with out.open("a", encoding="utf-8") as fh:
         for record in tqdm([r for r in records if r.interaction_id not in done], desc="reader pairs", unit="q",
                            disable=not progress):
-            first = generator_inputs(record, settings)
-            if first is None:
+            row = reader_pair(record, settings, source)
+            if row is None:
                 skipped += 1
                 continue
-            prompt, bundle = first
-            group = group_of(record)
-            row = {"id": record.interaction_id, "question": record.query, "sources": render_sources(bundle),
-                   "label": int(record.answer != IDK), "group": group,
-                   "source": source or source_of(record.interaction_id, group),
-                   "prompt": [[m.type, m.content] for m in prompt]}
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             fh.flush()
             done.add(record.interaction_id)
