@@ -77,14 +77,9 @@ def collect(args: argparse.Namespace) -> int:
 
 def compare(args: argparse.Namespace) -> int:
     from agentic_rag.eval.feature_report import compare_views, features_table
-    from agentic_rag.reader.features import load_views
+    from agentic_rag.reader.features import load_views, named_views
 
-    evals = {}
-    for spec in args.eval:
-        name, _, folder = spec.partition("=")
-        if not folder:
-            raise SystemExit(f"--eval {spec!r}: write NAME=FOLDER")
-        evals[name] = load_views(Path(folder))
+    evals = named_views(args.eval)
     report = compare_views(load_views(args.train), evals, args.layer, args.c, args.curve,
                            progress=lambda name, row: print(name, json.dumps(row)))
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +111,7 @@ def main() -> int:
     args = ap.parse_args()
     try:
         return {"collect": collect, "compare": compare}[args.cmd](args)
-    except (UserError, FileNotFoundError) as exc:
+    except (UserError, FileNotFoundError, ValueError) as exc:
         raise SystemExit(str(exc)) from None
 
 

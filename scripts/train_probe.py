@@ -41,8 +41,10 @@ os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")
 import numpy as np
 
 from agentic_rag.configuration import Settings
+from agentic_rag.errors import UserError
 from agentic_rag.datasets.crag import IDK, CragRecord, iter_records
 from agentic_rag.datasets.probe_sets import (
+    add_draw_arguments,
     answer_removed,
     as_snippets,
     base_id,
@@ -148,7 +150,7 @@ def views(args: argparse.Namespace) -> int:
 
     import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
     from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, benchmark_dataset
-    from agentic_rag.datasets.probe_sets import probe_training_records
+    from agentic_rag.datasets.probe_sets import training_draws
     from agentic_rag.eval.answer_prompts import reader_pair, write_pairs
     from agentic_rag.llm.factory import get_chat_model
     from agentic_rag.reader.features import collect_views, done_ids
@@ -157,8 +159,7 @@ def views(args: argparse.Namespace) -> int:
     settings = Settings.load(preset=args.preset, overrides=args.override + ["PROBE_ENABLED=false"])
     with tempfile.TemporaryDirectory() as tmp:
         if args.data is None:
-            records = probe_training_records(SHARED, Path(tmp), args.squad, args.nq, args.snippets, args.removed,
-                                             not args.no_hotpot, args.seed)
+            records = training_draws(args, SHARED, Path(tmp))
             # multi-hop first, then the other sources mixed: a collection stopped early still holds every source
             rest = [r for r in records if getattr(r, "source", None) != "hotpotqa"]
             np.random.default_rng(args.seed).shuffle(rest)
@@ -198,16 +199,10 @@ def curve(args: argparse.Namespace) -> int:
     """The learning curve to the full training size on each test split's views, against the shipped probe
     read on the same views: benchmarks/probe/learning_curve.{json,md,png}."""
     from agentic_rag.eval.probe_curve import curve_table, plot_curve, split_curve
-    from agentic_rag.reader.features import at_layer, load_views
+    from agentic_rag.reader.features import at_layer, load_views, named_views
     from agentic_rag.reader.probe import load_probe
 
-    train = load_views(args.train)
-    evals = {}
-    for spec in args.eval:
-        name, _, folder = spec.partition("=")
-        if not folder:
-            raise SystemExit(f"--eval {spec!r}: write NAME=FOLDER")
-        evals[name] = load_views(Path(folder))
+    train, evals = load_views(args.train), named_views(args.eval)
     shipped = load_probe(args.probe)
     baseline = {name: np.array([shipped.score(x.tolist()) for x in at_layer(views, "last", shipped.layer).astype(np.float64)])
                 for name, views in evals.items()}
@@ -402,12 +397,7 @@ def main() -> int:
     f.add_argument("--out", type=Path, default=PACKAGED_PROBE)
     f.add_argument("--report", type=Path, default=ROOT / "benchmarks" / "probe" / "training.json")
     v = sub.add_parser("views", help="the training rows as one resumable job: reader pairs, then their prefill views")
-    v.add_argument("--squad", type=int, default=3000, help="SQuAD 2.0 questions, half unanswerable")
-    v.add_argument("--nq", type=int, default=2200, help="NQ-open questions, half with near misses only")
-    v.add_argument("--snippets", type=int, default=400, help="of those NQ records, how many also as web-search snippets")
-    v.add_argument("--removed", type=int, default=500, help="answer-removed twins of answerable NQ records (at most)")
-    v.add_argument("--no-hotpot", action="store_true", help="leave out HotpotQA's dev half (with a twin per supporting page)")
-    v.add_argument("--seed", type=int, default=21)
+    add_draw_arguments(v)
     v.add_argument("--data", type=Path, default=None,
                    help="an evaluation split instead of the training draws: a benchmark name (squad200, hotpot_test, ...) or a CRAG file")
     v.add_argument("--n", type=int, default=None, help="with --data: its first N records only")
@@ -440,8 +430,11 @@ def main() -> int:
     sc.add_argument("--preset", default=None)
     sc.add_argument("--override", nargs="*", default=[])
     args = ap.parse_args()
-    return {"collect": collect, "fit": fit, "score": score, "views": views, "curve": curve,
-            "dtypes": dtypes}[args.cmd](args)
+    try:
+        return {"collect": collect, "fit": fit, "score": score, "views": views, "curve": curve,
+                "dtypes": dtypes}[args.cmd](args)
+    except (UserError, FileNotFoundError, ValueError) as exc:  # a bad file or argument: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Steps, each a thin caller of the package:
          file's pairs: AUC and refusal / false-refusal at fixed thresholds. Nothing is chosen here.
 
 Usage:
-  python scripts/train_reader.py pairs --squad 1200 --nq 600 --hotpot --out artifacts/reader/pairs.jsonl
+  python scripts/train_reader.py pairs --out artifacts/reader/pairs.jsonl
   python scripts/train_reader.py pairs --data data/squad200.jsonl --out artifacts/reader/squad200.jsonl
   python scripts/train_reader.py fit --pairs artifacts/reader/pairs.jsonl --device cuda
   python scripts/train_reader.py score --pairs artifacts/reader/squad200.jsonl --out benchmarks/reader_cross/score_squad200.json
@@ -42,13 +42,12 @@ def pairs(args: argparse.Namespace) -> int:
     import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
     from agentic_rag.configuration import Settings
     from agentic_rag.datasets.crag import iter_records
-    from agentic_rag.datasets.probe_sets import probe_training_records
+    from agentic_rag.datasets.probe_sets import training_draws
     from agentic_rag.eval.answer_prompts import write_pairs
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            records = list(iter_records(args.data)) if args.data else probe_training_records(
-                SHARED, Path(tmp), args.squad, args.nq, args.snippets, args.removed, args.hotpot, args.seed)
+            records = list(iter_records(args.data)) if args.data else training_draws(args, SHARED, Path(tmp))
         except FileNotFoundError as exc:
             raise SystemExit(str(exc)) from None
     if not records:
@@ -145,17 +144,13 @@ def _shown(path: Path) -> str:
 
 
 def main() -> int:
+    from agentic_rag.datasets.probe_sets import add_draw_arguments
     from agentic_rag.reader.cross_encoder import PACKAGED_CROSS_READER
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("pairs")
-    p.add_argument("--squad", type=int, default=1200, help="SQuAD 2.0 questions, half unanswerable")
-    p.add_argument("--nq", type=int, default=600, help="NQ-open questions, half with near misses only")
-    p.add_argument("--snippets", type=int, default=200, help="of those NQ records, how many also as web-search snippets")
-    p.add_argument("--removed", type=int, default=300, help="answer-removed twins of answerable records (at most)")
-    p.add_argument("--hotpot", action="store_true", help="HotpotQA's dev split, each question and its twin without one supporting page")
-    p.add_argument("--seed", type=int, default=21)
+    add_draw_arguments(p)
     p.add_argument("--data", type=Path, default=None, help="an evaluation file in CRAG format instead of the training draws")
     p.add_argument("--preset", default=None)
     p.add_argument("--out", type=Path, default=PAIRS)

@@ -291,3 +291,14 @@ def load_views(folder: Path) -> dict[str, np.ndarray]:
             part[view] = part.pop(f"{view}_lo") + part.pop(f"{view}_step") * part[view].astype(np.float32)
     out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in META}
     return out | {k: parts[0][k] for k in META if k in parts[0] and (k != "layers" or parts[0][k].size)}
+
+
+def named_views(specs: list[str]) -> dict[str, dict[str, np.ndarray]]:
+    """Collections named on a command line as NAME=FOLDER (the test splits a comparison scores on)."""
+    out = {}
+    for spec in specs:
+        name, _, folder = spec.partition("=")
+        if not folder:
+            raise ValueError(f"{spec!r}: write NAME=FOLDER")
+        out[name] = load_views(Path(folder))
+    return out
