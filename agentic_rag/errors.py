@@ -1,4 +1,5 @@
-"""The one base of every error a user can put right (a bad setting, dataset, run folder, index ...).
+"""The one base of every error a user can put right (a bad setting, dataset, run folder, index ...), and
+where outputs go: checked before the work that makes them, and written never through a link.
 
 The command line prints such an error as one line, labelled, and exits with its code, instead of a
 traceback; each command catches only what it adds to (a resume hint), not every kind one by one. Each
