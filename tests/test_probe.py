@@ -410,3 +410,31 @@ def test_snippet_view_keeps_the_answer_window_of_the_gold_page_and_groups_with_i
     assert view.interaction_id == "nq-7-answerable-snippets" and tp.base_id(view.interaction_id) == "nq-7"
     assert tp.group_of(view) == tp.group_of(record) == "nq-7"
     assert tp.source_of(view.interaction_id, tp.group_of(view)) == "nq_snippets"
+
+
+@pytest.mark.model
+def test_the_views_job_builds_pairs_as_it_goes_and_a_rerun_reads_nothing_again(tmp_path):
+    """`train_probe.py views` on a split: each record's pair built as the job reaches it (kept for the other
+    reader), its views read from a prefill that stops at the layers kept, in packed chunks; a rerun of the
+    same command reads nothing again."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from agentic_rag.reader.features import load_views
+    from agentic_rag.testing.records import toy_dataset
+
+    data = toy_dataset(tmp_path, n=3)
+    out = tmp_path / "views"
+    cmd = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "train_probe.py"), "views",
+           "--data", str(data), "--preset", "fast", "--layers", "2", "--chunk", "2", "--out", str(out),
+           "--override", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    views = load_views(out)
+    pairs = [json.loads(line) for line in out.with_name("views.pairs.jsonl").read_text().splitlines()]
+    assert sorted(views["ids"]) == sorted(p["id"] for p in pairs) and len(pairs) >= 1
+    assert views["last"].shape[1:] == (1, 896) and bool(views["packed"]) and list(views["layers"]) == [2]
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and f"{len(pairs)} of 3 records read before" in again.stdout
+    assert len(load_views(out)["ids"]) == len(pairs)  # nothing read twice
