@@ -85,6 +85,7 @@ class AnswerRecord(BaseModel):
     abstention_layer: str = ""  # one of gate.policy.LAYER_CODES' values, out_of_domain, invalid_selection or extension
     explanation: str = ""
     missing: list[str] = Field(default_factory=list)
+    chain: list[dict[str, Any]] = Field(default_factory=list)  # a multi-hop answer's hops (gate/chain.py), each quoted or missing
     options: list[dict[str, Any]] = Field(default_factory=list)
     tokens: dict[str, Any] = Field(default_factory=dict)
     llm_calls: int = 0
@@ -240,6 +241,8 @@ class Signals(SchemaTypedDict, total=False):
     support_verdict: float
     support_verdict_skipped: str
     verified_score: float | None
+    chain: list[dict[str, Any]]  # a multi-hop answer's hops: role, claim, quote, source, found (gate/chain.py)
+    hops_found: float | None  # the share of them a sentence states (None: single-hop, no chain)
     lp_mean: float | None  # the draft's mean token log-probability (nats; llm/logprobs.py)
     lp_min: float | None  # its least likely token's log-probability (nats)
     p_first: float | None  # the probability of its first token
@@ -279,6 +282,7 @@ class RAGState(TypedDict, total=False):
     anchors_proposed: list[AnchorInfo]
     anchors: list[AnchorInfo]  # the selected ones
     kind: str  # question kind for the type validators
+    hop_plan: dict[str, Any]  # anchors/hops.HopPlan: single, bridge or comparison, and what each hop must name
     paths: Annotated[list[WorkerPath], operator.add]  # every worker's path, all rounds
     held_ids: list[str]  # chunk ids of evidence already held
     round: int

@@ -6,7 +6,8 @@ from agentic_rag.configuration import Settings
 from agentic_rag.gate.fitted import FITTED_REASONS
 from agentic_rag.gate.policy import ACTIONS, REASONS, Flags, decide
 
-S = Settings.load(preset="fast")  # COVERAGE_MIN 0.5: the default 0 would leave the coverage routes unreachable
+# COVERAGE_MIN 0.5: the default 0 would leave the coverage routes unreachable; the chain check on (off by default)
+S = Settings.load(preset="fast", overrides={"CHAIN_CHECK": True})
 GOOD = {"overlap_est": 1.0, "faith_est": 1.0, "anchor_coverage": 1.0, "tokens_left": 2000, "stagnation": False}
 WEAK = {**GOOD, "overlap_est": 0.4, "faith_est": 0.2}
 UNCOVERED = {**GOOD, "anchor_coverage": 0.0}
@@ -45,7 +46,8 @@ CASES = [
     ("ABSTAIN_LLM_UNAVAILABLE", GOOD, flags(has_draft=False, llm_unavailable=True)),
     ("ABSTAIN_LLM_UNAVAILABLE", GOOD, flags(llm_unavailable=True)),  # a supported draft whose check failed
     ("ABSTAIN_LLM_UNAVAILABLE", GOOD, flags(has_draft=False, llm_unavailable=True, gate_reason="scores_too_low")),
-    ("ABSTAIN_EMPTY_ANSWER", GOOD, flags(has_draft=False, empty_draft=True)),  # not LOW_BUDGET: it was asked
+    ("ABSTAIN_EMPTY_ANSWER", GOOD, flags(has_draft=False, empty_draft=True)),
+    ("ABSTAIN_MISSING_HOP", {**GOOD, "hops_found": 0.5}, flags()),  # outranks every check after hedging  # not LOW_BUDGET: it was asked
 ]
 
 

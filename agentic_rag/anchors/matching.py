@@ -17,7 +17,10 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from bm25s.stopwords import STOPWORDS_EN
+
 from agentic_rag.anchors.lexicon import GENERIC_WORDS, lexicon_index
+from agentic_rag.text import strip_markup
 
 ANCHOR_TYPES = (
     "entity", "person", "org", "place", "work", "year", "quarter", "month", "date", "number", "unit",
@@ -429,3 +432,32 @@ def anchor_coverage(anchors: list[Anchor], text: str) -> tuple[float, list[Ancho
         return 1.0, []
     missing = [a for a in anchors if not anchor_in_text(a, text)]
     return (len(anchors) - len(missing)) / len(anchors), missing
+
+
+# -- names and numbers in text --------------------------------------------------------------------
+_NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|&)\s+){0,2}[A-Z][\w'&-]*)*)")  # "Society of the United States" is one name
+_POSSESSIVE = re.compile(r"'s?$")
+_FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also"}
+_NOT_NAMES = frozenset(STOPWORDS_EN) | _FILLER
+RE_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def claims_of(answer: str) -> list[str]:
+    """Checkable claims of a text: numbers and capitalised names that are not sentence-initial filler
+    (what an answer claims; what a question or a source sentence names)."""
+    text = strip_markup(answer)
+    out: list[str] = []
+    for m in RE_NUMBER.finditer(text):
+        out.append(m.group(0).rstrip(".,"))
+    for m in _NAME.finditer(text):
+        name = m.group(1).strip(" .")
+        words = name.split()
+        if words and words[0].lower() in _NOT_NAMES:
+            words = words[1:]  # "The Beatles" keeps "Beatles"; a sentence-initial "It" is dropped
+        name = _POSSESSIVE.sub("", " ".join(words))  # "Braddock's death" claims Braddock, as the source says
+        if name and name.lower() not in _NOT_NAMES:
+            out.append(name)
+    seen: dict[str, None] = {}
+    for c in out:
+        seen.setdefault(c, None)
+    return list(seen)

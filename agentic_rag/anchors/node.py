@@ -10,6 +10,7 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.anchors.inputs import out_of_domain, question_too_long
 from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors, select_anchors
+from agentic_rag.anchors.hops import plan_hops
 from agentic_rag.configuration import Settings
 from agentic_rag.nodes import Node
 from agentic_rag.state import RAGState
@@ -27,11 +28,13 @@ def predict_anchors_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     ood = out_of_domain(state["question"], settings)
     proposed = propose_anchors(state["question"], top_m=settings.agent.ANCHOR_TOP_M)
     selected = select_anchors(proposed, settings.agent.ANCHOR_MIN_SCORE)[: settings.agent.MAX_WORKERS]
+    kind = question_kind(state["question"], proposed)
     return {
         "started_at": started,
         "anchors_proposed": [a.to_dict() for a in proposed],
         "anchors": [a.to_dict() for a in selected],
-        "kind": question_kind(state["question"], proposed),
+        "kind": kind,
+        "hop_plan": plan_hops(state["question"], proposed, kind).to_dict(),
         "round": 1,
         "held_ids": [],
         "extra_terms": [],

@@ -37,6 +37,7 @@ from agentic_rag.datasets.crag import DataError
 from agentic_rag.errors import UserError, replace_file
 from agentic_rag.eval.provenance import signal_gaps, signals_unavailable
 from agentic_rag.events import clip
+from agentic_rag.gate.chain import hop_line
 from agentic_rag.state import citation_status
 
 
@@ -126,6 +127,10 @@ def ask(
     for c in result.citations:
         console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({citation_status(c.model_dump())}) {clip(c.quote, 160)}",
                       markup=False)
+    if result.chain:
+        console.print("evidence chain:")
+        for h in result.chain:
+            console.print(f"  {hop_line(h, 160)}", markup=False)
     for o in result.options:
         console.print(f"  option {o['id']}: {o['signature']} (best score {o['best_score']}): {clip(o['anchor_passage']['text'], 120)}")
     console.print(f"tokens: {result.tokens.get('total', 0)}  llm calls: {result.llm_calls}  latency: {result.latency_ms:.0f} ms")

@@ -83,6 +83,8 @@ REASON_LIST: tuple[Reason, ...] = (
            "question", "not_answerable"),
     Reason("ABSTAIN_NOT_VERIFIED", ABSTAIN, "the final check (verifier and/or quote probe) says the quoted "
            "sentences do not state the answer", "not_grounded"),
+    Reason("ABSTAIN_MISSING_HOP", ABSTAIN, "a hop of a multi-hop answer is stated by no page (`CHAIN_CHECK`): the "
+           "refusal names it", "not_grounded"),
     Reason("ABSTAIN_MISSING_ANCHORS", ABSTAIN, "entities, periods or units the question names are missing from "
            "the supporting text", "not_grounded"),
     Reason("ABSTAIN_LOW_SUPPORT", ABSTAIN, "anything else: the draft is not backed by the sources", "not_grounded"),
@@ -180,6 +182,9 @@ CHECKS: tuple[Check, ...] = (
     Check("anchor_coverage", "COVERAGE_MIN", "ABSTAIN_MISSING_ANCHORS", GATE,
           "anchor coverage {:.0%}, needed {:.0%}",
           "anchors.matching.anchor_coverage: share of the selected anchors in the supporting text"),
+    Check("hops_found", "HOPS_FOUND_MIN", "ABSTAIN_MISSING_HOP", GATE,
+          "{:.0%} of the answer's hops are stated by a page (needed {:.0%})",
+          "gate.chain.evidence_chain: the hops of a bridge or comparison answer that a sentence states", "CHAIN_CHECK"),
     Check("answerability", "ANSWERABILITY_MIN", "ABSTAIN_NOT_ANSWERABLE", GATE,
           "the answerability reader gives only {:.0%} that they answer this question (at least {:.0%} needed)",
           "reader.read: the probe on the answer prompt's state, from the generation call or the packaged reader",

@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.matching import RE_PERIOD_MENTION, Anchor
 from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
+from agentic_rag.gate.chain import draft_chain, hops_found
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.checks import DRAFT_CHECKS
 from agentic_rag.gate.crossencoder import entailment_probability
@@ -78,6 +79,7 @@ def read_round(state: RAGState, settings: Settings) -> DraftReading:
     """The draft read against this round's bundle (gate/signals.read_draft), with the answerability
     reader's reading of the prompt that wrote it, and NLI when a model is configured."""
     draft = state.get("draft", "")
+    passages = (state.get("bundle") or {}).get("passages", [])
     round_no = state.get("round", 1)
     paths = _round_paths(state)
     new_hits = sum(p["new_hits_ratio"] for p in paths) / len(paths) if paths else 0.0
@@ -86,6 +88,10 @@ def read_round(state: RAGState, settings: Settings) -> DraftReading:
         get_embedder(settings) if draft else None, new_hits_ratio=new_hits, rounds=round_no,
         stagnation=round_no > 1 and new_hits < settings.agent.NEW_HITS_EPS, kind=state.get("kind", "other"),
     )
+    if draft:  # a multi-hop answer's chain, hop by hop (gate/chain.py); none for a single-hop question
+        chain = draft_chain(state.get("hop_plan"), state["question"], strip_markup(draft, [p["text"] for p in passages]),
+                            state.get("kind", "other"), passages)
+        reading.signals.update(chain=chain, hops_found=hops_found(chain))
     probe = state.get("probe") or {}
     if draft and probe.get("status") == "scored":
         reading.signals["answerability"] = probe["answerability"]
@@ -282,6 +288,7 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "quote_answerability": signals.get("quote_answerability"),
         "p_right": getattr(decision, "p_right", None),  # GATE_POLICY=fitted (gate/fitted.py)
         "untrusted_sources": [u["n"] for u in signals.get("untrusted_sources", [])],
+        "chain": [{k: h.get(k) for k in ("hop", "role", "found", "n")} for h in signals.get("chain") or []],
         "probe": state.get("probe"),
         "confidence_gate": state.get("confidence"),
         "llm_error": state.get("llm_error"),

@@ -88,6 +88,8 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         return decided("ABSTAIN_EMPTY_ANSWER" if flags.empty_draft else "ABSTAIN_LOW_BUDGET")
     if flags.hedging and settings.baug.HEDGING_ENABLED:
         return decided("ABSTAIN_HEDGING")
+    if not passes(CHECK_BY_SIGNAL["hops_found"], signals, settings):  # under any policy: a hop no page states
+        return decided("ABSTAIN_MISSING_HOP")
     fitted = decision_in_force(settings)
     if fitted is not None:  # one fitted P(right) instead of the thresholds below
         return decide_fitted(signals, flags, settings, fitted)

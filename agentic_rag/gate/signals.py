@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, anchor_coverage, normalize_text
+from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, RE_NUMBER, anchor_coverage, claims_of, normalize_text
 from agentic_rag.budget import llm_calls, tokens_used
 from agentic_rag.gate.checks import Draft, computed_readings
 from agentic_rag.retrieval.hybrid import tokenize
@@ -39,32 +39,7 @@ from agentic_rag.text import (
 
 _STOP = frozenset(STOPWORDS_EN)
 _YES_NO = {"yes", "no"}
-_NUM = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|&)\s+){0,2}[A-Z][\w'&-]*)*)")  # "Society of the United States" is one name
-_POSSESSIVE = re.compile(r"'s?$")
-_FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also"}
-
-
-def claims_of(answer: str) -> list[str]:
-    """Checkable claims: numbers and capitalised names that are not sentence-initial filler."""
-    text = strip_markup(answer)
-    out: list[str] = []
-    for m in _NUM.finditer(text):
-        out.append(m.group(0).rstrip(".,"))
-    for m in _NAME.finditer(text):
-        name = m.group(1).strip(" .")
-        words = name.split()
-        if words and words[0].lower() in _STOP | _FILLER:
-            words = words[1:]  # "The Beatles" keeps "Beatles"; a sentence-initial "It" is dropped
-        name = _POSSESSIVE.sub("", " ".join(words))  # "Braddock's death" claims Braddock, as the source says
-        if name and name.lower() not in _STOP | _FILLER:
-            out.append(name)
-    seen: dict[str, None] = {}
-    for c in out:
-        seen.setdefault(c, None)
-    return list(seen)
-
-
+_NUM = RE_NUMBER
 def claim_in(claim: str, text: str) -> bool:
     if _NUM.fullmatch(claim):
         digits = claim.replace(",", "")

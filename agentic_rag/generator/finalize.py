@@ -18,6 +18,7 @@ from agentic_rag.anchors.matching import normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
 from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.budget import llm_calls, tokens_summary
+from agentic_rag.gate.chain import missing_hop
 from agentic_rag.configuration import Settings
 from agentic_rag.events import quoted_chunks
 from agentic_rag.gate.judge import combined_readings
@@ -238,6 +239,16 @@ def _missing_anchors(r: Refusal) -> tuple[str, list[str]]:
     return text[0].upper() + text[1:] + _untrusted_note(signals), r.missing
 
 
+def _missing_hop(r: Refusal) -> tuple[str, list[str]]:
+    """Which hops of the chain a page states, and the first one none does (what a user would look for)."""
+    chain = r.signals.get("chain") or []
+    found = [f"hop {h['hop']} ({h['claim']}) is stated by source {h['n']}" for h in chain if h["found"] and h.get("claim")]
+    missing = missing_hop(chain)
+    text = (f"The answer needs {len(chain)} steps and the sources state {sum(h['found'] for h in chain)} of them"
+            + (f": {'; '.join(found)}" if found else "") + f". Missing: {missing}.")
+    return text, [missing] if missing else r.missing
+
+
 def _low_support(r: Refusal) -> tuple[str, list[str]]:
     unsupported = missing_pieces(r.signals.get("unsupported_claims") or [], r.context)
     text = low_support_text(r.signals, r.settings)
@@ -276,6 +287,7 @@ EXPLANATIONS: dict[str, Callable[[Refusal], tuple[str, list[str]]]] = {
     "ABSTAIN_NOT_ANSWERABLE": _not_answerable,
     "ABSTAIN_NOT_VERIFIED": _not_verified,
     "ABSTAIN_MISSING_ANCHORS": _missing_anchors,
+    "ABSTAIN_MISSING_HOP": _missing_hop,
     "ABSTAIN_LOW_SUPPORT": _low_support,
 }
 
@@ -325,6 +337,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         llm_calls=calls,
         signals=signals,
         draft=state.get("draft", ""),
+        chain=signals.get("chain") or [],
     )
     ambiguity = state.get("ambiguity") or {}
     if decision["reason"] == "AMBIGUOUS_OPTIONS":

@@ -1,0 +1,126 @@
+"""The hop plan: whether a question needs its answer found in steps, and what each step must name.
+
+A multi-hop question asks about something it only describes. HotpotQA's two shapes:
+
+- **bridge**: "What government position was held by the woman who portrayed Corliss Archer in the film
+  Kiss and Tell?" Hop 1 finds the entity the question describes (a page linking Kiss and Tell to
+  Shirley Temple), hop 2 the asked fact about that entity (her page). Neither page alone answers.
+- **comparison**: "Who is older, Annie Morton or Terry Richardson?" One lookup per compared item (each
+  one's birth date), then the comparison.
+
+The plan is read from the question's shape and its anchors, with no model call: the question kind
+(kind.py) says comparison, and a question that names something and describes another thing
+by it (a relative clause, "the X of Y", a participle: "a film directed by") is a bridge. Everything
+else is ``single``: its path and its tokens are those of a one-passage question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentic_rag.anchors.matching import NAME_TYPES, Anchor, claims_of, normalize_text
+
+Shape = Literal["single", "bridge", "comparison"]
+SHAPES: tuple[Shape, ...] = ("single", "bridge", "comparison")
+
+# anchors that name a thing a page can be about; a "topic" anchor is a common noun ("government position")
+_NAMING = NAME_TYPES - {"topic", "unit", "category"}
+_WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\b\s*", re.IGNORECASE)  # "Which Australian" names "Australian"
+# a description hung on a named thing: a relative clause inside the question, "the <role> of", a participle
+_RELATIVE = re.compile(r"\S\s+(?:who|whom|whose|which|that|where)\s+\w")
+_ROLE_OF = re.compile(r"\b(?:the|a|an|its|his|her|their)\s+(?:\w+\s+){0,2}\w+\s+of\s+(?:the\s+)?[A-Z0-9\"']")
+_PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:\w+ed|written|sung|shown|known|born|made|run|held|founded)"
+                         r"\s+(?:by|in|as|for|from|at)\b")
+_POSSESSIVE = re.compile(r"[A-Z][\w.]*(?:\s+[A-Z][\w.]*)*'s?\s+\w")
+# "same", "both", "in common", "also": a yes/no question about two named things is a comparison
+_JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
+# what a comparison compares, read from its words: when (a date per item), how much (a number per item)
+_WHEN_WORDS = re.compile(r"\b(?:older|oldest|younger|youngest|earlier|earliest|later|latest|first|last|before|after|"
+                         r"born|founded|established|released|formed|created|opened|built|died|age)\b")
+_AMOUNT_WORDS = re.compile(r"\b(?:more|most|less|least|fewer|larger|largest|bigger|biggest|smaller|smallest|higher|"
+                           r"highest|lower|taller|tallest|shorter|longer|longest|busier|populous|population|many|much)\b")
+
+
+@dataclass(frozen=True)
+class HopPlan:
+    """What a chain for this question must show.
+
+    ``names`` are the named things the question starts from (a bridge's hop 1 must link one of them to
+    the entity it describes); ``items`` the compared things (a comparison has a hop per item), and
+    ``measure`` what each item's hop must state: a ``date``, an ``amount`` or any ``fact``."""
+
+    shape: Shape
+    names: tuple[str, ...] = ()
+    items: tuple[str, ...] = ()
+    measure: Literal["date", "amount", "fact"] = "fact"
+    why: str = ""  # what in the question decided the shape (the trace shows it)
+    hops: tuple[str, ...] = field(default=())  # each hop's role, in order
+
+    @property
+    def multi_hop(self) -> bool:
+        return self.shape != "single"
+
+    def to_dict(self) -> dict:
+        return {"shape": self.shape, "names": list(self.names), "items": list(self.items), "measure": self.measure,
+                "why": self.why, "hops": list(self.hops)}
+
+
+def question_names(question: str, anchors: list[Anchor]) -> list[str]:
+    """The named things of a question, in the question's order: its naming anchors and the capitalised
+    names and numbers a reader sees in it (the anchor predictor may keep "Kiss" of "Kiss and Tell", the
+    claims reader "Kiss" and "Tell"; either names the film to a page that does). A name inside a longer
+    one is that one ("Nicholas II" of "Emperor Nicholas II"); a lower-case anchor is a common noun, and
+    the question's capitalised first word a name only when the anchor predictor says so ("Hayden is a
+    singer", not "Out of two colonies")."""
+    tagged = [_WH.sub("", a.text) for a in anchors if a.type in _NAMING or a.type == "year"]
+    found = [*tagged, *(_WH.sub("", c) for c in claims_of(question))]
+    folded = normalize_text(question)
+    first = normalize_text(question.split()[0]) if question.split() else ""
+    at: dict[str, int] = {}
+    for name in found:
+        key = normalize_text(name).strip()
+        if not key or name in at or not re.search(r"[A-Z0-9]", name) or (key == first and name not in tagged):
+            continue
+        where = folded.find(key)
+        if where >= 0:
+            at[name] = where
+    longest = [n for n in at if not any(n != m and re.search(rf"(?<!\w){re.escape(normalize_text(n))}(?!\w)", normalize_text(m))
+                                        for m in at)]
+    return sorted(longest, key=at.get)
+
+
+def _items(question: str, names: list[str]) -> list[str]:
+    """The compared things: the names on either side of the question's "or" or "and"."""
+    q = normalize_text(question)
+    for joint in (" or ", " and "):
+        head, sep, tail = q.rpartition(joint)
+        if not sep:
+            continue
+        left = [n for n in names if normalize_text(n) in head]
+        right = [n for n in names if normalize_text(n) in tail]
+        if left and right:
+            return [left[-1], right[0]]
+    return names[:2] if len(names) >= 2 else []
+
+
+def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
+    """The question's hop plan (see the module's docstring); ``kind`` is anchors/kind.question_kind's."""
+    names = question_names(question, anchors)
+    lowered = normalize_text(question)
+    joint = kind == "yes_no" and _JOINT.search(lowered) and len(names) >= 2
+    if kind == "comparison" or joint or re.search(r"\bin common\b", lowered):
+        items = _items(question, names)
+        if len(items) == 2:
+            measure = "date" if _WHEN_WORDS.search(lowered) else "amount" if _AMOUNT_WORDS.search(lowered) else "fact"
+            return HopPlan("comparison", tuple(names), tuple(items), measure,
+                           why="compares " + " and ".join(items), hops=tuple(f"item:{i}" for i in items))
+    if not names:
+        return HopPlan("single", why="names nothing to start from")
+    for cue, pattern in (("a relative clause", _RELATIVE), ("'the ... of'", _ROLE_OF), ("a participle", _PARTICIPLE),
+                         ("a possessive", _POSSESSIVE)):
+        if pattern.search(question):
+            return HopPlan("bridge", tuple(names), why=f"describes what it asks about by {cue}",
+                           hops=("bridge", "answer"))
+    return HopPlan("single", tuple(names), why="asks about what it names")

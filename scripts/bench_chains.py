@@ -1,0 +1,32 @@
+"""The evidence chain read on HotpotQA with gold answers: benchmarks/chain/gold_chains_SPLIT.{json,md}.
+
+Usage: python scripts/bench_chains.py [--split dev|test] [--shared ../shared/data] [--out benchmarks/chain]
+Tune on dev; test is for reporting.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agentic_rag.datasets.prepare.benchmarks import HOTPOT_FILES
+from agentic_rag.eval.chain_report import gold_chains_markdown, write_gold_chains
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "chain")
+    args = parser.parse_args()
+    files = [args.shared / "hotpotqa" / name for name in HOTPOT_FILES]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        parser.exit(2, f"error: not found: {', '.join(missing)} (--shared names the shared data folder)\n")
+    print(gold_chains_markdown(write_gold_chains(files, args.split, args.out)))
+
+
+if __name__ == "__main__":
+    main()

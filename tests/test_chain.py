@@ -1,0 +1,155 @@
+"""Multi-hop answers as evidence chains: the hop plan, each hop found and quoted on its own page, a
+missing hop named, and the decision that refuses on it (chain/, gate/policy.py, generator/finalize.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.anchors.kind import question_kind
+from agentic_rag.anchors.predictor import propose_anchors
+from agentic_rag.gate.chain import answer_claims, draft_chain, evidence_chain, hop_line, hops_found, missing_hop
+from agentic_rag.anchors.hops import plan_hops
+from agentic_rag.configuration import Settings
+from agentic_rag.gate.policy import Flags, decide
+from agentic_rag.generator.finalize import build_record
+
+BRIDGE_Q = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+FILM = ("Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley "
+        "Temple as Corliss Archer. In the film, two teenage girls cause their respective parents much concern.")
+PERSON = ("Shirley Temple", "Shirley Temple Black was an American actress, singer, dancer and diplomat. As an adult, "
+          "she was named United States ambassador to Ghana and to Czechoslovakia and also served as Chief of Protocol "
+          "of the United States.")
+OTHER = ("Meet Corliss Archer", "Meet Corliss Archer is an American radio sitcom. The program was an adaptation of "
+         "the radio series of the same name.")
+COMPARE_Q = "Who is older, Annie Morton or Terry Richardson?"
+MORTON = ("Annie Morton", "Annie Morton (born October 8, 1970) is an American model born in Pennsylvania. She has been "
+          "photographed by Terry Richardson and Peter Lindbergh.")
+RICHARDSON = ("Terry Richardson", "Terrence Richardson (born August 14, 1965) is an American fashion and portrait "
+              "photographer.")
+
+
+def _passages(*pages: tuple[str, str]) -> list[dict]:
+    return [{"n": i, "page_name": name, "text": text, "chunk_id": f"c{i}"} for i, (name, text) in enumerate(pages, 1)]
+
+
+def _plan(question: str):
+    anchors = propose_anchors(question, top_m=8)
+    return plan_hops(question, anchors, question_kind(question, anchors))
+
+
+@pytest.mark.parametrize("question, shape", [
+    (BRIDGE_Q, "bridge"),
+    ("2014 S/S is the debut album of a South Korean boy group that was formed by who?", "bridge"),
+    (COMPARE_Q, "comparison"),
+    ("Are the Laleli Mosque and Esma Sultan Mansion located in the same neighborhood?", "comparison"),
+    ("What profession does Kazuyuki Fujita and Gilbert Yvel have in common?", "comparison"),
+    ("In what country is Normandy located?", "single"),
+    ("When did Beyonce start becoming popular?", "single"),
+])
+def test_the_plan_reads_the_question_shape_without_a_model(question, shape):
+    plan = _plan(question)
+    assert plan.shape == shape, plan
+    assert plan.multi_hop == (shape != "single")
+    if shape == "comparison":
+        assert len(plan.items) == 2 and len(plan.hops) == 2
+
+
+def test_a_comparison_measures_what_it_compares():
+    assert _plan(COMPARE_Q).measure == "date"
+    assert _plan(COMPARE_Q).items == ("Annie Morton", "Terry Richardson")
+    assert _plan("Which airport is busier, Palm Springs International Airport or Trenton-Mercer Airport?").measure == "amount"
+
+
+def test_a_bridge_chain_quotes_each_hop_from_its_own_page():
+    plan = _plan(BRIDGE_Q)
+    chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON, OTHER))
+    assert [h["found"] for h in chain] == [True, True] and hops_found(chain) == 1.0
+    hop1, hop2 = chain
+    assert hop1["n"] == 1 and hop1["quote"] in FILM[1] and "Shirley Temple" in hop1["quote"]
+    assert hop2["n"] == 2 and hop2["quote"] in PERSON[1] and "Chief of Protocol" in hop2["quote"]
+    assert "Shirley Temple" in hop1["claim"] and missing_hop(chain) == ""
+    assert hop_line(hop2).startswith("hop 2 (answer) [2] Shirley Temple:")
+
+
+@pytest.mark.parametrize("removed, missing_index, named", [(FILM, 0, "Corliss Archer"), (PERSON, 1, "about Shirley Temple states the answer")])
+def test_a_twin_without_one_page_names_the_hop_that_page_held(removed, missing_index, named):
+    """The planted case: the hop is absent exactly when its page is, and the refusal names that hop."""
+    plan = _plan(BRIDGE_Q)
+    pages = [p for p in (FILM, PERSON, OTHER) if p is not removed]
+    chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(*pages))
+    assert not chain[missing_index]["found"] and hops_found(chain) < 1.0
+    assert named in missing_hop(chain) and missing_hop(chain) == chain[missing_index]["missing"]
+    assert hop_line(chain[missing_index]).startswith(f"hop {missing_index + 1}") and "MISSING" in hop_line(chain[missing_index])
+
+
+ARENA_Q = "The arena where the Lewiston Maineiacs played their home games can seat how many people?"
+TEAM = ("Lewiston Maineiacs", "The Lewiston Maineiacs were a junior ice hockey team. The team played its home games at "
+        "the Androscoggin Bank Colisée.")
+ARENA = ("Androscoggin Bank Colisée", "The Androscoggin Bank Colisée is a 4,000 capacity (3,677 seated) multi-purpose "
+         "arena in Lewiston, Maine.")
+RINK = ("Dwyer Arena", "The main rink can seat up to 1,400 people and is the home to the Niagara Purple Eagles.")
+
+
+def test_a_draft_is_chained_through_the_bridge_it_names():
+    """A draft that names bridge and answer either way round is chained; one that states the answer of
+    the arena it names, when a page says it of another arena, is not."""
+    passages = _passages(FILM, PERSON, OTHER)
+    ok = draft_chain(_plan(BRIDGE_Q).to_dict(), BRIDGE_Q, "Shirley Temple served as Chief of Protocol.", "other", passages)
+    assert hops_found(ok) == 1.0 and ok[1]["n"] == 2
+    plan = _plan(ARENA_Q)
+    assert plan.shape == "bridge"
+    arenas = _passages(TEAM, ARENA, RINK)
+    right = draft_chain(plan.to_dict(), ARENA_Q, "The Androscoggin Bank Colisée seats 3,677 people.", "numeric", arenas)
+    assert hops_found(right) == 1.0 and [h["n"] for h in right] == [1, 2]
+    wrong = draft_chain(plan.to_dict(), ARENA_Q, "The Androscoggin Bank Colisée can seat up to 1,400 people.", "numeric", arenas)
+    assert [h["found"] for h in wrong] == [True, False]
+    assert missing_hop(wrong) == "no page about Androscoggin Bank Colisée states the answer the draft gives"
+
+
+def test_a_comparison_needs_each_item_stated_on_its_own_page():
+    plan = _plan(COMPARE_Q)
+    chain = evidence_chain(plan, [], _passages(MORTON, RICHARDSON))
+    assert [h["n"] for h in chain] == [1, 2] and hops_found(chain) == 1.0
+    assert "1965" in chain[1]["quote"]
+    # Morton's page names Richardson, but gives no date of his: the hop is missing, and named
+    twin = evidence_chain(plan, [], _passages(MORTON))
+    assert [h["found"] for h in twin] == [True, False]
+    assert missing_hop(twin) == "no page states a date about Terry Richardson"
+
+
+def test_a_single_hop_question_has_no_chain_and_no_reading():
+    question = "In what country is Normandy located?"
+    chain = draft_chain(_plan(question).to_dict(), question, "Normandy is in France.", "other",
+                        _passages(("Normans", "The Normans gave their name to Normandy, a region in France.")))
+    assert chain == [] and hops_found(chain) is None
+
+
+def _signals(chain):
+    return {"overlap_est": 1.0, "faith_est": 1.0, "answer_relevance": 0.9, "anchor_coverage": 1.0,
+            "answerability": 0.9, "chain": chain, "hops_found": hops_found(chain), "missing_anchors": []}
+
+
+def test_the_decision_refuses_a_missing_hop_only_with_the_chain_check_on():
+    plan = _plan(BRIDGE_Q)
+    chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(PERSON, OTHER))
+    flags = Flags(has_evidence=True, has_draft=True, kind="other")
+    thresholds = {"GATE_POLICY": "thresholds"}
+    off = decide(_signals(chain), flags, Settings.load(overrides=thresholds))
+    on = decide(_signals(chain), flags, Settings.load(overrides={**thresholds, "CHAIN_CHECK": True}))
+    assert off.reason != "ABSTAIN_MISSING_HOP" and on.reason == "ABSTAIN_MISSING_HOP"
+    whole = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON))
+    assert decide(_signals(whole), flags, Settings.load(overrides={**thresholds, "CHAIN_CHECK": True})).reason == "STOP_OVERLAP_OK"
+
+
+def test_a_refusal_on_a_missing_hop_says_which_hops_were_found_and_names_the_missing_one():
+    plan = _plan(BRIDGE_Q)
+    chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, OTHER))
+    assert chain[0]["found"] and not chain[1]["found"]
+    settings = Settings.load(overrides={"CHAIN_CHECK": True})
+    state = {"question": BRIDGE_Q, "draft": "Shirley Temple was Chief of Protocol.", "signals": _signals(chain),
+             "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_MISSING_HOP"}}
+    record = build_record(state, "agent", settings, {}, 1)
+    assert record.status == "refuse" and record.abstention_layer == "not_grounded"
+    assert record.missing == [missing_hop(chain)] and "about Shirley Temple states the answer" in record.missing[0]
+    assert "needs 2 steps" in record.explanation and "hop 1" in record.explanation
+    assert record.chain == chain
