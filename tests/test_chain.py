@@ -7,7 +7,9 @@ import pytest
 
 from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors
-from agentic_rag.gate.chain import answer_claims, draft_chain, evidence_chain, hop_line, hops_found, missing_hop
+from agentic_rag.gate.chain import (
+    answer_claims, draft_chain, evidence_chain, hop_line, hops_found, missing_hop, next_hop_query,
+)
 from agentic_rag.anchors.hops import plan_hops
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import Flags, decide
@@ -125,20 +127,36 @@ def test_a_single_hop_question_has_no_chain_and_no_reading():
 
 
 def _signals(chain):
-    return {"overlap_est": 1.0, "faith_est": 1.0, "answer_relevance": 0.9, "anchor_coverage": 1.0,
+    return {"overlap_est": 1.0, "faith_est": 1.0, "answer_relevance": 0.9, "anchor_coverage": 1.0, "tokens_left": 4000,
             "answerability": 0.9, "chain": chain, "hops_found": hops_found(chain), "missing_anchors": []}
 
 
-def test_the_decision_refuses_a_missing_hop_only_with_the_chain_check_on():
+def test_the_decision_searches_for_a_missing_hop_once_then_refuses_only_with_the_chain_check_on():
     plan = _plan(BRIDGE_Q)
     chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(PERSON, OTHER))
     flags = Flags(has_evidence=True, has_draft=True, kind="other")
     thresholds = {"GATE_POLICY": "thresholds"}
     off = decide(_signals(chain), flags, Settings.load(overrides=thresholds))
-    on = decide(_signals(chain), flags, Settings.load(overrides={**thresholds, "CHAIN_CHECK": True}))
-    assert off.reason != "ABSTAIN_MISSING_HOP" and on.reason == "ABSTAIN_MISSING_HOP"
+    on = Settings.load(overrides={**thresholds, "CHAIN_CHECK": True})
+    assert off.reason not in ("ABSTAIN_MISSING_HOP", "RETRIEVE_MISSING_HOP")
+    assert decide(_signals(chain), flags, on).reason == "RETRIEVE_MISSING_HOP"
+    searched = Flags(has_evidence=True, has_draft=True, kind="other", one_shot_done=True)
+    assert decide(_signals(chain), searched, on).reason == "ABSTAIN_MISSING_HOP"
     whole = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON))
-    assert decide(_signals(whole), flags, Settings.load(overrides={**thresholds, "CHAIN_CHECK": True})).reason == "STOP_OVERLAP_OK"
+    assert decide(_signals(whole), flags, on).reason == "STOP_OVERLAP_OK"
+
+
+def test_the_next_hop_is_searched_from_what_the_hop_before_it_found():
+    """Hop 1 found Shirley Temple on the film's page: hop 2's search is her name and what that page did
+    not say; a missing link is searched from the question's names; a missing item by its name."""
+    plan = _plan(BRIDGE_Q)
+    no_person = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, OTHER))
+    query = next_hop_query(no_person, BRIDGE_Q)
+    assert query.startswith("Shirley Temple") and "government" in query and "position" in query
+    assert "kiss" not in query.lower()  # the film's page said that
+    assert next_hop_query(evidence_chain(_plan(COMPARE_Q), [], _passages(MORTON)), COMPARE_Q).startswith("Terry Richardson")
+    assert next_hop_query(evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q),
+                                         _passages(FILM, PERSON)), BRIDGE_Q) == ""
 
 
 def test_a_refusal_on_a_missing_hop_says_which_hops_were_found_and_names_the_missing_one():

@@ -63,10 +63,14 @@ def _about(name: str, s: Sentence) -> bool:
     return _states(name, s.text) or (len(name) >= 3 and normalize_text(name) == normalize_text(s.page))
 
 
-def _hop(role: str, claim: str, s: Sentence | None, missing: str) -> dict[str, Any]:
+def _hop(role: str, claim: str, s: Sentence | None, missing: str, entity: str = "") -> dict[str, Any]:
+    """One hop; ``entity`` is what it is about (the bridge, or the compared item): the next hop's search
+    starts from it."""
     if s is None:
-        return {"role": role, "claim": claim, "found": False, "missing": missing, "quote": "", "n": None, "page": ""}
-    return {"role": role, "claim": claim, "found": True, "missing": "", "quote": s.text, "n": s.n, "page": s.page}
+        return {"role": role, "claim": claim, "entity": entity, "found": False, "missing": missing, "quote": "",
+                "n": None, "page": ""}
+    return {"role": role, "claim": claim, "entity": entity, "found": True, "missing": "", "quote": s.text, "n": s.n,
+            "page": s.page}
 
 
 def _names_in(text: str, exclude: Iterable[str]) -> list[str]:
@@ -113,19 +117,21 @@ def bridge_chain(plan: HopPlan, answer_claims: list[str], sentences: list[Senten
                 best = (*score, s1, s2, bridge)
     if best and best[0] >= CHAIN_NAMES_MIN * len(names):
         _, _, s1, s2, bridge = best
-        return [_hop("bridge", f"{bridge} is what the question describes", s1, ""), _hop("answer", f"{answer} ({bridge})", s2, "")]
+        return [_hop("bridge", f"{bridge} is what the question describes", s1, "", bridge),
+                _hop("answer", f"{answer} ({bridge})", s2, "", bridge)]
     if best:
         _, _, s1, s2, bridge = best
         unstated = [n for n in names if n not in _names_held(names, (s1, s2))]
-        return [_hop("bridge", "", None, f"no page links {' and '.join(unstated)} to {bridge}"),
-                _hop("answer", f"{answer} ({bridge})", s2, "")]
+        return [_hop("bridge", "", None, f"no page links {' and '.join(unstated)} to {bridge}", bridge),
+                _hop("answer", f"{answer} ({bridge})", s2, "", bridge)]
     # no sentence states the answer: hop 1 may still be found, the sentence that holds the question's
     # names and one name more (the draft's bridge, when it names one)
     link, described = _best_link(names, sentences, held, answer_claims)
     start = " or ".join(names[:3])
     return [_hop("bridge", f"{described} is what the question describes", link,
-                 f"no page links {start} to the entity the question describes"),
-            _hop("answer", answer, None, f"no page{f' about {described}' if described else ''} states the answer the draft gives")]
+                 f"no page links {start} to the entity the question describes", described),
+            _hop("answer", answer, None, f"no page{f' about {described}' if described else ''} states the answer the draft gives",
+                 described)]
 
 
 def _best_link(names: list[str], sentences: list[Sentence], held: list[str],
@@ -166,7 +172,7 @@ def comparison_chain(plan: HopPlan, sentences: list[Sentence]) -> list[dict[str,
         own = [s for s in sentences if normalize_text(item) == normalize_text(s.page)]
         named = [s for s in sentences if s not in own and claim_in(item, s.text[: SUBJECT_CHARS + len(item)])]
         hit = next((s for s in [*own, *named] if _measures(s, plan.measure)), None)
-        hops.append(_hop("item", f"{what} about {item}", hit, f"no page states {what} about {item}"))
+        hops.append(_hop("item", f"{what} about {item}", hit, f"no page states {what} about {item}", item))
     return hops
 
 
@@ -189,6 +195,20 @@ def hops_found(chain: list[dict[str, Any]]) -> float | None:
 def missing_hop(chain: list[dict[str, Any]]) -> str:
     """What a refusal names: the first hop no page states."""
     return next((h["missing"] for h in chain if not h["found"]), "")
+
+
+def next_hop_query(chain: list[dict[str, Any]], question: str) -> str:
+    """The search for the first missing hop, keyed by what the hop before it found: the bridge entity
+    with the question's words its page did not state ("Shirley Temple government position held"), the
+    question's names for a missing link, the compared item with what is compared."""
+    from agentic_rag.gate.signals import unmatched_question_terms
+
+    hop = next((h for h in chain if not h["found"]), None)
+    if hop is None:
+        return ""
+    said = " ".join(h["quote"] for h in chain if h["found"])
+    asked = unmatched_question_terms(question, said) if said else []
+    return " ".join(dict.fromkeys(t for t in [hop.get("entity", ""), *asked] if t))
 
 
 def answer_claims(answer: str, question: str) -> list[str]:

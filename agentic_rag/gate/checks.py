@@ -54,6 +54,8 @@ REASON_LIST: tuple[Reason, ...] = (
     Reason("STOP_SINGLE_PASS", STOP, "the baseline (one retrieval, one answer, no checks)", policy=False),
     Reason("RETRIEVE_MISSING_ANCHORS", RETRIEVE_MORE, "anchors are missing from the evidence and one more round "
            "is affordable"),
+    Reason("RETRIEVE_MISSING_HOP", RETRIEVE_MORE, "a hop of a multi-hop answer is stated by no page (`CHAIN_CHECK`) "
+           "and one more round is affordable: a search for that hop, from what the hop before it found"),
     Reason("REFLECT_LOW_FAITH", REFLECT, "a weakly supported draft worth one revision"),
     Reason("ABSTAIN_QUESTION_TOO_LONG", ABSTAIN, "the question is longer than `MAX_QUESTION_CHARS`",
            "question_too_long", INPUT),

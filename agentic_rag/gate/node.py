@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.matching import RE_PERIOD_MENTION, Anchor
 from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
-from agentic_rag.gate.chain import draft_chain, hops_found
+from agentic_rag.gate.chain import draft_chain, hops_found, next_hop_query
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.checks import DRAFT_CHECKS
 from agentic_rag.gate.crossencoder import entailment_probability
@@ -250,8 +250,11 @@ def decide_node(state: RAGState, config: RunnableConfig) -> dict[str, Any]:
         missing = signals["missing_anchors"] + validation.get("missing", []) + list(request.get("terms", []))
         # the next hop: the page of the entity the draft names, searched by its name and what it lacks
         hop = signals.get("hop_names", []) if signals["missing_anchors"] or validation.get("missing") else []
+        hop_query = " ".join(dict.fromkeys(hop + missing)) if hop else ""
+        if decision.reason == "RETRIEVE_MISSING_HOP":  # the chain's missing hop, searched from the hop before it
+            hop_query = next_hop_query(signals.get("chain") or [], state["question"])
         update.update(round=state.get("round", 1) + 1, one_shot_done=True, extra_terms=list(dict.fromkeys(missing)),
-                      hop_query=" ".join(dict.fromkeys(hop + missing)) if hop else "")
+                      hop_query=hop_query)
     return update
 
 

@@ -89,7 +89,7 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     if flags.hedging and settings.baug.HEDGING_ENABLED:
         return decided("ABSTAIN_HEDGING")
     if not passes(CHECK_BY_SIGNAL["hops_found"], signals, settings):  # under any policy: a hop no page states
-        return decided("ABSTAIN_MISSING_HOP")
+        return decided("RETRIEVE_MISSING_HOP" if can_retrieve_more(signals, flags, settings) else "ABSTAIN_MISSING_HOP")
     fitted = decision_in_force(settings)
     if fitted is not None:  # one fitted P(right) instead of the thresholds below
         return decide_fitted(signals, flags, settings, fitted)

@@ -34,6 +34,15 @@ def split_of(question_id: str) -> str:
     return "dev" if int(question_id[:8], 16) % 2 == 0 else "test"
 
 
+def question_id(raw: dict[str, Any], question: str) -> str:
+    """A question's id: its own (``_id``), or one made from its text (the shared first-100 file has none)."""
+    return str(raw.get("_id") or raw.get("id") or sha1(question)[:16])
+
+
+def in_split(qid: str, split: str) -> bool:
+    return split == "all" or split_of(sha1(qid)) == split
+
+
 def paragraphs_of(raw: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(title, sentences) per paragraph, from either layout: the original ``[[title, [sentences]], ...]``
     or the column layout ``{title: [...], sentences: [[...], ...]}``."""
@@ -131,9 +140,8 @@ def prepare_hotpotqa(
             bad(lineno, str(exc))
             continue
         bad.good()
-        qid = str(raw.get("_id") or raw.get("id") or sha1(question)[:16])
-        qid_hash = sha1(qid)
-        if split != "all" and split_of(qid_hash) != split:
+        qid = question_id(raw, question)
+        if not in_split(qid, split):
             continue
         questions.append({"line": lineno, "id": qid, "question": question, "answer": answer,
                           "type": str(raw.get("type") or "bridge"), "level": str(raw.get("level") or ""),
