@@ -7,10 +7,12 @@ Tune on dev; test is for reporting.
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
-from agentic_rag.datasets.prepare.benchmarks import HOTPOT_FILES
-from agentic_rag.eval.chain_report import gold_chains_markdown, write_gold_chains
+from agentic_rag.datasets.crag import iter_records
+from agentic_rag.datasets.prepare.benchmarks import HOTPOT_FILES, benchmark_dataset
+from agentic_rag.eval.chain_report import gold_chains_markdown, single_hop_exposure, write_gold_chains
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +27,12 @@ def main() -> None:
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         parser.exit(2, f"error: not found: {', '.join(missing)} (--shared names the shared data folder)\n")
-    print(gold_chains_markdown(write_gold_chains(files, args.split, args.out)))
+    exposure = []
+    if args.split == "test":  # the single-passage test split: what the chain check could cost there
+        with tempfile.TemporaryDirectory() as work:
+            squad = benchmark_dataset("squad200", Path(work), args.shared)
+            exposure.append(single_hop_exposure(list(iter_records(squad)), "squad200"))
+    print(gold_chains_markdown(write_gold_chains(files, args.split, args.out, exposure)))
 
 
 if __name__ == "__main__":

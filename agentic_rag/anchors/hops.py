@@ -10,7 +10,8 @@ A multi-hop question asks about something it only describes. HotpotQA's two shap
 
 The plan is read from the question's shape and its anchors, with no model call: the question kind
 (kind.py) says comparison, and a question that names something and describes another thing
-by it (a relative clause, "the X of Y", a participle: "a film directed by") is a bridge. Everything
+by it (a relative clause, a participle: "a film directed by", a role: "the father of Kasper Schmeichel")
+is a bridge. "The battle of Hastings" and "Normandy's exports" name one thing: no cue. Everything
 else is ``single``: its path and its tokens are those of a one-passage question.
 """
 
@@ -20,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agentic_rag.anchors.matching import NAME_TYPES, Anchor, claims_of, normalize_text
+from agentic_rag.anchors.matching import NAME_TYPES, RE_NUMBER, Anchor, claims_of, normalize_text
 
 Shape = Literal["single", "bridge", "comparison"]
 SHAPES: tuple[Shape, ...] = ("single", "bridge", "comparison")
@@ -29,11 +30,16 @@ SHAPES: tuple[Shape, ...] = ("single", "bridge", "comparison")
 _NAMING = NAME_TYPES - {"topic", "unit", "category"}
 _WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\b\s*", re.IGNORECASE)  # "Which Australian" names "Australian"
 # a description hung on a named thing: a relative clause inside the question, "the <role> of", a participle
-_RELATIVE = re.compile(r"\S\s+(?:who|whom|whose|which|that|where)\s+\w")
-_ROLE_OF = re.compile(r"\b(?:the|a|an|its|his|her|their)\s+(?:\w+\s+){0,2}\w+\s+of\s+(?:the\s+)?[A-Z0-9\"']")
+# a clause hung on a noun inside the question ("the woman who portrayed ..."), not the question's own
+# wh-phrase ("From which countries ...", "In which movie ..."); a participle phrase ("a 2004 film directed
+# by"); a role of a named thing ("the director of Big Stone Gap": "the battle of Hastings" names one thing)
+_RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?:who|whom|whose|which|that|where)\s+\w", re.IGNORECASE)
+_ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|brother|sister|founder|creator|author|"
+                      r"writer|composer|producer|owner|publisher|developer|manufacturer|designer|architect|star|host|"
+                      r"leader|president|coach|captain|successor|predecessor|parent company|headquarters|capital|"
+                      r"birthplace|hometown|spouse|child|children|members?)\s+of\s+(?:the\s+)?\S", re.IGNORECASE)
 _PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:\w+ed|written|sung|shown|known|born|made|run|held|founded)"
                          r"\s+(?:by|in|as|for|from|at)\b")
-_POSSESSIVE = re.compile(r"[A-Z][\w.]*(?:\s+[A-Z][\w.]*)*'s?\s+\w")
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
 # what a comparison compares, read from its words: when (a date per item), how much (a number per item)
@@ -116,10 +122,10 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
             measure = "date" if _WHEN_WORDS.search(lowered) else "amount" if _AMOUNT_WORDS.search(lowered) else "fact"
             return HopPlan("comparison", tuple(names), tuple(items), measure,
                            why="compares " + " and ".join(items), hops=tuple(f"item:{i}" for i in items))
-    if not names:
-        return HopPlan("single", why="names nothing to start from")
-    for cue, pattern in (("a relative clause", _RELATIVE), ("'the ... of'", _ROLE_OF), ("a participle", _PARTICIPLE),
-                         ("a possessive", _POSSESSIVE)):
+    # a description of a common noun ("a task that ...") is a one-page question: a bridge starts from a name
+    if not any(not RE_NUMBER.fullmatch(n) for n in names):
+        return HopPlan("single", tuple(names), why="names nothing to start from")
+    for cue, pattern in (("a relative clause", _RELATIVE), ("a participle", _PARTICIPLE), ("a role of a named thing", _ROLE_OF)):
         if pattern.search(question):
             return HopPlan("bridge", tuple(names), why=f"describes what it asks about by {cue}",
                            hops=("bridge", "answer"))
