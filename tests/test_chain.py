@@ -171,3 +171,51 @@ def test_a_refusal_on_a_missing_hop_says_which_hops_were_found_and_names_the_mis
     assert record.missing == [missing_hop(chain)] and "about Shirley Temple states the answer" in record.missing[0]
     assert "needs 2 steps" in record.explanation and "hop 1" in record.explanation
     assert record.chain == chain
+
+
+def test_a_run_keeps_the_chain_and_trace_shows_it_and_a_twin_is_refused_naming_its_hop(tmp_path):
+    """Through the real graph (real retrieval and BAUG, a scripted generator): the answered question's
+    row keeps both hops, quoted; its twin without Shirley Temple's page gets one more round searched for
+    that hop, then is refused with the hop named; ``trace`` prints the chain and the HTML page carries it."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+    from agentic_rag.datasets.crag import write_records
+    from agentic_rag.eval.runner import run_eval
+    from agentic_rag.testing.fakes import ScriptedChat
+    from agentic_rag.testing.records import record
+    from agentic_rag.trace.html import render_html
+    from agentic_rag.trace.run import load_run
+
+    whole = record(BRIDGE_Q, dict((FILM, PERSON, OTHER)))
+    whole.interaction_id, whole.answer = "bridge-whole", "Chief of Protocol"
+    twin = record(BRIDGE_Q, dict((FILM, OTHER)))
+    twin.interaction_id, twin.answer = "bridge-twin", "i don't know"
+    data = tmp_path / "bridge.jsonl"
+    write_records([whole, twin], data)
+    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "artifacts"), "CHAIN_CHECK": True,
+                                        "GATE_POLICY": "thresholds", "VERIFIER_ENABLED": False})
+    reply = "Shirley Temple served as Chief of Protocol. {cite:Chief of Protocol}"
+    fake = ScriptedChat(replies=[reply, "Shirley Temple held the post of Chief of Protocol.",
+                                 "Shirley Temple held the post of Chief of Protocol."])
+    out = tmp_path / "run"
+    run_eval(data, "agent", settings, out, progress=False, extra_config={"llm": fake})
+    rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    answered, refused = rows["bridge-whole"], rows["bridge-twin"]
+    assert [h["found"] for h in answered["chain"]] == [True, True], answered["chain"]
+    assert "Chief of Protocol" in answered["chain"][1]["quote"] and "Corliss Archer" in answered["chain"][0]["quote"]
+    assert refused["reason"] == "ABSTAIN_MISSING_HOP" and refused["status"] == "refuse"
+    assert refused["missing"] == ["no page about Shirley Temple states the answer the draft gives"]
+    telemetry = [json.loads(line) for line in (out / "telemetry.jsonl").read_text().splitlines()]
+    twin_rounds = [t for t in telemetry if t["question_id"] == "bridge-twin"]
+    assert [t["reason"] for t in twin_rounds] == ["RETRIEVE_MISSING_HOP", "ABSTAIN_MISSING_HOP"]
+    assert twin_rounds[0]["chain"] == [{"hop": 1, "role": "bridge", "found": True, "n": twin_rounds[0]["chain"][0]["n"]},
+                                       {"hop": 2, "role": "answer", "found": False, "n": None}]
+    shown = CliRunner().invoke(app, ["trace", str(out), "--id", "bridge-whole"])
+    assert shown.exit_code == 0 and "evidence chain:" in shown.stdout and "hop 2 (answer)" in shown.stdout
+    page = render_html(load_run(out))
+    view = json.loads(page.split('id="run-data">', 1)[1].split("</script>", 1)[0])
+    lines = {q["id"]: [h["line"] for h in q["chain"]] for q in view["questions"]}
+    assert lines["bridge-twin"][1] == "hop 2 (answer) MISSING: no page about Shirley Temple states the answer the draft gives"

@@ -53,6 +53,7 @@ class ResultRow(BaseModel):
     signals: dict[str, Any] = Field(default_factory=dict)
     missing: list[Any] = Field(default_factory=list)
     citations: list[dict[str, Any]] = Field(default_factory=list)
+    chain: list[dict[str, Any]] = Field(default_factory=list)
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -84,6 +85,7 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
         "explanation": result.explanation,
         "missing": list(result.missing),  # what a refusal says would be needed (entities, periods, units)
         "citations": [c.model_dump() for c in result.citations],
+        "chain": list(result.chain),  # a multi-hop answer's hops, each quoted or missing (gate/chain.py)
         "judgement": judgement.label,
         "judge_rule": judgement.rule,
         "score": judgement.score,

@@ -16,6 +16,7 @@ from typing import Any
 from agentic_rag.datasets.crag import pick, position_hint
 from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_object, read_results
+from agentic_rag.gate.chain import hop_line
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
 from agentic_rag.nodes import Node
 from agentic_rag.state import citation_status, support_of
@@ -406,7 +407,8 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "tokens": tokens.get("total", 0), "tokens_by_stage": {k: v for k, v in (tokens.get("by_stage") or {}).items() if v},
         "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
         "latency_by_node_ms": {k: _ms(v) for k, v in (row.get("latency_by_node_ms") or {}).items()},
-        "citations": [{**c, "status": citation_status(c)} for c in row.get("citations") or []], "timeline": timeline, "rounds": rounds(row, events, settings),
+        "citations": [{**c, "status": citation_status(c)} for c in row.get("citations") or []],
+        "chain": [{"found": h.get("found", False), "line": hop_line(h)} for h in row.get("chain") or []], "timeline": timeline, "rounds": rounds(row, events, settings),
         "verdict": verdict(events, settings),
         "evidence": evidence(row, events), "note": note,
         "llm": llm_calls(events), "path": path_taken(events),

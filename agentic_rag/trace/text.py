@@ -105,6 +105,10 @@ def print_question(console: Console, run: Run, qid: str, detail: bool = True) ->
     console.print(Text(f"answer: {v['prediction']}"))
     for c in v["citations"]:
         console.print(Text(f"  [{c['n']}] {clip(c.get('page_name', ''), 40)}: {c['status']}: {clip(c.get('quote', ''), 120)}"))
+    if v["chain"]:
+        console.print(Text("evidence chain:"))
+        for hop in v["chain"]:
+            console.print(Text(f"  {hop['line']}", style="" if hop["found"] else "yellow"))
     console.print(verdict_line(v["verdict"]))
     if v["note"]:
         console.print(Text(v["note"], style="yellow"))
