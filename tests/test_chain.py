@@ -119,6 +119,12 @@ def test_a_comparison_needs_each_item_stated_on_its_own_page():
     assert missing_hop(twin) == "no page states a date about Terry Richardson"
 
 
+def test_a_bridge_draft_that_claims_nothing_has_a_chain_that_says_so():
+    """A draft with no name, number or long word ("Yes, it is.") still gets its chain: nothing to look for."""
+    chain = draft_chain(_plan(BRIDGE_Q).to_dict(), BRIDGE_Q, "Yes, it is.", "other", _passages(FILM, PERSON))
+    assert hops_found(chain) == 0.0 and missing_hop(chain) == "the draft states no answer to look for"
+
+
 def test_a_single_hop_question_has_no_chain_and_no_reading():
     question = "In what country is Normandy located?"
     chain = draft_chain(_plan(question).to_dict(), question, "Normandy is in France.", "other",

@@ -238,7 +238,7 @@ def draft_chain(plan: dict[str, Any] | None, question: str, answer: str, kind: s
     claims = new_claims(answer, question, kind) or answer_claims(answer, question)
     named = [c for c in claims if not RE_NUMBER.fullmatch(c)]
     values = [c for c in claims if c not in named]
-    tries = [values] if kind in ("numeric", "date") and values else [[c] for c in claims]
+    tries = [values] if kind in ("numeric", "date") and values else [[c] for c in claims] or [[]]
     chains = [evidence_chain(hop_plan, t, passages, [c for c in named if c not in t]) for t in tries]
     return max(chains, key=lambda c: hops_found(c) or 0.0)
 
