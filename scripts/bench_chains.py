@@ -12,7 +12,10 @@ from pathlib import Path
 
 from agentic_rag.datasets.crag import iter_records
 from agentic_rag.datasets.prepare.benchmarks import HOTPOT_FILES, benchmark_dataset
-from agentic_rag.eval.chain_report import gold_chains_markdown, single_hop_exposure, write_gold_chains
+from agentic_rag.eval.chain_report import (
+    chain_outcomes, chain_outcomes_markdown, gold_chains_markdown, single_hop_exposure, write_gold_chains,
+)
+from agentic_rag.eval.results import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +25,19 @@ def main() -> None:
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "chain")
+    parser.add_argument("--run", type=Path, help="a run folder: its drafts by outcome and chain, instead")
+    parser.add_argument("--name", help="with --run: the name its report is written under")
     args = parser.parse_args()
+    if args.run:
+        rows = read_results(args.run / "results.jsonl")
+        if not rows:
+            parser.exit(2, f"error: {args.run} has no results.jsonl rows\n")
+        name = args.name or args.run.name
+        text = chain_outcomes_markdown(name, chain_outcomes(rows))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"drafts_{name}.md").write_text(text)
+        print(text)
+        return
     files = [args.shared / "hotpotqa" / name for name in HOTPOT_FILES]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:

@@ -225,3 +225,24 @@ def test_a_run_keeps_the_chain_and_trace_shows_it_and_a_twin_is_refused_naming_i
     view = json.loads(page.split('id="run-data">', 1)[1].split("</script>", 1)[0])
     lines = {q["id"]: [h["line"] for h in q["chain"]] for q in view["questions"]}
     assert lines["bridge-twin"][1] == "hop 2 (answer) MISSING: no page about Shirley Temple states the answer the draft gives"
+
+
+def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would_change():
+    from agentic_rag.eval.chain_report import chain_outcomes
+
+    complete = [{"hop": 1, "found": True}, {"hop": 2, "found": True}]
+    broken = [{"hop": 1, "found": True}, {"hop": 2, "found": False}]
+
+    def row(status, judgement, chain, draft="", gold="Chief of Protocol"):
+        return {"status": status, "judgement": judgement, "judge_rule": "rule", "draft": draft, "gold": gold,
+                "alternatives": [], "signals": {"chain": chain}}
+
+    rows = [row("ok", "accurate", complete), row("ok", "incorrect", broken), row("ok", "incorrect", broken),
+            row("ok", "accurate", broken), row("refuse", "missing", complete, "She was Chief of Protocol."),
+            row("refuse", "missing", complete, "She was a radio host."), row("refuse", "missing", complete, "Radio host."),
+            row("refuse", "missing", [])]
+    report = chain_outcomes(rows)
+    assert report["table"]["answered, wrong"] == {"broken": 2} and report["table"]["answered, right"] == {"complete": 1, "broken": 1}
+    assert report["table"]["refused, draft right"] == {"complete": 1} and report["table"]["refused, draft wrong"] == {"complete": 2}
+    assert report["table"]["refused, no draft"] == {"no chain": 1}
+    assert report["score_change"] == {"refuse_broken": 1, "answer_complete": -1}
