@@ -28,7 +28,8 @@ SHAPES: tuple[Shape, ...] = ("single", "bridge", "comparison")
 
 # anchors that name a thing a page can be about; a "topic" anchor is a common noun ("government position")
 _NAMING = NAME_TYPES - {"topic", "unit", "category"}
-_WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\b\s*", re.IGNORECASE)  # "Which Australian" names "Australian"
+_WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|has|have|had|can|could|"
+                 r"will|would)\b\s*", re.IGNORECASE)  # "Which Australian" names "Australian", "Were Scott Derrickson" him
 # a description hung on a named thing: a relative clause inside the question, "the <role> of", a participle
 # a clause hung on a noun inside the question ("the woman who portrayed ..."), not the question's own
 # wh-phrase ("From which countries ...", "In which movie ..."); a participle phrase ("a 2004 film directed
