@@ -28,6 +28,7 @@ What earlier training sets were and measured: benchmarks/probe/history.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -187,11 +188,17 @@ def views(args: argparse.Namespace) -> int:
             if row is not None:
                 yield row
 
+    print(f"{len(done)} of {len(records)} records read before", flush=True)
+    pending = rows()
+    first = next(pending, None)
+    if first is None:  # a finished collection loads no model
+        print("nothing left to read", flush=True)
+        return 0
     model = get_chat_model(settings)
-    print(f"{len(done)} of {len(records)} records read before; reading {', '.join(args.views)} at layer(s) "
-          f"{args.layers} of {Path(model.model_path).name} in {model.dtype}", flush=True)
-    collect_views(model, rows(), args.out, args.chunk, progress=True, layers=tuple(args.layers), views=tuple(args.views),
-                  total=len(records), packed=not args.unpacked)
+    print(f"reading {', '.join(args.views)} at layer(s) {args.layers} of {Path(model.model_path).name} in {model.dtype}",
+          flush=True)
+    collect_views(model, itertools.chain([first], pending), args.out, args.chunk, progress=True, layers=tuple(args.layers),
+                  views=tuple(args.views), total=len(records), packed=not args.unpacked)
     return 0
 
 

@@ -437,4 +437,5 @@ def test_the_views_job_builds_pairs_as_it_goes_and_a_rerun_reads_nothing_again(t
     assert views["last"].shape[1:] == (1, 896) and bool(views["packed"]) and list(views["layers"]) == [2]
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and f"{len(pairs)} of 3 records read before" in again.stdout
+    assert "nothing left to read" in again.stdout and "reading last" not in again.stdout  # no model loaded
     assert len(load_views(out)["ids"]) == len(pairs)  # nothing read twice
