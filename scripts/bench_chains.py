@@ -7,6 +7,7 @@ Tune on dev; test is for reporting.
 from __future__ import annotations
 
 import argparse
+import gzip
 import tempfile
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from agentic_rag.datasets.prepare.benchmarks import HOTPOT_FILES, benchmark_data
 from agentic_rag.eval.chain_report import (
     chain_outcomes, chain_outcomes_markdown, gold_chains_markdown, single_hop_exposure, write_gold_chains,
 )
-from agentic_rag.eval.results import read_results
+from agentic_rag.eval.results import read_results, read_results_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,15 +26,20 @@ def main() -> None:
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "chain")
-    parser.add_argument("--run", type=Path, help="a run folder: its drafts by outcome and chain, instead")
+    parser.add_argument("--run", type=Path, help="a run folder, or a committed <system>_results.jsonl.gz: its drafts "
+                                                  "by outcome and chain, instead")
     parser.add_argument("--name", help="with --run: the name its report is written under")
     args = parser.parse_args()
     if args.run:
-        rows = read_results(args.run / "results.jsonl")
+        if args.run.name.endswith(".jsonl.gz"):
+            rows = read_results_text(gzip.decompress(args.run.read_bytes()).decode("utf-8", errors="replace"))
+        else:
+            rows = read_results(args.run / "results.jsonl")
         if not rows:
             parser.exit(2, f"error: {args.run} has no results.jsonl rows\n")
-        name = args.name or args.run.name
-        text = chain_outcomes_markdown(name, chain_outcomes(rows))
+        name = args.name or args.run.name.split(".")[0]
+        shown = args.run.resolve().relative_to(ROOT) if args.run.resolve().is_relative_to(ROOT) else args.run
+        text = chain_outcomes_markdown(name, chain_outcomes(rows), str(shown))
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"drafts_{name}.md").write_text(text)
         print(text)
