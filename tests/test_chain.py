@@ -246,3 +246,47 @@ def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would
     assert report["table"]["refused, draft right"] == {"complete": 1} and report["table"]["refused, draft wrong"] == {"complete": 2}
     assert report["table"]["refused, no draft"] == {"no chain": 1}
     assert report["score_change"] == {"refuse_broken": 1, "answer_complete": -1}
+
+
+class _Extractive:
+    """A scripted generator that answers with the first sentence of the first source, cited: a draft a
+    small model writes on a single-passage question."""
+
+    @staticmethod
+    def model():
+        from agentic_rag.testing.fakes import ScriptedChat, sources_in
+
+        class FirstSentence(ScriptedChat):
+            def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+                prompt = "\n".join(str(m.content) for m in messages)
+                first = next(iter(sources_in(prompt).values()), "Nothing.").strip().split(". ")[0].rstrip(".")
+                self.replies = [f"{first}. [1]"]
+                return super()._generate(messages, stop, run_manager, **kwargs)
+
+        return FirstSentence(replies=["Nothing."])
+
+
+def test_single_hop_questions_answer_and_spend_the_same_with_the_chain_check_on(shared_data, tmp_path):
+    """squad200's first 20 records through the real graph (real retrieval and BAUG, an extractive scripted
+    generator), with CHAIN_CHECK off and on: the same status, reason, answer and tokens for each."""
+    import json
+
+    from agentic_rag.datasets.crag import iter_records, write_records
+    from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
+    from agentic_rag.eval.runner import run_eval
+
+    records = list(iter_records(benchmark_dataset("squad200", tmp_path, shared_data)))[:20]
+    data = tmp_path / "squad20.jsonl"
+    write_records(records, data)
+    runs = {}
+    for check in (False, True):
+        out = tmp_path / f"run-{check}"
+        settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "artifacts"), "CHAIN_CHECK": check})
+        run_eval(data, "agent", settings, out, progress=False, extra_config={"llm": _Extractive.model()})
+        runs[check] = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert len(runs[True]) == len(runs[False]) == 20
+    assert any(r["chain"] for r in runs[True].values())  # one is planned as a bridge: the check had a chain to read
+    for qid, off in runs[False].items():
+        on = runs[True][qid]
+        assert (on["status"], on["reason"], on["prediction"], on["tokens"]["total"]) == \
+               (off["status"], off["reason"], off["prediction"], off["tokens"]["total"]), qid
