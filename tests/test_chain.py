@@ -119,6 +119,20 @@ def test_a_comparison_needs_each_item_stated_on_its_own_page():
     assert missing_hop(twin) == "no page states a date about Terry Richardson"
 
 
+def test_a_month_is_no_bridge():
+    """A sentence that states the answer and a birth date: the bridge is its page, never "May"."""
+    question = "Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?"
+    book = ("Seven Brief Lessons on Physics", "Seven Brief Lessons on Physics is a short book by the Italian physicist "
+            "Carlo Rovelli.")
+    rovelli = ("Carlo Rovelli", "Carlo Rovelli (born 3 May 1956) is an Italian theoretical physicist who has worked in "
+               "France since 2000.")
+    other = ("Claudio Pellegrini", "Claudio Pellegrini (born in Rome on May 9, 1935) is an Italian physicist.")
+    chain = evidence_chain(_plan(question), ["2000"], _passages(book, rovelli, other))
+    assert [h["n"] for h in chain] == [1, 2] and chain[0]["entity"] == "Carlo Rovelli"
+    twin = evidence_chain(_plan(question), ["2000"], _passages(rovelli, other))
+    assert not twin[0]["found"] and "May" not in twin[0]["missing"]
+
+
 def test_a_bridge_draft_that_claims_nothing_has_a_chain_that_says_so():
     """A draft with no name, number or long word ("Yes, it is.") still gets its chain: nothing to look for."""
     chain = draft_chain(_plan(BRIDGE_Q).to_dict(), BRIDGE_Q, "Yes, it is.", "other", _passages(FILM, PERSON))

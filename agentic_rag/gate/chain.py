@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from agentic_rag.anchors.hops import HopPlan
-from agentic_rag.anchors.matching import RE_DATE_OR_YEAR, RE_NUMBER, claims_of, normalize_text
+from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_DATE_OR_YEAR, RE_NUMBER, claims_of, normalize_text
 from agentic_rag.gate.signals import _chunk_sentences, claim_in, new_claims, says_something
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.text import untrusted_source
@@ -73,11 +73,16 @@ def _hop(role: str, claim: str, s: Sentence | None, missing: str, entity: str = 
             "page": s.page}
 
 
+_CALENDAR = frozenset(MONTHS) | frozenset(MONTH_ABBR) | {"monday", "tuesday", "wednesday", "thursday", "friday",
+                                                        "saturday", "sunday"}
+
+
 def _names_in(text: str, exclude: Iterable[str]) -> list[str]:
-    """The capitalised names of a sentence, other than ``exclude``'s (a bridge entity's candidates)."""
+    """The capitalised names of a sentence, other than ``exclude``'s and the calendar's (a bridge entity's
+    candidates: "born 3 May 1956" names no bridge)."""
     skip = [normalize_text(x) for x in exclude]
-    return [c for c in claims_of(text) if not RE_NUMBER.fullmatch(c) and not any(normalize_text(c) in s or s in normalize_text(c)
-                                                                          for s in skip if s)]
+    return [c for c in claims_of(text) if not RE_NUMBER.fullmatch(c) and normalize_text(c) not in _CALENDAR
+            and not any(normalize_text(c) in s or s in normalize_text(c) for s in skip if s)]
 
 
 def _names_held(names: list[str], sentences: Iterable[Sentence]) -> list[str]:
