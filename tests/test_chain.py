@@ -59,6 +59,8 @@ def test_the_plan_reads_the_question_shape_without_a_model(question, shape):
 def test_a_comparison_measures_what_it_compares():
     assert _plan(COMPARE_Q).measure == "date"
     assert _plan(COMPARE_Q).items == ("Annie Morton", "Terry Richardson")
+    # the question's opening auxiliary is no part of the first item's name
+    assert _plan("Were Scott Derrickson and Ed Wood of the same nationality?").items == ("Scott Derrickson", "Ed Wood")
     assert _plan("Which airport is busier, Palm Springs International Airport or Trenton-Mercer Airport?").measure == "amount"
 
 
