@@ -47,7 +47,8 @@ CASES = [
     ("ABSTAIN_LLM_UNAVAILABLE", GOOD, flags(llm_unavailable=True)),  # a supported draft whose check failed
     ("ABSTAIN_LLM_UNAVAILABLE", GOOD, flags(has_draft=False, llm_unavailable=True, gate_reason="scores_too_low")),
     ("ABSTAIN_EMPTY_ANSWER", GOOD, flags(has_draft=False, empty_draft=True)),
-    ("RETRIEVE_MISSING_HOP", {**GOOD, "hops_found": 0.5}, flags()),  # outranks every check after hedging
+    ("RETRIEVE_MISSING_HOP", {**GOOD, "hops_found": 0.5, "chain": [{"role": "bridge", "found": True},
+                                                                    {"role": "answer", "found": False}]}, flags()),
     ("ABSTAIN_MISSING_HOP", {**GOOD, "hops_found": 0.5}, flags(one_shot_done=True)),  # not LOW_BUDGET: it was asked
 ]
 

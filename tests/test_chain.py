@@ -121,6 +121,24 @@ def test_a_comparison_needs_each_item_stated_on_its_own_page():
     assert missing_hop(twin) == "no page states a date about Terry Richardson"
 
 
+def test_a_comparison_draft_must_name_the_item_the_pages_make_the_winner():
+    """"Who is older?": the earlier birth date wins; a draft that names the other is a broken chain whose
+    last hop says what the pages give."""
+    plan = _plan(COMPARE_Q)
+    assert plan.wins == "least" and _plan("Which mountain is taller, Gasherbrum II or Langtang Ri?").wins == "most"
+    pages = _passages(MORTON, RICHARDSON)
+    right = evidence_chain(plan, [], pages, answer="Terry Richardson is older than Annie Morton.")
+    assert [h["role"] for h in right] == ["item", "item", "compare"] and hops_found(right) == 1.0
+    assert right[2]["claim"] == "Terry Richardson has the earlier date (1965-08-14 against 1970-10-08 for Annie Morton)"
+    wrong = evidence_chain(plan, [], pages, answer="Annie Morton is older than Terry Richardson.")
+    assert hops_found(wrong) == 2 / 3 and missing_hop(wrong).startswith("the pages make Terry Richardson, not Annie Morton")
+    peaks = _passages(("Gasherbrum II", "Gasherbrum II, surveyed as K4, is the 13th highest mountain in the world at "
+                                        "8035 m above sea level."),
+                      ("Langtang Ri", "At an elevation of 7205 m Langtang Ri is the 106th highest mountain in the world."))
+    taller = evidence_chain(_plan("Which mountain is taller, Gasherbrum II or Langtang Ri?"), [], peaks, answer="Gasherbrum II")
+    assert taller[2]["found"] and "8035 against 7205" in taller[2]["claim"]  # not the ordinals, not the K4
+
+
 def test_a_month_is_no_bridge():
     """A sentence that states the answer and a birth date: the bridge is its page, never "May"."""
     question = "Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?"
@@ -164,6 +182,9 @@ def test_the_decision_searches_for_a_missing_hop_once_then_refuses_only_with_the
     assert decide(_signals(chain), flags, on).reason == "RETRIEVE_MISSING_HOP"
     searched = Flags(has_evidence=True, has_draft=True, kind="other", one_shot_done=True)
     assert decide(_signals(chain), searched, on).reason == "ABSTAIN_MISSING_HOP"
+    # a comparison the pages contradict is refused at once: no search finds what the pages already say
+    wrong = evidence_chain(_plan(COMPARE_Q), [], _passages(MORTON, RICHARDSON), answer="Annie Morton is older.")
+    assert decide(_signals(wrong), flags, on).reason == "ABSTAIN_MISSING_HOP"
     whole = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON))
     assert decide(_signals(whole), flags, on).reason == "STOP_OVERLAP_OK"
 

@@ -45,9 +45,16 @@ _PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:\w+ed|written|s
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
 # what a comparison compares, read from its words: when (a date per item), how much (a number per item)
 _WHEN_WORDS = re.compile(r"\b(?:older|oldest|younger|youngest|earlier|earliest|later|latest|first|last|before|after|"
-                         r"born|founded|established|released|formed|created|opened|built|died|age)\b")
+                         r"born|died|age)\b")
+_WHEN_DONE = re.compile(r"\b(?:founded|established|released|formed|created|opened|built)\b")  # a date, unless "more"
 _AMOUNT_WORDS = re.compile(r"\b(?:more|most|less|least|fewer|larger|largest|bigger|biggest|smaller|smallest|higher|"
                            r"highest|lower|taller|tallest|shorter|longer|longest|busier|populous|population|many|much)\b")
+# which value wins the comparison: the least (the earliest date, the smallest number) or the most
+_LEAST = re.compile(r"\b(?:older|oldest|earlier|earliest|first|before|less|least|fewer|smaller|smallest|lower|lowest|"
+                    r"shorter|shortest)\b")
+_MOST = re.compile(r"\b(?:younger|youngest|later|latest|last|after|newer|newest|more recent(?:ly)?|more|most|larger|"
+                   r"largest|bigger|biggest|higher|highest|taller|tallest|longer|longest|busier|busiest|greater|"
+                   r"populous)\b")
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class HopPlan:
     items: tuple[str, ...] = ()
     measure: Literal["date", "amount", "fact"] = "fact"
     why: str = ""  # what in the question decided the shape (the trace shows it)
+    wins: Literal["least", "most", ""] = ""  # a comparison's winner: the least or the most of the measured values
     hops: tuple[str, ...] = field(default=())  # each hop's role, in order
 
     @property
@@ -71,7 +79,7 @@ class HopPlan:
 
     def to_dict(self) -> dict:
         return {"shape": self.shape, "names": list(self.names), "items": list(self.items), "measure": self.measure,
-                "why": self.why, "hops": list(self.hops)}
+                "why": self.why, "hops": list(self.hops), "wins": self.wins}
 
 
 def question_names(question: str, anchors: list[Anchor]) -> list[str]:
@@ -120,9 +128,12 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
     if kind == "comparison" or joint or re.search(r"\bin common\b", lowered):
         items = _items(question, names)
         if len(items) == 2:
-            measure = "date" if _WHEN_WORDS.search(lowered) else "amount" if _AMOUNT_WORDS.search(lowered) else "fact"
+            measure = ("date" if _WHEN_WORDS.search(lowered) else "amount" if _AMOUNT_WORDS.search(lowered)
+                       else "date" if _WHEN_DONE.search(lowered) else "fact")
+            most, least = _MOST.search(lowered), _LEAST.search(lowered)
+            wins = "" if measure == "fact" or kind == "yes_no" or bool(most) == bool(least) else "most" if most else "least"
             return HopPlan("comparison", tuple(names), tuple(items), measure,
-                           why="compares " + " and ".join(items), hops=tuple(f"item:{i}" for i in items))
+                           why="compares " + " and ".join(items), hops=tuple(f"item:{i}" for i in items), wins=wins)
     # a description of a common noun ("a task that ...") is a one-page question: a bridge starts from a name
     if not any(not RE_NUMBER.fullmatch(n) for n in names):
         return HopPlan("single", tuple(names), why="names nothing to start from")

@@ -185,6 +185,18 @@ def written_dates(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+def first_date(text: str) -> tuple[int, int, int] | None:
+    """The first date a text writes, as (year, month, day); a year alone is (year, 0, 0). A biography's
+    first date is its subject's birth ("Annie Morton (born October 8, 1970) ...")."""
+    found = [(m.start(), (int(m.group(3)), _MONTH_BY_PREFIX[m.group(1).lower()], int(m.group(2))))
+             for m in RE_TEXT_MDY.finditer(text) if m.group(3)]
+    found += [(m.start(), (int(m.group(3)), _MONTH_BY_PREFIX[m.group(2).lower()], int(m.group(1))))
+              for m in RE_TEXT_DMY.finditer(text) if m.group(3)]
+    found += [(m.start(), (int(m.group(1)), 0, 0)) for m in RE_YEAR.finditer(text)
+              if not any(start <= m.start() < start + 20 for start, _ in found)]
+    return min(found)[1] if found else None
+
+
 # -- variants and matching ----------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from agentic_rag.anchors.hops import HopPlan
-from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_DATE_OR_YEAR, RE_NUMBER, claims_of, normalize_text
+from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_DATE_OR_YEAR, RE_NUMBER, claims_of, first_date, normalize_text
 from agentic_rag.gate.signals import _chunk_sentences, claim_in, new_claims, says_something
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.text import untrusted_source
@@ -167,10 +167,37 @@ def _measures(s: Sentence, measure: str) -> bool:
 SUBJECT_CHARS = 40  # an item named this early in a sentence on another page is what the sentence is about
 
 
-def comparison_chain(plan: HopPlan, sentences: list[Sentence]) -> list[dict[str, Any]]:
+def first_value(text: str, measure: str) -> tuple[float, ...] | None:
+    """The first date or number a sentence states: what its item is compared by."""
+    if measure == "date":
+        return first_date(text)
+    # a count or a measure, not a year, an ordinal ("the 13th highest") or part of a name ("K4")
+    numbers = [m.group(0).rstrip(",.") for m in RE_NUMBER.finditer(text)
+               if not re.match(r"[A-Za-z]", text[m.end():m.end() + 1]) and not re.search(r"[A-Za-z]$", text[:m.start()])]
+    numbers = [n for n in numbers if not RE_DATE_OR_YEAR.fullmatch(n)]
+    return (float(numbers[0].replace(",", "")),) if numbers else None
+
+
+def _shown(value: tuple[float, ...]) -> str:
+    if len(value) == 3:  # a date: as precise as it was written
+        year, month, day = (int(v) for v in value)
+        return f"{year}-{month:02d}-{day:02d}" if month else str(year)
+    return f"{value[0]:g}"
+
+
+def _picked(answer: str, items: tuple[str, ...]) -> str:
+    """The item a draft answers with: the one it names first ("Annie Morton is older than ...")."""
+    at = {item: normalize_text(answer).find(normalize_text(item)) for item in items}
+    named = [item for item, pos in at.items() if pos >= 0]
+    return min(named, key=at.get) if named else ""
+
+
+def comparison_chain(plan: HopPlan, sentences: list[Sentence], answer: str = "") -> list[dict[str, Any]]:
     """A hop per compared item: a sentence about it that states what is compared. The item's own page
     is preferred (a sentence on Annie Morton's page gives her birth date; one naming Terry Richardson
-    on her page does not give his)."""
+    on her page does not give his). Where the question says which value wins ("older": the earliest
+    date; "more": the largest number) and both items' values are read, a last hop compares them: the
+    draft must name the item the pages make the winner."""
     what = {"date": "a date", "amount": "a number", "fact": "a fact"}[plan.measure]
     hops = []
     for item in plan.items:
@@ -178,16 +205,29 @@ def comparison_chain(plan: HopPlan, sentences: list[Sentence]) -> list[dict[str,
         named = [s for s in sentences if s not in own and claim_in(item, s.text[: SUBJECT_CHARS + len(item)])]
         hit = next((s for s in [*own, *named] if _measures(s, plan.measure)), None)
         hops.append(_hop("item", f"{what} about {item}", hit, f"no page states {what} about {item}", item))
+    values = [first_value(h["quote"], plan.measure) if h["found"] else None for h in hops]
+    picked = _picked(answer, plan.items)
+    if plan.wins and picked and all(v is not None for v in values) and values[0] != values[1]:
+        best = (max if plan.wins == "most" else min)(range(len(values)), key=lambda i: values[i])
+        winner, other = plan.items[best], plan.items[1 - best]
+        word = {("date", "least"): "earlier", ("date", "most"): "later", ("amount", "least"): "smaller",
+                ("amount", "most"): "larger"}[(plan.measure, plan.wins)]
+        claim = (f"{winner} has the {word} {what[2:]} ({_shown(values[best])} against {_shown(values[1 - best])} "
+                 f"for {other})")
+        missing = "" if picked == winner else f"the pages make {winner}, not {other}, the answer: {claim}"
+        hops.append({"role": "compare", "claim": claim, "entity": winner, "found": picked == winner,
+                     "missing": missing, "quote": "", "n": None, "page": ""})
     return hops
 
 
 def evidence_chain(plan: HopPlan, answer_claims: list[str], passages: Iterable[dict[str, Any]],
-                   draft_names: list[str] = ()) -> list[dict[str, Any]]:
-    """The chain for a multi-hop plan ([] for a single-hop one), hops numbered from 1."""
+                   draft_names: list[str] = (), answer: str = "") -> list[dict[str, Any]]:
+    """The chain for a multi-hop plan ([] for a single-hop one), hops numbered from 1; ``answer`` (the
+    draft's text) is what a comparison's last hop checks."""
     if not plan.multi_hop:
         return []
     sentences = evidence_sentences(passages)
-    hops = (comparison_chain(plan, sentences) if plan.shape == "comparison"
+    hops = (comparison_chain(plan, sentences, answer) if plan.shape == "comparison"
             else bridge_chain(plan, answer_claims, sentences, draft_names))
     return [{"hop": i, **h} for i, h in enumerate(hops, start=1)]
 
@@ -200,6 +240,13 @@ def hops_found(chain: list[dict[str, Any]]) -> float | None:
 def missing_hop(chain: list[dict[str, Any]]) -> str:
     """What a refusal names: the first hop no page states."""
     return next((h["missing"] for h in chain if not h["found"]), "")
+
+
+def searchable(chain: list[dict[str, Any]]) -> bool:
+    """Whether a search may find the first missing hop: a comparison the draft got the wrong way round is
+    not missing from the pages, it is contradicted by them."""
+    hop = next((h for h in chain if not h["found"]), None)
+    return hop is not None and hop["role"] != "compare"
 
 
 def next_hop_query(chain: list[dict[str, Any]], question: str) -> str:
@@ -237,9 +284,9 @@ def draft_chain(plan: dict[str, Any] | None, question: str, answer: str, kind: s
     if not plan or plan.get("shape", "single") == "single" or not answer:
         return []
     hop_plan = HopPlan(plan["shape"], tuple(plan.get("names", ())), tuple(plan.get("items", ())),
-                       plan.get("measure", "fact"))
+                       plan.get("measure", "fact"), wins=plan.get("wins", ""))
     if hop_plan.shape != "bridge":
-        return evidence_chain(hop_plan, [], passages)
+        return evidence_chain(hop_plan, [], passages, answer=answer)
     claims = new_claims(answer, question, kind) or answer_claims(answer, question)
     named = [c for c in claims if not RE_NUMBER.fullmatch(c)]
     values = [c for c in claims if c not in named]

@@ -46,6 +46,7 @@ from agentic_rag.gate.checks import (  # noqa: F401  (STOP ... ACTIONS: their na
 from agentic_rag.gate.decision import (  # noqa: F401  (Decision ... requested: their names are imported from here)
     GATE_REASONS, REASONS, Decision, Flags, can_retrieve_more, decided, requested,
 )
+from agentic_rag.gate.chain import searchable
 from agentic_rag.gate.fitted import decide_fitted, decision_in_force
 
 FACTOID_KINDS = {"numeric", "date", "person", "award", "tournament", "time_window", "other"}
@@ -89,7 +90,8 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     if flags.hedging and settings.baug.HEDGING_ENABLED:
         return decided("ABSTAIN_HEDGING")
     if not passes(CHECK_BY_SIGNAL["hops_found"], signals, settings):  # under any policy: a hop no page states
-        return decided("RETRIEVE_MISSING_HOP" if can_retrieve_more(signals, flags, settings) else "ABSTAIN_MISSING_HOP")
+        search = searchable(signals.get("chain") or []) and can_retrieve_more(signals, flags, settings)
+        return decided("RETRIEVE_MISSING_HOP" if search else "ABSTAIN_MISSING_HOP")
     fitted = decision_in_force(settings)
     if fitted is not None:  # one fitted P(right) instead of the thresholds below
         return decide_fitted(signals, flags, settings, fitted)
