@@ -283,6 +283,9 @@ def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would
     assert report["table"]["refused, draft right"] == {"complete": 1} and report["table"]["refused, draft wrong"] == {"complete": 2}
     assert report["table"]["refused, no draft"] == {"no chain": 1}
     assert report["score_change"] == {"refuse_broken": 1, "answer_complete": -1}
+    assert report["by_type"] == {"unknown": {"answered, right: chain broken": 1, "answered, right: chain complete": 1,
+                                             "answered, wrong: chain broken": 2, "refused, draft right: chain complete": 1,
+                                             "refused, draft wrong: chain complete": 2, "refused, no draft: no chain": 1}}
 
 
 class _Extractive:
