@@ -18,8 +18,8 @@ else is ``single``: its path and its tokens are those of a one-passage question.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from agentic_rag.anchors.matching import NAME_TYPES, RE_NUMBER, Anchor, claims_of, normalize_text
 
@@ -30,7 +30,6 @@ SHAPES: tuple[Shape, ...] = ("single", "bridge", "comparison")
 _NAMING = NAME_TYPES - {"topic", "unit", "category"}
 _WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|has|have|had|can|could|"
                  r"will|would)\b\s*", re.IGNORECASE)  # "Which Australian" names "Australian", "Were Scott Derrickson" him
-# a description hung on a named thing: a relative clause inside the question, "the <role> of", a participle
 # a clause hung on a noun inside the question ("the woman who portrayed ..."), not the question's own
 # wh-phrase ("From which countries ...", "In which movie ..."); a participle phrase ("a 2004 film directed
 # by"); a role of a named thing ("the director of Big Stone Gap": "the battle of Hastings" names one thing)
@@ -71,15 +70,27 @@ class HopPlan:
     measure: Literal["date", "amount", "fact"] = "fact"
     why: str = ""  # what in the question decided the shape (the trace shows it)
     wins: Literal["least", "most", ""] = ""  # a comparison's winner: the least or the most of the measured values
-    hops: tuple[str, ...] = field(default=())  # each hop's role, in order
 
     @property
     def multi_hop(self) -> bool:
         return self.shape != "single"
 
-    def to_dict(self) -> dict:
+    @property
+    def hops(self) -> tuple[str, ...]:
+        """Each hop's role, in order: a hop per compared item, or the bridge and then the answer."""
+        if self.shape == "comparison":
+            return tuple(f"item:{i}" for i in self.items)
+        return ("bridge", "answer") if self.shape == "bridge" else ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """As the state keeps it (plain JSON-ready data)."""
         return {"shape": self.shape, "names": list(self.names), "items": list(self.items), "measure": self.measure,
                 "why": self.why, "hops": list(self.hops), "wins": self.wins}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HopPlan":
+        return cls(data.get("shape", "single"), tuple(data.get("names", ())), tuple(data.get("items", ())),
+                   data.get("measure", "fact"), data.get("why", ""), data.get("wins", ""))
 
 
 def question_names(question: str, anchors: list[Anchor]) -> list[str]:
@@ -132,13 +143,12 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
                        else "date" if _WHEN_DONE.search(lowered) else "fact")
             most, least = _MOST.search(lowered), _LEAST.search(lowered)
             wins = "" if measure == "fact" or kind == "yes_no" or bool(most) == bool(least) else "most" if most else "least"
-            return HopPlan("comparison", tuple(names), tuple(items), measure,
-                           why="compares " + " and ".join(items), hops=tuple(f"item:{i}" for i in items), wins=wins)
+            return HopPlan("comparison", tuple(names), tuple(items), measure, why="compares " + " and ".join(items),
+                           wins=wins)
     # a description of a common noun ("a task that ...") is a one-page question: a bridge starts from a name
     if not any(not RE_NUMBER.fullmatch(n) for n in names):
         return HopPlan("single", tuple(names), why="names nothing to start from")
     for cue, pattern in (("a relative clause", _RELATIVE), ("a participle", _PARTICIPLE), ("a role of a named thing", _ROLE_OF)):
         if pattern.search(question):
-            return HopPlan("bridge", tuple(names), why=f"describes what it asks about by {cue}",
-                           hops=("bridge", "answer"))
+            return HopPlan("bridge", tuple(names), why=f"describes what it asks about by {cue}")
     return HopPlan("single", tuple(names), why="asks about what it names")

@@ -24,11 +24,11 @@ from typing import Any, Iterable
 
 from agentic_rag.anchors.hops import HopPlan
 from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_DATE_OR_YEAR, RE_NUMBER, claims_of, first_date, normalize_text
-from agentic_rag.gate.signals import _chunk_sentences, claim_in, new_claims, says_something
+from agentic_rag.events import clip
+from agentic_rag.gate.signals import _DISAMBIGUATION, _chunk_sentences, claim_in, new_claims, says_something
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.text import untrusted_source
 
-_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")  # "Winner (band)"
 # the share of the question's names a bridge chain's two passages must state (HotpotQA dev, gold answers:
 # 1.0 breaks more twins and fewer answerable chains, 0.5 the reverse; benchmarks/chain/)
 CHAIN_NAMES_MIN = 0.75
@@ -48,7 +48,7 @@ def evidence_sentences(passages: Iterable[dict[str, Any]]) -> list[Sentence]:
     for p in passages:
         if untrusted_source(p):
             continue
-        page = _DISAMBIGUATION.sub("", p.get("page_name") or "").strip()
+        page = _DISAMBIGUATION.sub("", p.get("page_name") or "").strip()  # "Winner (band)" is about Winner
         out += [Sentence(p["n"], page, s, p["text"]) for s in _chunk_sentences(p["text"]) if says_something(s)]
     return out
 
@@ -96,9 +96,9 @@ def bridge_chain(plan: HopPlan, answer_claims: list[str], sentences: list[Senten
 
     Hop 2 is a sentence that states the answer; the bridge is its page, or a name it holds besides the
     question's and the answer's. Hop 1 is a sentence that names that bridge (or is on its page) and the
-    question's names. The chain must state every name of the question between its two sentences: a
-    sentence that gives the answer and shares one place name with the question ("played for the
-    Melbourne Storm") is not the chain of "which team ... is based in Melbourne, Victoria". Of the
+    question's names. The chain must state most of the question's names (``CHAIN_NAMES_MIN``) between its
+    two passages: a sentence that gives the answer and shares one place name with the question ("played
+    for the Melbourne Storm") is not the chain of "which team ... is based in Melbourne, Victoria". Of the
     chains found, the one stating most of the question's names wins, a one-sentence chain on a tie.
     A draft that names its bridge (``draft_names``: "The Androscoggin Bank Colisée can seat 1,400") is
     held to it."""
@@ -115,7 +115,7 @@ def bridge_chain(plan: HopPlan, answer_claims: list[str], sentences: list[Senten
     for s2 in states:
         candidates = [b for b in dict.fromkeys([s2.page, *_names_in(s2.text, [*names, *answer_claims])]) if b]
         links = [(s2, s2.page or "the page")] + [
-            (s1, b) for s1 in sentences if s1 is not s2 for b in candidates[:1] + candidates[1:] if _about(b, s1)]
+            (s1, b) for s1 in sentences if s1 is not s2 for b in candidates if _about(b, s1)]
         for s1, bridge in links:
             score = (len(_names_held(names, (s1, s2))), -int(s1 is not s2))
             if best is None or score > best[:2]:
@@ -266,7 +266,6 @@ def next_hop_query(chain: list[dict[str, Any]], question: str) -> str:
 def answer_claims(answer: str, question: str) -> list[str]:
     """What hop 2 must state: the names and numbers the answer adds to the question, or, for an answer
     in plain words ("spot-fixing", "martial artist"), its longer words."""
-
     claims = new_claims(answer, question)
     if claims:
         return claims
@@ -283,8 +282,7 @@ def draft_chain(plan: dict[str, Any] | None, question: str, answer: str, kind: s
     number or a date is answered by one ("The Androscoggin Bank Colisée can seat 1,400": 1,400)."""
     if not plan or plan.get("shape", "single") == "single" or not answer:
         return []
-    hop_plan = HopPlan(plan["shape"], tuple(plan.get("names", ())), tuple(plan.get("items", ())),
-                       plan.get("measure", "fact"), wins=plan.get("wins", ""))
+    hop_plan = HopPlan.from_dict(plan)
     if hop_plan.shape != "bridge":
         return evidence_chain(hop_plan, [], passages, answer=answer)
     claims = new_claims(answer, question, kind) or answer_claims(answer, question)
@@ -300,6 +298,4 @@ def hop_line(hop: dict[str, Any], width: int = 160) -> str:
     head = f"hop {hop['hop']} ({hop['role']})"
     if not hop.get("found"):
         return f"{head} MISSING: {hop.get('missing', '')}"
-    quote = hop.get("quote", "")
-    quote = quote if len(quote) <= width else quote[: width - 3].rstrip() + "..."
-    return f"{head} [{hop['n']}] {hop.get('page', '')}: {quote}  ({hop.get('claim', '')})"
+    return f"{head} [{hop['n']}] {hop.get('page', '')}: {clip(hop.get('quote', ''), width)}  ({hop.get('claim', '')})"

@@ -17,8 +17,8 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.matching import RE_PERIOD_MENTION, Anchor
 from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
-from agentic_rag.gate.chain import draft_chain, hops_found, next_hop_query
 from agentic_rag.configuration import Settings
+from agentic_rag.gate.chain import draft_chain, hops_found, next_hop_query
 from agentic_rag.gate.checks import DRAFT_CHECKS
 from agentic_rag.gate.crossencoder import entailment_probability
 from agentic_rag.gate.judge import (

@@ -18,9 +18,9 @@ from agentic_rag.anchors.matching import normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
 from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.budget import llm_calls, tokens_summary
-from agentic_rag.gate.chain import missing_hop
 from agentic_rag.configuration import Settings
 from agentic_rag.events import quoted_chunks
+from agentic_rag.gate.chain import missing_hop
 from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, INPUT_LAYERS, LAYER_CODES, SUPPORT_CHECKS, failed, passes
 from agentic_rag.gate.policy import requested
