@@ -31,8 +31,13 @@ def main() -> None:
     parser.add_argument("--name", help="with --run: the name its report is written under")
     args = parser.parse_args()
     if args.run:
+        if not args.run.exists():
+            parser.exit(2, f"error: {args.run} does not exist (a run folder or a <system>_results.jsonl.gz)\n")
         if args.run.name.endswith(".jsonl.gz"):
-            rows = read_results_text(gzip.decompress(args.run.read_bytes()).decode("utf-8", errors="replace"))
+            try:
+                rows = read_results_text(gzip.decompress(args.run.read_bytes()).decode("utf-8", errors="replace"))
+            except (OSError, EOFError) as exc:
+                parser.exit(2, f"error: {args.run} cannot be read as gzip ({exc})\n")
         else:
             rows = read_results(args.run / "results.jsonl")
         if not rows:
