@@ -330,3 +330,28 @@ def test_single_hop_questions_answer_and_spend_the_same_with_the_chain_check_on(
         on = runs[True][qid]
         assert (on["status"], on["reason"], on["prediction"], on["tokens"]["total"]) == \
                (off["status"], off["reason"], off["prediction"], off["tokens"]["total"]), qid
+
+
+@pytest.mark.model
+def test_the_real_model_answers_a_hotpotqa_bridge_question_through_two_hops(shared_data, agent_settings, tmp_path):
+    """A HotpotQA dev bridge question with its ten pages, the packaged generator and the chain check on:
+    the answer is kept, and its chain is two hops on two pages, each quoted exactly from its page: Scott
+    Parkin's page names the corporation the question describes (Halliburton), Halliburton's page states
+    the answer."""
+    from agentic_rag.datasets.crag import iter_records
+    from agentic_rag.datasets.prepare.hotpotqa import prepare_hotpotqa
+    from agentic_rag.runner import answer
+
+    path, _ = prepare_hotpotqa(shared_data / "hotpotqa" / "hotpot_dev_distractor_first100.json", tmp_path / "dev.jsonl",
+                               split="dev", progress=False)
+    record = next(r for r in iter_records(path) if r.interaction_id == "hotpotqa-659b627a956d4c1f-answerable")
+    assert record.query.startswith("Scott Parkin has been a vocal critic of Exxonmobil and another corporation")
+    result = answer("agent", agent_settings.replace(CHAIN_CHECK=True), record=record)
+    assert result.status == "ok" and "70" in result.answer, (result.reason, result.answer)
+    bridge, fact = result.chain
+    assert (bridge["role"], bridge["found"], fact["role"], fact["found"]) == ("bridge", True, "answer", True), result.chain
+    assert bridge["entity"] == fact["entity"] == "Halliburton"
+    assert (bridge["page"], fact["page"]) == ("Scott Parkin", "Halliburton")
+    pages = {p.page_name: p.page_result for p in record.search_results}
+    assert bridge["quote"] in pages["Scott Parkin"] and "Halliburton" in bridge["quote"]
+    assert fact["quote"] in pages["Halliburton"] and "70 countries" in fact["quote"]
