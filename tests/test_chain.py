@@ -355,3 +355,26 @@ def test_the_real_model_answers_a_hotpotqa_bridge_question_through_two_hops(shar
     pages = {p.page_name: p.page_result for p in record.search_results}
     assert bridge["quote"] in pages["Scott Parkin"] and "Halliburton" in bridge["quote"]
     assert fact["quote"] in pages["Halliburton"] and "70 countries" in fact["quote"]
+
+
+def test_a_draft_chain_reads_the_answer_through_typographic_quotes_and_past_the_asked_title():
+    """Two drafts the packaged 0.5B wrote on HotpotQA dev, each right and each read before as a broken
+    chain: the page writes the song's title with a typographic apostrophe, and the other draft runs the
+    question's "United States Vice President" into the name it answers."""
+    song_q = ("What is the name of the fight song of the university whose main campus is in Lawrence, Kansas and whose "
+              "branch campuses are in the Kansas City metropolitan area?")
+    pages = _passages(("Kansas Song", "Kansas Song (We’re From Kansas) is a fight song of the University of Kansas."),
+                      ("University of Kansas", "The University of Kansas is a public research university. Its main "
+                       "campus is in Lawrence, Kansas, with branch campuses in the Kansas City metropolitan area."))
+    draft = 'The fight song of the University of Kansas is "We\'re From Kansas".'
+    chain = draft_chain(_plan(song_q).to_dict(), song_q, draft, "other", pages)
+    assert [h["found"] for h in chain] == [True, True] and chain[1]["entity"] == "University of Kansas", chain
+    assert chain[1]["page"] == "Kansas Song"
+
+    vp_q = "Alfred Balk served as secretary of the Committee on Minority Groups under which United States Vice President?"
+    pages = _passages(("Alfred Balk", "Alfred Balk served as secretary of New York Governor Nelson Rockefeller's "
+                       "Committee on Minority Groups."),
+                      ("Nelson Rockefeller", "Nelson Rockefeller served as Vice President of the United States."))
+    draft = "Alfred Balk served under the United States Vice President Nelson Rockefeller."
+    chain = draft_chain(_plan(vp_q).to_dict(), vp_q, draft, "other", pages)
+    assert chain[1]["found"] and chain[1]["claim"].startswith("Nelson Rockefeller"), chain

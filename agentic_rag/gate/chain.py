@@ -106,7 +106,7 @@ def bridge_chain(plan: HopPlan, answer_claims: list[str], sentences: list[Senten
     if not answer_claims:
         return [_hop("bridge", "", None, "the draft states no answer to look for"),
                 _hop("answer", "", None, "the draft states no answer to look for")]
-    states = [s for s in sentences if all(claim_in(c, s.text) for c in answer_claims)]
+    states = [s for s in sentences if all(_states(c, s.text) for c in answer_claims)]
     held = [b for b in draft_names if not any(claim_in(b, n) or claim_in(n, b) for n in names)]
     if held:  # the draft says which entity its answer is about: the answer must be stated of that one
         states = [s for s in states if any(_about(b, s) for b in held)]
@@ -285,12 +285,23 @@ def draft_chain(plan: dict[str, Any] | None, question: str, answer: str, kind: s
     hop_plan = HopPlan.from_dict(plan)
     if hop_plan.shape != "bridge":
         return evidence_chain(hop_plan, [], passages, answer=answer)
-    claims = new_claims(answer, question, kind) or answer_claims(answer, question)
+    claims = [_past_question_names(c, question) for c in new_claims(answer, question, kind)] \
+        or answer_claims(answer, question)
     named = [c for c in claims if not RE_NUMBER.fullmatch(c)]
     values = [c for c in claims if c not in named]
     tries = [values] if kind in ("numeric", "date") and values else [[c] for c in claims] or [[]]
     chains = [evidence_chain(hop_plan, t, passages, [c for c in named if c not in t]) for t in tries]
     return max(chains, key=lambda c: hops_found(c) or 0.0)
+
+
+def _past_question_names(claim: str, question: str) -> str:
+    """What a claim adds after a name the question states: a draft that runs the asked title into its
+    answer ("the United States Vice President Nelson Rockefeller") claims "Nelson Rockefeller", which is
+    what a page states."""
+    for name in sorted(claims_of(question), key=len, reverse=True):
+        if normalize_text(claim).startswith(normalize_text(name) + " "):
+            return claim[len(name):].strip()
+    return claim
 
 
 def hop_line(hop: dict[str, Any], width: int = 160) -> str:
