@@ -64,6 +64,21 @@ def test_a_comparison_measures_what_it_compares():
     assert _plan("Which airport is busier, Palm Springs International Airport or Trenton-Mercer Airport?").measure == "amount"
 
 
+@pytest.mark.parametrize("question, items, wins", [
+    ("What profession did Alan Crosland and Kurt Voss both hold?", ("Alan Crosland", "Kurt Voss"), ""),
+    ("Both Dieffenbachia and Carlina belong to what group of plants?", ("Dieffenbachia", "Carlina"), ""),
+    ("Which American writer wrote both The Ganymede Takeover (1967) and The Man in the High Castle (1962)?",
+     ("Ganymede Takeover", "Man in the High Castle"), ""),
+    ("What is the birthday of the oldest among Vicente García and Ximena Sariñana?", ("Vicente García", "Ximena Sariñana"),
+     "least"),
+])
+def test_what_two_named_things_share_is_a_comparison_of_any_question_kind(question, items, wins):
+    """A wh-question about what two names both are, or the one of them that is oldest: a hop per item
+    (neither "Both" nor a title's year is an item)."""
+    plan = _plan(question)
+    assert (plan.shape, plan.items, plan.wins) == ("comparison", items, wins), plan
+
+
 def test_a_bridge_chain_quotes_each_hop_from_its_own_page():
     plan = _plan(BRIDGE_Q)
     chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON, OTHER))

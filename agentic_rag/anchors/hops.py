@@ -9,7 +9,8 @@ A multi-hop question asks about something it only describes. HotpotQA's two shap
   one's birth date), then the comparison.
 
 The plan is read from the question's shape and its anchors, with no model call: the question kind
-(kind.py) says comparison, and a question that names something and describes another thing
+(kind.py) says comparison, or it asks what two named things both are or share ("What profession did
+Alan Crosland and Kurt Voss both hold?"), and a question that names something and describes another thing
 by it (a relative clause, a participle: "a film directed by", a role: "the father of Kasper Schmeichel")
 is a bridge. "The battle of Hastings" and "Normandy's exports" name one thing: no cue. Everything
 else is ``single``: its path and its tokens are those of a one-passage question.
@@ -42,6 +43,9 @@ _PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:\w+ed|written|s
                          r"\s+(?:by|in|as|for|from|at)\b")
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
+# what two named things share, asked by any question: "what profession did A and B both hold", "the
+# oldest among A and B"
+_SHARED = re.compile(r"\b(?:both|in common|among)\b")
 # what a comparison compares, read from its words: when (a date per item), how much (a number per item)
 _WHEN_WORDS = re.compile(r"\b(?:older|oldest|younger|youngest|earlier|earliest|later|latest|first|last|before|after|"
                          r"born|died|age)\b")
@@ -118,7 +122,9 @@ def question_names(question: str, anchors: list[Anchor]) -> list[str]:
 
 
 def _items(question: str, names: list[str]) -> list[str]:
-    """The compared things: the names on either side of the question's "or" or "and"."""
+    """The compared things: the names on either side of the question's "or" or "and" (a year beside a
+    title, "The Ganymede Takeover (1967)", is not one)."""
+    names = [n for n in names if not RE_NUMBER.fullmatch(n)]
     q = normalize_text(question)
     for joint in (" or ", " and "):
         head, sep, tail = q.rpartition(joint)
@@ -136,7 +142,8 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
     names = question_names(question, anchors)
     lowered = normalize_text(question)
     joint = kind == "yes_no" and _JOINT.search(lowered) and len(names) >= 2
-    if kind == "comparison" or joint or re.search(r"\bin common\b", lowered):
+    shared = _SHARED.search(lowered) and len(names) >= 2
+    if kind == "comparison" or joint or shared:
         items = _items(question, names)
         if len(items) == 2:
             measure = ("date" if _WHEN_WORDS.search(lowered) else "amount" if _AMOUNT_WORDS.search(lowered)

@@ -449,7 +449,7 @@ def anchor_coverage(anchors: list[Anchor], text: str) -> tuple[float, list[Ancho
 # -- names and numbers in text --------------------------------------------------------------------
 _NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|&)\s+){0,2}[A-Z][\w'&-]*)*)")  # "Society of the United States" is one name
 _POSSESSIVE = re.compile(r"'s?$")
-_FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also"}
+_FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also", "both", "either", "neither"}
 _NOT_NAMES = frozenset(STOPWORDS_EN) | _FILLER
 RE_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
