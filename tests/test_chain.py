@@ -42,6 +42,7 @@ def _plan(question: str):
 @pytest.mark.parametrize("question, shape", [
     (BRIDGE_Q, "bridge"),
     ("2014 S/S is the debut album of a South Korean boy group that was formed by who?", "bridge"),
+    ("What screenwriter with credits for \"Evolution\" co-wrote a film starring Nicolas Cage and Téa Leoni?", "bridge"),
     (COMPARE_Q, "comparison"),
     ("Are the Laleli Mosque and Esma Sultan Mansion located in the same neighborhood?", "comparison"),
     ("What profession does Kazuyuki Fujita and Gilbert Yvel have in common?", "comparison"),

@@ -39,8 +39,8 @@ _ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|br
                       r"writer|composer|producer|owner|publisher|developer|manufacturer|designer|architect|star|host|"
                       r"leader|president|coach|captain|successor|predecessor|parent company|headquarters|capital|"
                       r"birthplace|hometown|spouse|child|children|members?)\s+of\s+(?:the\s+)?\S", re.IGNORECASE)
-_PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:\w+ed|written|sung|shown|known|born|made|run|held|founded)"
-                         r"\s+(?:by|in|as|for|from|at)\b")
+_PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:(?:\w+ed|written|sung|shown|known|born|made|run|held|"
+                         r"founded)\s+(?:by|in|as|for|from|at)|starring|featuring)\b")
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
 # what two named things share, asked by any question: "what profession did A and B both hold", "the
