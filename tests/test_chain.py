@@ -43,6 +43,8 @@ def _plan(question: str):
     (BRIDGE_Q, "bridge"),
     ("2014 S/S is the debut album of a South Korean boy group that was formed by who?", "bridge"),
     ("What screenwriter with credits for \"Evolution\" co-wrote a film starring Nicolas Cage and Téa Leoni?", "bridge"),
+    ("Which Formula One World Champion had a teammate named Richie Ginther?", "bridge"),
+    ("Who was a grandson of Aurelia Plath and was a fisheries biologist?", "bridge"),
     (COMPARE_Q, "comparison"),
     ("Are the Laleli Mosque and Esma Sultan Mansion located in the same neighborhood?", "comparison"),
     ("What profession does Kazuyuki Fujita and Gilbert Yvel have in common?", "comparison"),

@@ -35,12 +35,13 @@ _WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|w
 # wh-phrase ("From which countries ...", "In which movie ..."); a participle phrase ("a 2004 film directed
 # by"); a role of a named thing ("the director of Big Stone Gap": "the battle of Hastings" names one thing)
 _RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?:who|whom|whose|which|that|where)\s+\w", re.IGNORECASE)
-_ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|brother|sister|founder|creator|author|"
+_ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|brother|sister|grandson|granddaughter|"
+                      r"nephew|niece|cousin|founder|creator|author|"
                       r"writer|composer|producer|owner|publisher|developer|manufacturer|designer|architect|star|host|"
                       r"leader|president|coach|captain|successor|predecessor|parent company|headquarters|capital|"
                       r"birthplace|hometown|spouse|child|children|members?)\s+of\s+(?:the\s+)?\S", re.IGNORECASE)
 _PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:(?:\w+ed|written|sung|shown|known|born|made|run|held|"
-                         r"founded)\s+(?:by|in|as|for|from|at)|starring|featuring)\b")
+                         r"founded|based)\s+(?:by|in|as|for|from|at|on)|starring|featuring|named|called)\b")
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
 # what two named things share, asked by any question: "what profession did A and B both hold", "the
