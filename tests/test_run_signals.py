@@ -68,8 +68,11 @@ def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     """The one end-to-end check with the packaged 0.5B: Ctrl-C while it decodes in a worker thread (the
     baseline: one call per question, so the second question is decoding a second after the first is
     saved). That the printed command resumes is checked against the fault server above."""
+    from agentic_rag.testing.records import lightest_examples
+
     out = tmp_path / "run"
-    proc = start([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", "example", "--n", "3", "--system",
+    data = str(lightest_examples(tmp_path, 3))
+    proc = start([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", data, "--n", "3", "--system",
                   "baseline", "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"], keep=SUITE_SETTINGS)
     wait_for(lambda: lines(out / "results.jsonl") >= 1, proc, timeout=900)
     time.sleep(1.0)  # the second question is under way

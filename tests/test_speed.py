@@ -204,10 +204,12 @@ def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(own_in
 
     from agentic_rag.cli import app
     from agentic_rag.eval.results import read_results
+    from agentic_rag.testing.records import lightest_examples
 
     out = tmp_path / "run"
     # an index cache of its own: the suite's shared one may already hold this question's pages
-    res = CliRunner().invoke(app, ["eval", "--dataset", "example", "--n", "1", "--system", "baseline", "--out", str(out),
+    res = CliRunner().invoke(app, ["eval", "--dataset", str(lightest_examples(tmp_path, 1)), "--n", "1", "--system",
+                                   "baseline", "--out", str(out),
                                    "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}", "-o", f"INDEX_CACHE_DIR={tmp_path / 'index'}"])
     assert res.exit_code == 0, res.output
     assert "cold start:" in res.stderr and "LLM load" in res.stderr and "embedder load" in res.stderr
