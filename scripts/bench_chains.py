@@ -1,6 +1,7 @@
 """The evidence chain read on HotpotQA with gold answers: benchmarks/chain/gold_chains_SPLIT.{json,md}.
 
 Usage: python scripts/bench_chains.py [--split dev|test] [--shared ../shared/data] [--out benchmarks/chain]
+       python scripts/bench_chains.py --run RUN [--name NAME] [--pages DATASET]
 Tune on dev; test is for reporting.
 """
 
@@ -11,10 +12,10 @@ import gzip
 import tempfile
 from pathlib import Path
 
-from agentic_rag.datasets.crag import iter_records
-from agentic_rag.datasets.prepare.benchmarks import HOTPOT_FILES, benchmark_dataset
+from agentic_rag.datasets.crag import DataError, iter_records
+from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, HOTPOT_FILES, benchmark_dataset
 from agentic_rag.eval.chain_report import (
-    chain_outcomes, chain_outcomes_markdown, gold_chains_markdown, single_hop_exposure, write_gold_chains,
+    chain_outcomes, chain_outcomes_markdown, gold_chains_markdown, rechained, single_hop_exposure, write_gold_chains,
 )
 from agentic_rag.eval.results import read_results, read_results_text
 
@@ -29,6 +30,8 @@ def main() -> None:
     parser.add_argument("--run", type=Path, help="a run folder, or a committed <system>_results.jsonl.gz: its drafts "
                                                   "by outcome and chain, instead")
     parser.add_argument("--name", help="with --run: the name its report is written under")
+    parser.add_argument("--pages", help="with --run: read each draft's chain again with this code, over all the pages "
+                                        "of its record in this dataset (a file, or a benchmark name: hotpot_dev)")
     args = parser.parse_args()
     if args.run:
         if not args.run.exists():
@@ -44,7 +47,17 @@ def main() -> None:
             parser.exit(2, f"error: {args.run} has no results.jsonl rows\n")
         name = args.name or args.run.name.split(".")[0]
         shown = args.run.resolve().relative_to(ROOT) if args.run.resolve().is_relative_to(ROOT) else args.run
-        text = chain_outcomes_markdown(name, chain_outcomes(rows), str(shown))
+        command = f"--run {shown} --name {name}"
+        if args.pages:
+            with tempfile.TemporaryDirectory() as work:
+                try:
+                    data = benchmark_dataset(args.pages, Path(work), args.shared) if args.pages in BENCHMARK_DATASETS \
+                        else args.pages
+                    rows = rechained(rows, iter_records(data))
+                except (DataError, OSError) as exc:
+                    parser.exit(2, f"error: --pages {args.pages}: {exc}\n")
+            command += f" --pages {args.pages}"
+        text = chain_outcomes_markdown(name, chain_outcomes(rows), command)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"drafts_{name}.md").write_text(text)
         print(text)

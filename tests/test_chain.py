@@ -3,6 +3,9 @@ missing hop named, and the decision that refuses on it (chain/, gate/policy.py, 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from agentic_rag.anchors.kind import question_kind
@@ -304,6 +307,40 @@ def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would
     assert report["by_type"] == {"unknown": {"answered, right: chain broken": 1, "answered, right: chain complete": 1,
                                              "answered, wrong: chain broken": 2, "refused, draft right: chain complete": 1,
                                              "refused, draft wrong: chain complete": 2, "refused, no draft: no chain": 1}}
+
+
+def test_a_runs_drafts_are_read_again_by_this_code_over_all_their_records_pages(tmp_path):
+    """``bench_chains.py --run RUN --pages DATASET``: each row's draft gets the chain this code reads over all
+    of its record's pages, whatever chain the run stored; a row without a draft or a record has none."""
+    import subprocess
+    import sys
+
+    from agentic_rag.datasets.crag import write_records
+    from agentic_rag.eval.chain_report import rechained
+    from agentic_rag.testing.records import record
+
+    whole, twin = record(BRIDGE_Q, dict((FILM, PERSON, OTHER))), record(BRIDGE_Q, dict((FILM, OTHER)))
+    whole.interaction_id, twin.interaction_id = "whole", "twin"
+    stale = [{"hop": 1, "found": False}]
+    draft = "Shirley Temple served as Chief of Protocol."
+    rows = [{"id": "whole", "draft": draft, "signals": {"chain": stale}}, {"id": "twin", "draft": draft, "chain": stale},
+            {"id": "whole", "draft": ""}, {"id": "elsewhere", "draft": draft}]
+    again = rechained(rows, [whole, twin])
+    assert [h["found"] for h in again[0]["chain"]] == [True, True] and "chain" not in again[0]["signals"]
+    assert [h["found"] for h in again[1]["chain"]] == [True, False]
+    assert again[2]["chain"] == again[3]["chain"] == []
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text("".join(json.dumps({**r, "status": "ok", "judgement": "accurate", "judge_rule": "rule"}) + "\n" for r in rows[:2]))
+    write_records([whole, twin], tmp_path / "pages.jsonl")
+    script = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "bench_chains.py"), "--run", str(run),
+              "--out", str(tmp_path / "out")]
+    done = subprocess.run([*script, "--pages", str(tmp_path / "pages.jsonl")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "| answered, right | 1 | 1 | 0 |" in (tmp_path / "out" / "drafts_run.md").read_text()
+    bad = subprocess.run([*script, "--pages", str(tmp_path / "nowhere.jsonl")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --pages") and "Traceback" not in bad.stderr
 
 
 class _Extractive:

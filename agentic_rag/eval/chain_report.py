@@ -8,14 +8,16 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
+from agentic_rag.anchors.hops import SHAPES, HopPlan, plan_hops
 from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors
-from agentic_rag.gate.chain import answer_claims, evidence_chain, hops_found
-from agentic_rag.anchors.hops import SHAPES, plan_hops
+from agentic_rag.configuration.sections import AgentSettings
+from agentic_rag.gate.chain import answer_claims, draft_chain, evidence_chain, hops_found
 from agentic_rag.datasets.prepare.hotpotqa import in_split, paragraphs_of, question_id, supporting_titles
 from agentic_rag.telemetry import parse_json
+from agentic_rag.text import strip_markup
 
 
 def hotpot_questions(files: list[Path], split: str) -> Iterator[dict[str, Any]]:
@@ -28,13 +30,25 @@ def hotpot_questions(files: list[Path], split: str) -> Iterator[dict[str, Any]]:
                 yield raw
 
 
+def question_plan(question: str) -> tuple[HopPlan, str]:
+    """The hop plan and the kind the agent's anchor step reads for a question under the default settings."""
+    anchors = propose_anchors(question, top_m=AgentSettings.model_fields["ANCHOR_TOP_M"].default)
+    kind = question_kind(question, anchors)
+    return plan_hops(question, anchors, kind), kind
+
+
+def record_pages(record: Any) -> list[dict[str, Any]]:
+    """A record's pages as the chain reads passages (text pages: HotpotQA, SQuAD; not HTML)."""
+    return [{"n": i, "page_name": p.page_name or "", "text": p.page_result or p.page_snippet or ""}
+            for i, p in enumerate(record.search_results, start=1)]
+
+
 def gold_chains(files: list[Path], split: str) -> dict[str, Any]:
     """Per plan shape: the questions, their HotpotQA types, answerable chains complete, twins' chains broken."""
     counts: dict[str, Counter] = defaultdict(Counter)
     for raw in hotpot_questions(files, split):
         question = raw["question"]
-        anchors = propose_anchors(question, top_m=8)
-        plan = plan_hops(question, anchors, question_kind(question, anchors))
+        plan, _ = question_plan(question)
         claims = answer_claims(raw["answer"], question)
         c = counts[plan.shape]
         c["questions"] += 1
@@ -66,14 +80,11 @@ def single_hop_exposure(records: list[Any], name: str) -> dict[str, Any]:
     answerable = [r for r in records if r.answer and r.answer.lower() != "i don't know"]
     planned = broken = 0
     for r in answerable:
-        anchors = propose_anchors(r.query, top_m=8)
-        plan = plan_hops(r.query, anchors, question_kind(r.query, anchors))
+        plan, _ = question_plan(r.query)
         if not plan.multi_hop:
             continue
         planned += 1
-        pages = [{"n": i, "page_name": p.page_name, "text": p.page_result or p.page_snippet}
-                 for i, p in enumerate(r.search_results, 1)]
-        broken += hops_found(evidence_chain(plan, answer_claims(r.answer, r.query), pages)) != 1.0
+        broken += hops_found(evidence_chain(plan, answer_claims(r.answer, r.query), record_pages(r))) != 1.0
     return {"split": name, "answerable": len(answerable), "planned_multi_hop": planned, "gold_chain_broken": broken}
 
 
@@ -105,6 +116,25 @@ def write_gold_chains(files: list[Path], split: str, out: Path, single_hop: list
     (out / f"gold_chains_{split}.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / f"gold_chains_{split}.md").write_text(gold_chains_markdown(report))
     return report
+
+
+def rechained(rows: list[dict[str, Any]], records: Iterable[Any]) -> list[dict[str, Any]]:
+    """The rows with each draft's chain read again by this code, over all of its record's pages (the run
+    read the chunks retrieved for the draft): how a change to the plan or the chain would have read the
+    drafts a run wrote, with no model call. A row whose record is not in ``records`` keeps no chain."""
+    pages = {r.interaction_id: r for r in records}
+    out = []
+    for row in rows:
+        record, draft = pages.get(str(row.get("id"))), str(row.get("draft") or "")
+        chain: list[dict[str, Any]] = []
+        if record is not None and draft:
+            passages = record_pages(record)
+            plan, kind = question_plan(record.query)
+            chain = draft_chain(plan.to_dict(), record.query, strip_markup(draft, [p["text"] for p in passages]),
+                                kind, passages)
+        signals = {k: v for k, v in (row.get("signals") or {}).items() if k != "chain"}
+        out.append({**row, "chain": chain, "signals": signals})
+    return out
 
 
 def _chain_state(row: dict[str, Any]) -> str:
@@ -140,15 +170,16 @@ def chain_outcomes(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "score_change": {"refuse_broken": refuse_broken, "answer_complete": answer_complete}}
 
 
-def chain_outcomes_markdown(name: str, report: dict[str, Any], run: str = "RUN") -> str:
+def chain_outcomes_markdown(name: str, report: dict[str, Any], command: str = "--run RUN") -> str:
     states = ("complete", "broken", "no chain")
     rows = ["| drafts | " + " | ".join(f"chain {s}" if s != "no chain" else s for s in states) + " |", "|---|---|---|---|"]
     rows += [f"| {group} | " + " | ".join(str(counts.get(s, 0)) for s in states) + " |" for group, counts in report["table"].items()]
     change = report["score_change"]
     types = [f"- {kind}: " + "; ".join(f"{k} {v}" for k, v in counts.items()) for kind, counts in report.get("by_type", {}).items()]
+    again = " (read again by this code, over all of its record's pages)" if "--pages" in command else ""
     return (f"# The evidence chain on the drafts of {name}\n\n"
-            f"Generated by `python scripts/bench_chains.py --run {run} --name {name}` ({report['n']} "
-            "questions): each question's last draft, by outcome and by its chain. A refused draft is right when the "
+            f"Generated by `python scripts/bench_chains.py {command}` ({report['n']} "
+            f"questions): each question's last draft, by outcome and by its chain{again}. A refused draft is right when the "
             "rule judge would have scored it accurate.\n\n" + "\n".join(rows) + "\n\nBy the dataset's question type:\n\n"
             + "\n".join(types) + "\n\n"
             f"Refusing every answer whose chain is broken would change the summed CRAG score by {change['refuse_broken']:+d}; "
