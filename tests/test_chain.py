@@ -142,6 +142,20 @@ def test_a_comparison_needs_each_item_stated_on_its_own_page():
     assert missing_hop(twin) == "no page states a date about Terry Richardson"
 
 
+def test_a_compared_item_is_stated_by_a_sentence_about_it_not_one_that_names_it_in_passing():
+    """A HotpotQA twin without Scott Derrickson's page: a film page that names him as its director says
+    nothing of his nationality, so his hop is missing; with his own page it is found."""
+    question = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    film = ("Doctor Strange (2016 film)", "The film was directed by Scott Derrickson, who wrote it with Jon Spaihts.")
+    wood = ("Ed Wood", "Ed Wood is a 1994 American biographical film directed by Tim Burton.")
+    own = ("Scott Derrickson", "Scott Derrickson (born July 16, 1966) is an American director.")
+    plan = _plan(question)
+    twin = evidence_chain(plan, [], _passages(film, wood), answer="Yes")
+    assert [h["found"] for h in twin] == [False, True] and twin[0]["missing"] == "no page states a fact about Scott Derrickson"
+    whole = evidence_chain(plan, [], _passages(film, wood, own), answer="Yes")
+    assert [h["found"] for h in whole] == [True, True] and whole[0]["page"] == "Scott Derrickson"
+
+
 def test_a_comparison_draft_must_name_the_item_the_pages_make_the_winner():
     """"Who is older?": the earlier birth date wins; a draft that names the other is a broken chain whose
     last hop says what the pages give."""

@@ -164,7 +164,8 @@ def _measures(s: Sentence, measure: str) -> bool:
     return True
 
 
-SUBJECT_CHARS = 40  # an item named this early in a sentence on another page is what the sentence is about
+SUBJECT_CHARS = 15  # an item named this early in a sentence on another page is what the sentence is about
+# ("Terrence Richardson (born ...)", "The band Wolf Alice ..."), not "The film was directed by Scott Derrickson"
 
 
 def first_value(text: str, measure: str) -> tuple[float, ...] | None:
