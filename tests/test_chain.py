@@ -251,6 +251,25 @@ def test_a_refusal_on_a_missing_hop_says_which_hops_were_found_and_names_the_mis
     assert record.chain == chain
 
 
+def test_a_refusal_by_another_check_names_the_missing_hop_too_when_the_chain_check_is_on():
+    """The reader refuses the draft and a hop is missing as well: the refusal keeps its reason and its own
+    account, and names the hop too; with the chain check off the chain is only logged, and not cited."""
+    chain = evidence_chain(_plan(BRIDGE_Q), answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, OTHER))
+    state = {"question": BRIDGE_Q, "draft": "Shirley Temple was Chief of Protocol.",
+             "signals": {**_signals(chain), "answerability": 0.1},
+             "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_NOT_ANSWERABLE"}}
+    on = build_record(state, "agent", Settings.load(overrides={"CHAIN_CHECK": True}), {}, 1)
+    off = build_record(state, "agent", Settings.load(overrides={"CHAIN_CHECK": False}), {}, 1)
+    assert on.reason == off.reason == "ABSTAIN_NOT_ANSWERABLE"
+    assert on.missing == [*off.missing, missing_hop(chain)] and missing_hop(chain) not in off.missing
+    assert on.explanation.startswith(off.explanation) and "Missing: no page about Shirley Temple" in on.explanation
+    assert "needs 2 steps" not in off.explanation
+    whole = evidence_chain(_plan(BRIDGE_Q), answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON))
+    complete = build_record({**state, "signals": {**_signals(whole), "answerability": 0.1}}, "agent",
+                            Settings.load(overrides={"CHAIN_CHECK": True}), {}, 1)
+    assert complete.missing == off.missing  # no hop is missing: nothing to name
+
+
 def test_a_run_keeps_the_chain_and_trace_shows_it_and_a_twin_is_refused_naming_its_hop(tmp_path):
     """Through the real graph (real retrieval and BAUG, a scripted generator): the answered question's
     row keeps both hops, quoted; its twin without Shirley Temple's page gets one more round searched for

@@ -239,13 +239,17 @@ def _missing_anchors(r: Refusal) -> tuple[str, list[str]]:
     return text[0].upper() + text[1:] + _untrusted_note(signals), r.missing
 
 
-def _missing_hop(r: Refusal) -> tuple[str, list[str]]:
+def hop_account(chain: list[dict[str, Any]]) -> tuple[str, str]:
     """Which hops of the chain a page states, and the first one none does (what a user would look for)."""
-    chain = r.signals.get("chain") or []
     found = [f"hop {h['hop']} ({h['claim']}) is stated by source {h['n']}" for h in chain if h["found"] and h.get("claim")]
     missing = missing_hop(chain)
     text = (f"The answer needs {len(chain)} steps and the sources state {sum(h['found'] for h in chain)} of them"
             + (f": {'; '.join(found)}" if found else "") + f". Missing: {missing}.")
+    return text, missing
+
+
+def _missing_hop(r: Refusal) -> tuple[str, list[str]]:
+    text, missing = hop_account(r.signals.get("chain") or [])
     return text, [missing] if missing else r.missing
 
 
@@ -358,6 +362,11 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
             extension_error=state.get("extension_error"),
         )
         explanation = decision.get("explanation") or explanation  # a fitted decision words its own refusal
+        hops = CHECK_BY_SIGNAL["hops_found"]
+        if decision["reason"] != hops.reason and not passes(hops, signals, settings):
+            # refused by another check while a hop is missing too: the user is told which (CHAIN_CHECK)
+            account, hop = hop_account(signals.get("chain") or [])
+            explanation, missing = f"{explanation} {account}", [*missing, *([hop] if hop not in missing else [])]
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(
             **common, status="refuse", answer=f"{IDK_ANSWER} {explanation}", short_answer="i don't know",
