@@ -301,7 +301,7 @@ def _past_question_names(claim: str, question: str) -> str:
     what a page states."""
     for name in sorted(claims_of(question), key=len, reverse=True):
         if normalize_text(claim).startswith(normalize_text(name) + " "):
-            return claim[len(name):].strip()
+            return " ".join(claim.split()[len(name.split()):])
     return claim
 
 
