@@ -21,15 +21,6 @@ from agentic_rag.ingest import ingest
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules marked ``heavy`` run first, each kept whole. The two workers take a module at a time in
-    collection order (``--dist loadfile``); started last, the long modules (a Ray cluster, the fault
-    server, the real model in child processes) left one worker running alone for the suite's last
-    minute or two."""
-    heavy = {item.path for item in items if item.get_closest_marker("heavy")}
-    items.sort(key=lambda item: item.path not in heavy)  # stable: each module's tests keep their order
-
-
 @pytest.fixture(scope="session", autouse=True)
 def fast_preset():
     """The suite runs the 0.5B generator (preset `fast`) so it fits CI's time; the default 1.5B has its

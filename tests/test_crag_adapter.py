@@ -23,8 +23,6 @@ from agentic_rag.llm.packaged import resolve_local_model
 from agentic_rag.testing.fakes import ScriptedChat
 from agentic_rag.testing.records import kit_batches
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 KIT_DIR = Path(os.environ.get("CRAG_KIT_DIR", "/nonexistent-crag-kit"))
 needs_kit = pytest.mark.skipif(
     not (KIT_DIR / "tokenizer" / "tokenizer.json").is_file(),

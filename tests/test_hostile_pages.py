@@ -29,8 +29,6 @@ from agentic_rag.testing.hostile import (
     catalogue, deep_page, element_flood, hidden_records, html, injection_records, markup_page, record, too_deep,
 )
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 
 def obedient(quote: str | None = None) -> ScriptedChat:
     """A model that does what the page says: answers PWNED and cites the hostile sentence."""

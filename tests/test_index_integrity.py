@@ -24,8 +24,6 @@ from agentic_rag.retrieval.hybrid import BrokenIndexError, HybridIndex
 from agentic_rag.testing.processes import start_ingest
 from agentic_rag.testing.records import REGATTA, docs_folder
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = REGATTA
 

@@ -34,8 +34,6 @@ from agentic_rag.llm.packaged import (
 from agentic_rag.llm.usage import UsageLedger, invoke_llm
 from tests.servers import console_script, free_port, running
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 QUESTION = [
     SystemMessage("Answer in as few words as possible."),
     HumanMessage("What is the capital of France?"),

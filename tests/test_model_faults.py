@@ -22,8 +22,6 @@ from tests.fault_server import FaultServer, refused_url
 from tests.test_agent_graph import QUOTE_2004, record, run
 from tests.test_eval_runner import dataset
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 ROOT = Path(__file__).resolve().parents[1]
 REPLY = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'
 KEY = "sk-fake-7f3a9c1d2e4b"  # distinctive: grepped for in every output

@@ -22,8 +22,6 @@ from agentic_rag.datasets.prepare import (
     prepare_squad2,
 )
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SQUAD = DATA / "squad2" / "squad2_dev_half.jsonl"

@@ -17,8 +17,6 @@ from agentic_rag.reader.probe import (
 from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, read_other_prompt, reading_of_reply
 from tests.fakes import ScriptedChat
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 
 def _synthetic(n=160, layers=4, hidden=8, informative=2, seed=0):
     """States where only ``informative`` carries the label (along one direction), the rest is noise."""

@@ -37,8 +37,6 @@ from tests.fakes import HoldingChat  # noqa: E402
 from tests.servers import console_script, free_port  # noqa: E402
 from tests.test_eval_runner import TIMING, dataset, fake, interrupt_after  # noqa: E402
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 ROOT = Path(__file__).resolve().parents[1]
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
 QUESTIONS = 6

@@ -14,7 +14,7 @@ from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
 from tests.test_agent_graph import record as oscars_record
 
-pytestmark = [pytest.mark.model, pytest.mark.heavy]
+pytestmark = pytest.mark.model
 
 # 9: DreamWorks owner (answerable from its pages); 6: shortest highway (its pages are about dog breeds)
 IDS = (9, 6)

@@ -29,8 +29,6 @@ from tests.fault_server import FaultServer
 from tests.test_eval_runner import dataset
 from tests.test_model_faults import ROOT
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 # every question drafts, is told to revise, and revises: two calls and two telemetry rounds each, so a
 # kill can land between a question's rounds
 WEAK = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."

@@ -29,8 +29,6 @@ from tests.test_run_reliability import (
     wait_for,
 )
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 
 @pytest.fixture(scope="module")
 def server():

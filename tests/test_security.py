@@ -11,8 +11,6 @@ from agentic_rag.cli import app
 from agentic_rag.testing.attacks import poison_checkpoints
 from tests.test_trace import make_run
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 runner = CliRunner()
 
 

@@ -30,8 +30,6 @@ from agentic_rag.timing import node_clock, part
 from tests.fakes import ScriptedChat
 from tests.test_agent_graph import QUOTE_2004, record
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 LLM_SLEEP_S = 0.4
 
 

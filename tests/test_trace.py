@@ -19,8 +19,6 @@ from agentic_rag.trace.run import load_run, question_view
 from tests.fakes import ScriptedChat
 from tests.test_agent_graph import PAGES, QUOTE_2004, QUOTE_2005, record
 
-pytestmark = pytest.mark.heavy  # started first: see conftest.pytest_collection_modifyitems
-
 runner = CliRunner()
 HOSTILE = "</script><script>window.__pwned=2</script> <img src=x onerror=window.__pwned=3>"
 HOSTILE_NAME = "<script>window.__pwned=1</script> Oscars 2005"
