@@ -342,10 +342,10 @@ def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would
                                              "refused, draft wrong: chain complete": 2, "refused, no draft: no chain": 1}}
 
 
-def test_a_runs_drafts_are_read_again_by_this_code_over_all_their_records_pages(tmp_path):
+def test_a_runs_drafts_are_read_again_by_this_code_over_all_their_records_pages(tmp_path, monkeypatch, capsys):
     """``bench_chains.py --run RUN --pages DATASET``: each row's draft gets the chain this code reads over all
     of its record's pages, whatever chain the run stored; a row without a draft or a record has none."""
-    import subprocess
+    import runpy
     import sys
 
     from agentic_rag.datasets.crag import write_records
@@ -365,15 +365,24 @@ def test_a_runs_drafts_are_read_again_by_this_code_over_all_their_records_pages(
 
     run = tmp_path / "run"
     run.mkdir()
-    (run / "results.jsonl").write_text("".join(json.dumps({**r, "status": "ok", "judgement": "accurate", "judge_rule": "rule"}) + "\n" for r in rows[:2]))
+    (run / "results.jsonl").write_text("".join(json.dumps({**r, "status": "ok", "judgement": "accurate", "judge_rule": "rule"})
+                                               + "\n" for r in rows[:2]))
     write_records([whole, twin], tmp_path / "pages.jsonl")
-    script = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "bench_chains.py"), "--run", str(run),
-              "--out", str(tmp_path / "out")]
-    done = subprocess.run([*script, "--pages", str(tmp_path / "pages.jsonl")], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    script = str(Path(__file__).resolve().parents[1] / "scripts" / "bench_chains.py")
+
+    def bench(pages: Path) -> int:  # the script as its command line runs it, in this process
+        monkeypatch.setattr(sys, "argv", [script, "--run", str(run), "--out", str(tmp_path / "out"), "--pages", str(pages)])
+        with pytest.raises(SystemExit) as ended:
+            runpy.run_path(script, run_name="__main__")
+            raise SystemExit(0)
+        return ended.value.code or 0
+
+    assert bench(tmp_path / "pages.jsonl") == 0
     assert "| answered, right | 1 | 1 | 0 |" in (tmp_path / "out" / "drafts_run.md").read_text()
-    bad = subprocess.run([*script, "--pages", str(tmp_path / "nowhere.jsonl")], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: --pages") and "Traceback" not in bad.stderr
+    capsys.readouterr()
+    assert bench(tmp_path / "nowhere.jsonl") == 2
+    said = capsys.readouterr().err
+    assert said.startswith("error: --pages") and len(said.strip().splitlines()) == 1
 
 
 class _Extractive:
