@@ -57,7 +57,7 @@ def main() -> None:
                 except (DataError, OSError) as exc:
                     parser.exit(2, f"error: --pages {args.pages}: {exc}\n")
             command += f" --pages {args.pages}"
-        text = chain_outcomes_markdown(name, chain_outcomes(rows), command)
+        text = chain_outcomes_markdown(name, chain_outcomes(rows), command, reread=bool(args.pages))
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"drafts_{name}.md").write_text(text)
         print(text)

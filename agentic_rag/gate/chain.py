@@ -286,8 +286,8 @@ def draft_chain(plan: dict[str, Any] | None, question: str, answer: str, kind: s
     hop_plan = HopPlan.from_dict(plan)
     if hop_plan.shape != "bridge":
         return evidence_chain(hop_plan, [], passages, answer=answer)
-    claims = [_past_question_names(c, question) for c in new_claims(answer, question, kind)] \
-        or answer_claims(answer, question)
+    asked = sorted(claims_of(question), key=len, reverse=True)
+    claims = [_past_question_names(c, asked) for c in new_claims(answer, question, kind)] or answer_claims(answer, question)
     named = [c for c in claims if not RE_NUMBER.fullmatch(c)]
     values = [c for c in claims if c not in named]
     tries = [values] if kind in ("numeric", "date") and values else [[c] for c in claims] or [[]]
@@ -295,11 +295,11 @@ def draft_chain(plan: dict[str, Any] | None, question: str, answer: str, kind: s
     return max(chains, key=lambda c: hops_found(c) or 0.0)
 
 
-def _past_question_names(claim: str, question: str) -> str:
-    """What a claim adds after a name the question states: a draft that runs the asked title into its
-    answer ("the United States Vice President Nelson Rockefeller") claims "Nelson Rockefeller", which is
-    what a page states."""
-    for name in sorted(claims_of(question), key=len, reverse=True):
+def _past_question_names(claim: str, asked: list[str]) -> str:
+    """What a claim adds after a name the question states (``asked``, the longest first): a draft that runs
+    the asked title into its answer ("the United States Vice President Nelson Rockefeller") claims "Nelson
+    Rockefeller", which is what a page states."""
+    for name in asked:
         if normalize_text(claim).startswith(normalize_text(name) + " "):
             return " ".join(claim.split()[len(name.split()):])
     return claim

@@ -55,8 +55,8 @@ def toy_dataset(folder: Path, n: int = 5) -> Path:
 
 def lightest_examples(folder: Path, n: int) -> Path:
     """A dataset of the ``n`` bundled CRAG records with the least page text, lightest first: real CRAG
-    prompts (the context budget fills the same), at a fraction of the extraction and embedding of the
-    first records (2.5 MB of HTML in record 0, 0.5 MB in the lightest)."""
+    prompts (the context budget fills the same), at a fraction of the extraction and embedding that the
+    first records' pages cost."""
     from agentic_rag.datasets.crag import EXAMPLE_DATASET, iter_records
 
     records = sorted(iter_records(EXAMPLE_DATASET), key=lambda r: sum(len(p.page_result or "") for p in r.search_results))
