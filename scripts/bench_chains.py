@@ -53,9 +53,13 @@ def main() -> None:
                 try:
                     data = benchmark_dataset(args.pages, Path(work), args.shared) if args.pages in BENCHMARK_DATASETS \
                         else args.pages
-                    rows = rechained(rows, iter_records(data))
+                    records = list(iter_records(data))
                 except (DataError, OSError) as exc:
                     parser.exit(2, f"error: --pages {args.pages}: {exc}\n")
+            if not {r.interaction_id for r in records} & {str(row.get("id")) for row in rows}:
+                parser.exit(2, f"error: --pages {args.pages} holds none of the run's {len(rows)} questions "
+                               f"({len(records)} readable records)\n")
+            rows = rechained(rows, records)
             command += f" --pages {args.pages}"
         text = chain_outcomes_markdown(name, chain_outcomes(rows), command, reread=bool(args.pages))
         args.out.mkdir(parents=True, exist_ok=True)

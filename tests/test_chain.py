@@ -383,6 +383,8 @@ def test_a_runs_drafts_are_read_again_by_this_code_over_all_their_records_pages(
     assert bench(tmp_path / "nowhere.jsonl") == 2
     said = capsys.readouterr().err
     assert said.startswith("error: --pages") and len(said.strip().splitlines()) == 1
+    (tmp_path / "other.jsonl").write_text("")  # readable, and none of the run's questions: no silent "no chain"
+    assert bench(tmp_path / "other.jsonl") == 2 and "holds none of the run's 2 questions" in capsys.readouterr().err
 
 
 class _Extractive:
