@@ -85,6 +85,49 @@ def test_what_two_named_things_share_is_a_comparison_of_any_question_kind(questi
     assert (plan.shape, plan.items, plan.wins) == ("comparison", items, wins), plan
 
 
+@pytest.mark.parametrize("question, items, measure", [
+    ("What nationality were social anthropologists Alfred Gell and Edmund Leach?", ("Alfred Gell", "Edmund Leach"), "shared"),
+    ("What occupation was shared by David Yates and Pietro Germi?", ("David Yates", "Pietro Germi"), "shared"),
+    ("What profession did Alan Crosland and Kurt Voss both hold?", ("Alan Crosland", "Kurt Voss"), "shared"),
+    # a yes/no question and an "A or B" question answer with an item or a yes: no shared answer to state
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", ("Scott Derrickson", "Ed Wood"), "fact"),
+    ("What is the birthday of the oldest among Vicente García and Ximena Sariñana?", ("Vicente García", "Ximena Sariñana"),
+     "date"),
+])
+def test_what_two_names_side_by_side_are_is_asked_of_each(question, items, measure):
+    """Two names joined by "and" that the question asks of together ("were", "shared by") are compared
+    items; a wh-question about them asks what both are, so each item's hop must state the answer."""
+    plan = _plan(question)
+    assert (plan.shape, plan.items, plan.measure) == ("comparison", items, measure), plan
+
+
+GELL_Q = "What nationality were social anthropologists Alfred Gell and Edmund Leach?"
+GELL = ("Alfred Gell", "Alfred Antony Francis Gell (1945-1997) was a British social anthropologist whose work drew on "
+        "Edmund Leach.")
+LEACH = ("Edmund Leach", "Sir Edmund Ronald Leach (1910-1989) was a British social anthropologist and academic.")
+
+
+def test_what_both_items_are_must_be_stated_of_each_one():
+    """One page saying "British" does not make the other man British: each item's hop is a sentence about
+    that item stating the draft's answer. The twin without Leach's page (Gell's names him in passing) has
+    his hop missing, named; a draft with another answer has both missing."""
+    plan = _plan(GELL_Q)
+    whole = draft_chain(plan.to_dict(), GELL_Q, "Both were British social anthropologists [1][2].", "other",
+                        _passages(GELL, LEACH))
+    assert [h["found"] for h in whole] == [True, True] and [h["page"] for h in whole] == ["Alfred Gell", "Edmund Leach"]
+    twin = draft_chain(plan.to_dict(), GELL_Q, "Both were British.", "other", _passages(GELL))
+    assert [h["found"] for h in twin] == [True, False]
+    assert missing_hop(twin) == "no page states British about Edmund Leach"
+    wrong = draft_chain(plan.to_dict(), GELL_Q, "They were both French.", "other", _passages(GELL, LEACH))
+    assert hops_found(wrong) == 0.0
+    # an answer in plain words: any of its content words, by stem ("poets" of "poet")
+    poets = _passages(("Marge Piercy", "Marge Piercy (born 1936) is an American poet, novelist, and social activist."),
+                      ("Richard Aldington", "Richard Aldington was an English writer and poet."))
+    q = "What occupation is shared by both Marge Piercy and Richard Aldington?"
+    assert hops_found(draft_chain(_plan(q).to_dict(), q, "Both were poets.", "other", poets)) == 1.0
+    assert hops_found(draft_chain(_plan(q).to_dict(), q, "Both were painters.", "other", poets)) == 0.0
+
+
 def test_a_bridge_chain_quotes_each_hop_from_its_own_page():
     plan = _plan(BRIDGE_Q)
     chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON, OTHER))

@@ -47,6 +47,9 @@ _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|to
 # what two named things share, asked by any question: "what profession did A and B both hold", "the
 # oldest among A and B"
 _SHARED = re.compile(r"\b(?:both|in common|among)\b")
+# two names side by side, asked of together: "What nationality were Alfred Gell and Edmund Leach?", "What
+# occupation was shared by David Yates and Pietro Germi?"
+_TOGETHER = re.compile(r"\b(?:share|shared|different|differ|same|similar|were|are)\b")
 # what a comparison compares, read from its words: when (a date per item), how much (a number per item)
 _WHEN_WORDS = re.compile(r"\b(?:older|oldest|younger|youngest|earlier|earliest|later|latest|first|last|before|after|"
                          r"born|died|age)\b")
@@ -67,12 +70,14 @@ class HopPlan:
 
     ``names`` are the named things the question starts from (a bridge's hop 1 must link one of them to
     the entity it describes); ``items`` the compared things (a comparison has a hop per item), and
-    ``measure`` what each item's hop must state: a ``date``, an ``amount`` or any ``fact``."""
+    ``measure`` what each item's hop must state: a ``date``, an ``amount``, any ``fact``, or the answer
+    itself when the question asks what both items are or share (``shared``: "British" of each
+    anthropologist)."""
 
     shape: Shape
     names: tuple[str, ...] = ()
     items: tuple[str, ...] = ()
-    measure: Literal["date", "amount", "fact"] = "fact"
+    measure: Literal["date", "amount", "fact", "shared"] = "fact"
     why: str = ""  # what in the question decided the shape (the trace shows it)
     wins: Literal["least", "most", ""] = ""  # a comparison's winner: the least or the most of the measured values
 
@@ -138,17 +143,27 @@ def _items(question: str, names: list[str]) -> list[str]:
     return names[:2] if len(names) >= 2 else []
 
 
+def _side_by_side(question: str, names: list[str]) -> bool:
+    """Whether two of the question's names stand joined by "and" ("Skin Yard and Ostava")."""
+    q = normalize_text(question)
+    keys = [normalize_text(n) for n in names if not RE_NUMBER.fullmatch(n)]
+    return any(re.search(rf"(?<!\w){re.escape(a)},?\s+and\s+(?:the\s+)?{re.escape(b)}(?!\w)", q)
+               for a in keys for b in keys if a != b)
+
+
 def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
     """The question's hop plan (see the module's docstring); ``kind`` is anchors/kind.question_kind's."""
     names = question_names(question, anchors)
     lowered = normalize_text(question)
     joint = kind == "yes_no" and _JOINT.search(lowered) and len(names) >= 2
-    shared = _SHARED.search(lowered) and len(names) >= 2
+    shared = len(names) >= 2 and (_SHARED.search(lowered) or (_TOGETHER.search(lowered) and _side_by_side(question, names)))
     if kind == "comparison" or joint or shared:
         items = _items(question, names)
         if len(items) == 2:
             measure = ("date" if _WHEN_WORDS.search(lowered) else "amount" if _AMOUNT_WORDS.search(lowered)
                        else "date" if _WHEN_DONE.search(lowered) else "fact")
+            if measure == "fact" and shared and kind not in ("yes_no", "comparison"):
+                measure = "shared"  # what both are: the answer, not one of the items
             most, least = _MOST.search(lowered), _LEAST.search(lowered)
             wins = "" if measure == "fact" or kind == "yes_no" or bool(most) == bool(least) else "most" if most else "least"
             return HopPlan("comparison", tuple(names), tuple(items), measure, why="compares " + " and ".join(items),

@@ -56,7 +56,7 @@ def gold_chains(files: list[Path], split: str) -> dict[str, Any]:
         paragraphs = paragraphs_of(raw)
         for removed in [None, *supporting_titles(raw)]:
             pages = [{"n": i, "page_name": t, "text": "".join(s).strip()} for i, (t, s) in enumerate(paragraphs, 1) if t != removed]
-            chain = evidence_chain(plan, claims, pages, answer=raw["answer"])
+            chain = evidence_chain(plan, claims, pages, answer=raw["answer"], question=question)
             complete = hops_found(chain) == 1.0
             if removed is None and any(h["role"] == "compare" for h in chain):
                 c["compared"] += 1
@@ -84,7 +84,8 @@ def single_hop_exposure(records: list[Any], name: str) -> dict[str, Any]:
         if not plan.multi_hop:
             continue
         planned += 1
-        broken += hops_found(evidence_chain(plan, answer_claims(r.answer, r.query), record_pages(r))) != 1.0
+        broken += hops_found(evidence_chain(plan, answer_claims(r.answer, r.query), record_pages(r), answer=r.answer,
+                                            question=r.query)) != 1.0
     return {"split": name, "answerable": len(answerable), "planned_multi_hop": planned, "gold_chain_broken": broken}
 
 

@@ -25,9 +25,9 @@ from typing import Any, Iterable
 from agentic_rag.anchors.hops import HopPlan
 from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_DATE_OR_YEAR, RE_NUMBER, claims_of, first_date, normalize_text
 from agentic_rag.events import clip
-from agentic_rag.gate.signals import _DISAMBIGUATION, _chunk_sentences, claim_in, new_claims, says_something
+from agentic_rag.gate.signals import _DISAMBIGUATION, _chunk_sentences, claim_in, key_tokens, new_claims, says_something
 from agentic_rag.retrieval.hybrid import tokenize
-from agentic_rag.text import untrusted_source
+from agentic_rag.text import stem, untrusted_source
 
 # the share of the question's names a bridge chain's two passages must state (HotpotQA dev, gold answers:
 # 1.0 breaks more twins and fewer answerable chains, 0.5 the reverse; benchmarks/chain/)
@@ -155,13 +155,31 @@ def _best_link(names: list[str], sentences: list[Sentence], held: list[str],
     return (best[1], best[2]) if best else (None, held[0] if held else "")
 
 
-def _measures(s: Sentence, measure: str) -> bool:
-    """Whether a sentence states what is compared: a date, or a number that is not only a year."""
+def _measures(s: Sentence, measure: str, answer: str = "", question: str = "") -> bool:
+    """Whether a sentence states what is compared: a date, a number that is not only a year, or, when the
+    question asks what both items are, the draft's answer (as the gate reads a quote stating it)."""
+    if measure == "shared":
+        claims, words = shared_terms(answer, question)
+        if claims:
+            return all(claim_in(c, s.text) for c in claims)
+        present = {stem(t) for t in re.findall(r"\w+", s.text.lower())}
+        return any(stem(w) in present for w in words)
     if measure == "date":
         return RE_DATE_OR_YEAR.search(s.text) is not None
     if measure == "amount":
         return any(not RE_DATE_OR_YEAR.fullmatch(m.group(0)) for m in RE_NUMBER.finditer(s.text))
     return True
+
+
+def shared_terms(answer: str, question: str) -> tuple[list[str], list[str]]:
+    """What a draft says both compared items are: the names it adds to the question ("British", "Nobel
+    Prize"), or else its content words ("Both were film directors": film, directors), any one of which an
+    item's sentence must state (by stem: "poet" of "poets")."""
+    from agentic_rag.anchors.ner import STOP_WORDS  # spaCy's list: the agent has it loaded, a report need not
+
+    claims = new_claims(answer, question)
+    words = [t for t in key_tokens(answer, question) if len(t) >= 3 and t not in STOP_WORDS]
+    return claims, words
 
 
 SUBJECT_CHARS = 15  # an item named this early in a sentence on another page is what the sentence is about
@@ -193,18 +211,21 @@ def _picked(answer: str, items: tuple[str, ...]) -> str:
     return min(named, key=at.get) if named else ""
 
 
-def comparison_chain(plan: HopPlan, sentences: list[Sentence], answer: str = "") -> list[dict[str, Any]]:
+def comparison_chain(plan: HopPlan, sentences: list[Sentence], answer: str = "", question: str = "") -> list[dict[str, Any]]:
     """A hop per compared item: a sentence about it that states what is compared. The item's own page
     is preferred (a sentence on Annie Morton's page gives her birth date; one naming Terry Richardson
-    on her page does not give his). Where the question says which value wins ("older": the earliest
-    date; "more": the largest number) and both items' values are read, a last hop compares them: the
-    draft must name the item the pages make the winner."""
-    what = {"date": "a date", "amount": "a number", "fact": "a fact"}[plan.measure]
+    on her page does not give his). Where the question asks what both items are ("What nationality
+    were Alfred Gell and Edmund Leach?"), each item's sentence must state the draft's answer: one page
+    saying "British" does not make the other man British. Where the question says which value wins
+    ("older": the earliest date; "more": the largest number) and both items' values are read, a last
+    hop compares them: the draft must name the item the pages make the winner."""
+    said = ", ".join(next(filter(None, shared_terms(answer, question)), [])) if plan.measure == "shared" else ""
+    what = {"date": "a date", "amount": "a number", "fact": "a fact", "shared": said or "the answer"}[plan.measure]
     hops = []
     for item in plan.items:
         own = [s for s in sentences if normalize_text(item) == normalize_text(s.page)]
         named = [s for s in sentences if s not in own and claim_in(item, s.text[: SUBJECT_CHARS + len(item)])]
-        hit = next((s for s in [*own, *named] if _measures(s, plan.measure)), None)
+        hit = next((s for s in [*own, *named] if _measures(s, plan.measure, answer, question)), None)
         hops.append(_hop("item", f"{what} about {item}", hit, f"no page states {what} about {item}", item))
     values = [first_value(h["quote"], plan.measure) if h["found"] else None for h in hops]
     picked = _picked(answer, plan.items)
@@ -222,13 +243,13 @@ def comparison_chain(plan: HopPlan, sentences: list[Sentence], answer: str = "")
 
 
 def evidence_chain(plan: HopPlan, answer_claims: list[str], passages: Iterable[dict[str, Any]],
-                   draft_names: list[str] = (), answer: str = "") -> list[dict[str, Any]]:
+                   draft_names: list[str] = (), answer: str = "", question: str = "") -> list[dict[str, Any]]:
     """The chain for a multi-hop plan ([] for a single-hop one), hops numbered from 1; ``answer`` (the
-    draft's text) is what a comparison's last hop checks."""
+    draft's text) is what a comparison's hops check, against ``question``."""
     if not plan.multi_hop:
         return []
     sentences = evidence_sentences(passages)
-    hops = (comparison_chain(plan, sentences, answer) if plan.shape == "comparison"
+    hops = (comparison_chain(plan, sentences, answer, question) if plan.shape == "comparison"
             else bridge_chain(plan, answer_claims, sentences, draft_names))
     return [{"hop": i, **h} for i, h in enumerate(hops, start=1)]
 
@@ -285,7 +306,7 @@ def draft_chain(plan: dict[str, Any] | None, question: str, answer: str, kind: s
         return []
     hop_plan = HopPlan.from_dict(plan)
     if hop_plan.shape != "bridge":
-        return evidence_chain(hop_plan, [], passages, answer=answer)
+        return evidence_chain(hop_plan, [], passages, answer=answer, question=question)
     asked = sorted(claims_of(question), key=len, reverse=True)
     claims = [_past_question_names(c, asked) for c in new_claims(answer, question, kind)] or answer_claims(answer, question)
     named = [c for c in claims if not RE_NUMBER.fullmatch(c)]
