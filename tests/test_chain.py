@@ -520,3 +520,16 @@ def test_a_draft_chain_reads_the_answer_through_typographic_quotes_and_past_the_
     draft = "Alfred Balk served under the United States Vice President Nelson Rockefeller."
     chain = draft_chain(_plan(vp_q).to_dict(), vp_q, draft, "other", pages)
     assert chain[1]["found"] and chain[1]["claim"].startswith("Nelson Rockefeller"), chain
+
+
+def test_a_pronoun_is_no_bridge():
+    """HotpotQA dev, a twin without Champ Bailey's page: two unrelated men's pages each say "He ...", which
+    named "He" as the bridge linking the Redskins to a 2003 draft. A pronoun names no one."""
+    question = "What year was the brother of this first round draft pick by the Washington Redskins drafted?"
+    white = ("Jeris White", "Jeris White was a cornerback for the Washington Redskins. He played football at Radford "
+             "High School.")
+    parenteau = ("Marc Parenteau", "Marc Parenteau is a Canadian football player. He was drafted 36th overall by the "
+                 "Ottawa Renegades in the 2003 CFL Draft.")
+    chain = draft_chain(_plan(question).to_dict(), question, "He was drafted in 2003.", "date", _passages(white, parenteau))
+    assert _plan(question).shape == "bridge" and not chain[0]["found"]
+    assert all(h["entity"] != "He" for h in chain)

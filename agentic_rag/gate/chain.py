@@ -78,11 +78,13 @@ _CALENDAR = frozenset(MONTHS) | frozenset(MONTH_ABBR) | {"monday", "tuesday", "w
 
 
 def _names_in(text: str, exclude: Iterable[str]) -> list[str]:
-    """The capitalised names of a sentence, other than ``exclude``'s and the calendar's (a bridge entity's
-    candidates: "born 3 May 1956" names no bridge)."""
+    """The capitalised names of a sentence, other than ``exclude``'s, the calendar's and a pronoun's (a
+    bridge entity's candidates: "born 3 May 1956" names no bridge, nor does "He was drafted ...")."""
+    from agentic_rag.anchors.ner import STOP_WORDS
+
     skip = [normalize_text(x) for x in exclude]
     return [c for c in claims_of(text) if not RE_NUMBER.fullmatch(c) and normalize_text(c) not in _CALENDAR
-            and not any(normalize_text(c) in s or s in normalize_text(c) for s in skip if s)]
+            and c.lower() not in STOP_WORDS and not any(normalize_text(c) in s or s in normalize_text(c) for s in skip if s)]
 
 
 def _names_held(names: list[str], sentences: Iterable[Sentence]) -> list[str]:
