@@ -51,6 +51,11 @@ def _plan(question: str):
     (COMPARE_Q, "comparison"),
     ("Are the Laleli Mosque and Esma Sultan Mansion located in the same neighborhood?", "comparison"),
     ("What profession does Kazuyuki Fujita and Gilbert Yvel have in common?", "comparison"),
+    ("What Hindi thriller directed by Deepak Shivdasani features choreography by Phulwa Khamkar?", "bridge"),
+    ("A Japanese manga series based on a high school student Ichitaka Seto is written by someone born in what year?",
+     "bridge"),
+    ("In which city is the ambassador of the Rabat-Salé-Kénitra administrative region to China based?", "bridge"),
+    ("What natives were displaced by British takeover in Georgia?", "single"),  # a passive verb, not a description
     ("In what country is Normandy located?", "single"),
     ("When did Beyonce start becoming popular?", "single"),
 ])

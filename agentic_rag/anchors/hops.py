@@ -33,15 +33,15 @@ _WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|w
                  r"will|would)\b\s*", re.IGNORECASE)  # "Which Australian" names "Australian", "Were Scott Derrickson" him
 # a clause hung on a noun inside the question ("the woman who portrayed ..."), not the question's own
 # wh-phrase ("From which countries ...", "In which movie ..."); a participle phrase ("a 2004 film directed
-# by"); a role of a named thing ("the director of Big Stone Gap": "the battle of Hastings" names one thing)
+# by", "What Hindi thriller directed by": not a passive verb, "What natives were displaced by"); a role of a named thing ("the director of Big Stone Gap": "the battle of Hastings" names one thing)
 _RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?:who|whom|whose|which|that|where)\s+\w", re.IGNORECASE)
 _ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|brother|sister|grandson|granddaughter|"
                       r"nephew|niece|cousin|founder|creator|author|"
                       r"writer|composer|producer|owner|publisher|developer|manufacturer|designer|architect|star|host|"
-                      r"leader|president|coach|captain|successor|predecessor|parent company|headquarters|capital|"
+                      r"leader|president|coach|captain|successor|predecessor|parent company|headquarters|capital|ambassador|officer|ceo|"
                       r"birthplace|hometown|spouse|child|children|members?)\s+of\s+(?:the\s+)?\S", re.IGNORECASE)
-_PARTICIPLE = re.compile(r"\b(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:(?:\w+ed|written|sung|shown|known|born|made|run|held|"
-                         r"founded|based)\s+(?:by|in|as|for|from|at|on)|starring|featuring|named|called)\b")
+_PARTICIPLE = re.compile(r"\b(?:a|an|the|what|which)\s+(?:(?!(?:is|are|was|were|be|been|has|have|had)\s)[\w-]+\s+){0,3}(?:(?:\w+ed|written|sung|shown|known|born|made|run|"
+                         r"held|founded|based)\s+(?:by|in|as|for|from|at|on)|starring|featuring|named|called)\b", re.IGNORECASE)
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
 # what two named things share, asked by any question: "what profession did A and B both hold", "the
