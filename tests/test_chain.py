@@ -56,6 +56,7 @@ def _plan(question: str):
      "bridge"),
     ("In which city is the ambassador of the Rabat-Salé-Kénitra administrative region to China based?", "bridge"),
     ("What natives were displaced by British takeover in Georgia?", "single"),  # a passive verb, not a description
+    ("Hayden is a singer-songwriter from Canada, but where does Buck-Tick hail from?", "single"),  # no relative clause
     ("In what country is Normandy located?", "single"),
     ("When did Beyonce start becoming popular?", "single"),
 ])
@@ -73,6 +74,10 @@ def test_a_comparison_measures_what_it_compares():
     # the question's opening auxiliary is no part of the first item's name
     assert _plan("Were Scott Derrickson and Ed Wood of the same nationality?").items == ("Scott Derrickson", "Ed Wood")
     assert _plan("Which airport is busier, Palm Springs International Airport or Trenton-Mercer Airport?").measure == "amount"
+    # the options a question lists are whole names, lower-case joining words and all
+    assert _plan("Which band, Letters to Cleo or Screaming Trees, had more members?").items == ("Letters to Cleo",
+                                                                                              "Screaming Trees")
+    assert _plan("Which is a type of dog, the Havanese or the Lhasa Apso?").items == ("Havanese", "Lhasa Apso")
 
 
 @pytest.mark.parametrize("question, items, wins", [

@@ -32,9 +32,10 @@ _NAMING = NAME_TYPES - {"topic", "unit", "category"}
 _WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|has|have|had|can|could|"
                  r"will|would)\b\s*", re.IGNORECASE)  # "Which Australian" names "Australian", "Were Scott Derrickson" him
 # a clause hung on a noun inside the question ("the woman who portrayed ..."), not the question's own
-# wh-phrase ("From which countries ...", "In which movie ..."); a participle phrase ("a 2004 film directed
+# wh-phrase ("From which countries ...", "In which movie ...", "..., but where does Buck-Tick hail from?": a
+# relative clause never inverts its verb); a participle phrase ("a 2004 film directed
 # by", "What Hindi thriller directed by": not a passive verb, "What natives were displaced by"); a role of a named thing ("the director of Big Stone Gap": "the battle of Hastings" names one thing)
-_RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?:who|whom|whose|which|that|where)\s+\w", re.IGNORECASE)
+_RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?:who|whom|whose|which|that|where)\s+(?!(?:do|does|did)\b)\w", re.IGNORECASE)
 _ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|brother|sister|grandson|granddaughter|"
                       r"nephew|niece|cousin|founder|creator|author|"
                       r"writer|composer|producer|owner|publisher|developer|manufacturer|designer|architect|star|host|"
@@ -127,9 +128,18 @@ def question_names(question: str, anchors: list[Anchor]) -> list[str]:
     return sorted(longest, key=at.get)
 
 
+# the options a question lists after a comma: ", Letters to Cleo or Screaming Trees," (each a name of at most six
+# words, lower-case joining words and all: the name reader splits "Letters to Cleo" at "to")
+_OPTIONS = re.compile(r",\s+(?:the\s+)?([A-Z](?:[^\s,?]*)(?:\s+[^\s,?]+){0,5}?)\s+or\s+(?:the\s+)?"
+                      r"([A-Z](?:[^\s,?]*)(?:\s+[^\s,?]+){0,5}?)\s*[,?]")
+
+
 def _items(question: str, names: list[str]) -> list[str]:
-    """The compared things: the names on either side of the question's "or" or "and" (a year beside a
-    title, "The Ganymede Takeover (1967)", is not one)."""
+    """The compared things: the options listed after a comma, or the names on either side of the
+    question's "or" or "and" (a year beside a title, "The Ganymede Takeover (1967)", is not one)."""
+    options = _OPTIONS.search(question)
+    if options:
+        return [options.group(1), options.group(2)]
     names = [n for n in names if not RE_NUMBER.fullmatch(n)]
     q = normalize_text(question)
     for joint in (" or ", " and "):
