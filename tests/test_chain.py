@@ -11,9 +11,9 @@ import pytest
 from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.gate.chain import (
-    answer_claims, draft_chain, evidence_chain, hop_line, hops_found, missing_hop, next_hop_query,
+    answer_claims, draft_chain, evidence_chain, first_value, hop_line, hops_found, missing_hop, next_hop_query,
 )
-from agentic_rag.anchors.hops import plan_hops
+from agentic_rag.anchors.hops import plan_hops, question_names
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import Flags, decide
 from agentic_rag.generator.finalize import build_record
@@ -543,3 +543,20 @@ def test_a_pronoun_is_no_bridge():
     chain = draft_chain(_plan(question).to_dict(), question, "He was drafted in 2003.", "date", _passages(white, parenteau))
     assert _plan(question).shape == "bridge" and not chain[0]["found"]
     assert all(h["entity"] != "He" for h in chain)
+
+
+def test_a_question_name_is_read_without_its_question_mark_or_a_lower_case_word_before_it():
+    """A title quoted at the question's end keeps no "?" a page would not show, and "the Knocking" is a name only
+    from its capital on; a capitalised first word of a title stays ("One Big Hapa Family")."""
+    q = 'What was the name of the fanzine that interviewed the Sex Pistols bassist when he was in the band "The Flowers of Romance?"'
+    assert "The Flowers of Romance" in question_names(q, propose_anchors(q, top_m=8))
+    q = "Were the documentaries One Big Hapa Family and A Film Unfinished directed by the same person?"
+    assert "One Big Hapa Family" in _plan(q).items
+    assert _plan("which writer has the highest number of skill Langston Hughes or Ian McEwan").items == ("Langston Hughes",
+                                                                                                      "Ian McEwan")
+
+
+def test_an_amount_is_no_day_of_a_date():
+    """ "(February 1, 1902 – May 22, 1967)" states no amount: a comparison of "more" reads no 1 from it."""
+    assert first_value("James Mercer Langston Hughes (February 1, 1902 – May 22, 1967) was an American poet.", "amount") is None
+    assert first_value("Ian McEwan (born 21 June 1948) has written 17 novels.", "amount") == (17.0,)

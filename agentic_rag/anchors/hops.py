@@ -104,6 +104,16 @@ class HopPlan:
                    data.get("measure", "fact"), data.get("why", ""), data.get("wins", ""))
 
 
+def _bare(name: str) -> str:
+    """A name without the question's punctuation or a lower-case word before it: "The Flowers of Romance?"
+    is "The Flowers of Romance", "the Knocking" "Knocking" (a capitalised word may open a title: "One
+    Big Hapa Family", "When the Levee Breaks")."""
+    words = name.strip().rstrip("?").split()
+    while len(words) > 1 and words[0][:1].islower():
+        words = words[1:]
+    return " ".join(words)
+
+
 def question_names(question: str, anchors: list[Anchor]) -> list[str]:
     """The named things of a question, in the question's order: its naming anchors and the capitalised
     names and numbers a reader sees in it (the anchor predictor may keep "Kiss" of "Kiss and Tell", the
@@ -111,8 +121,8 @@ def question_names(question: str, anchors: list[Anchor]) -> list[str]:
     one is that one ("Nicholas II" of "Emperor Nicholas II"); a lower-case anchor is a common noun, and
     the question's capitalised first word a name only when the anchor predictor says so ("Hayden is a
     singer", not "Out of two colonies")."""
-    tagged = [_WH.sub("", a.text) for a in anchors if a.type in _NAMING or a.type == "year"]
-    found = [*tagged, *(_WH.sub("", c) for c in claims_of(question))]
+    tagged = [_bare(_WH.sub("", a.text)) for a in anchors if a.type in _NAMING or a.type == "year"]
+    found = [*tagged, *(_bare(_WH.sub("", c)) for c in claims_of(question))]
     folded = normalize_text(question)
     first = normalize_text(question.split()[0]) if question.split() else ""
     at: dict[str, int] = {}

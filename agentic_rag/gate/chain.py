@@ -54,8 +54,12 @@ def evidence_sentences(passages: Iterable[dict[str, Any]]) -> list[Sentence]:
 
 
 def _states(name: str, text: str) -> bool:
-    """Whether a text names ``name``, dashes, quotes and accents aside ("Russia–United Kingdom")."""
-    return claim_in(normalize_text(name), normalize_text(text))
+    """Whether a text names ``name``, dashes, quotes and accents aside ("Russia–United Kingdom", "Pandora- The
+    World of Avatar" of "Pandora – The World of Avatar")."""
+    return claim_in(_DASH.sub("-", normalize_text(name)), _DASH.sub("-", normalize_text(text)))
+
+
+_DASH = re.compile(r"\s*-\s*")
 
 
 def _about(name: str, s: Sentence) -> bool:
@@ -192,7 +196,8 @@ def first_value(text: str, measure: str) -> tuple[float, ...] | None:
     """The first date or number a sentence states: what its item is compared by."""
     if measure == "date":
         return first_date(text)
-    # a count or a measure, not a year, an ordinal ("the 13th highest") or part of a name ("K4")
+    # a count or a measure, not a date or a year, an ordinal ("the 13th highest") or part of a name ("K4")
+    text = RE_DATE_OR_YEAR.sub(" ", text)
     numbers = [m.group(0).rstrip(",.") for m in RE_NUMBER.finditer(text)
                if not re.match(r"[A-Za-z]", text[m.end():m.end() + 1]) and not re.search(r"[A-Za-z]$", text[:m.start()])]
     numbers = [n for n in numbers if not RE_DATE_OR_YEAR.fullmatch(n)]
