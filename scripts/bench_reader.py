@@ -52,7 +52,7 @@ def measure(dataset: str, readers: list[str], settings: Settings, n: int | None)
             continue
         labels.append(int(record.answer != IDK))
         for name, plan in plans.items():
-            readings[name].append(read_prompt(prompt, plan, settings))
+            readings[name].append(read_prompt(prompt, plan, settings, record.query))
     y = np.array(labels)
     out = {"questions": len(records), "read": len(labels), "refused_before_generation": skipped, "readers": {}}
     for name, rows in readings.items():

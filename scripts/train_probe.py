@@ -64,7 +64,7 @@ from agentic_rag.eval.probe_report import (
 )
 from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL
 from agentic_rag.reader.probe import PACKAGED_PROBE
-from agentic_rag.reader.probe_training import auc, fit_probe
+from agentic_rag.reader.probe_training import VIEW_C, auc, fit_probe
 from agentic_rag.eval.answer_prompts import generator_prompt as recorded_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -206,13 +206,12 @@ def curve(args: argparse.Namespace) -> int:
     """The learning curve to the full training size on each test split's views, against the shipped probe
     read on the same views: benchmarks/probe/learning_curve.{json,md,png}."""
     from agentic_rag.eval.probe_curve import curve_table, plot_curve, split_curve
-    from agentic_rag.reader.features import at_layer, load_views, named_views
+    from agentic_rag.reader.features import load_views, named_views, probe_readings
     from agentic_rag.reader.probe import load_probe
 
     train, evals = load_views(args.train), named_views(args.eval)
     shipped = load_probe(args.probe)
-    baseline = {name: np.array([shipped.score(x.tolist()) for x in at_layer(views, "last", shipped.layer).astype(np.float64)])
-                for name, views in evals.items()}
+    baseline = {name: probe_readings(shipped, views) for name, views in evals.items()}
     report = split_curve(train, evals, args.layer, draws=args.draws, baseline=baseline)
     report |= {"states_dtype": str(train["dtype"]), "shipped_probe": _shown(args.probe),
                "eval_rows": {name: int(len(v["y"])) for name, v in evals.items()}}
@@ -229,7 +228,7 @@ def dtypes(args: argparse.Namespace) -> int:
     e.g. LLM_DTYPE=float32 and bfloat16): each AUC, their paired difference, how far P moved, and how many
     readings fall on the other side of ANSWERABILITY_MIN. Writes benchmarks/probe/dtypes.json and .md."""
     from agentic_rag.eval.probe_report import auc_difference
-    from agentic_rag.reader.features import at_layer, load_views
+    from agentic_rag.reader.features import load_views, probe_readings
     from agentic_rag.reader.probe import load_probe
 
     probe = load_probe(args.probe)
@@ -245,8 +244,8 @@ def dtypes(args: argparse.Namespace) -> int:
         read = {}
         for views in (va, vb):
             at = {str(i): k for k, i in enumerate(views["ids"])}
-            x = at_layer(views, "last", probe.layer).astype(np.float64)
-            read[str(views["dtype"])] = np.array([probe.score(x[at[i]].tolist()) for i in common])
+            p = probe_readings(probe, views)
+            read[str(views["dtype"])] = np.array([p[at[i]] for i in common])
         label = dict(zip(map(str, va["ids"]), va["y"]))
         y = np.array([int(label[i]) for i in common])
         (da, pa), (db, pb) = read.items()
@@ -291,7 +290,8 @@ def score(args: argparse.Namespace) -> int:
             before += 1
             continue
         y.append(int(record.answer != IDK))
-        p.append(probe.score(model.prompt_states(prompt)[probe.layer].tolist()))
+        views, _ = model.prompt_state(prompt, probe.layer, record.query if "question" in probe.views else "")
+        p.append(probe.read(views))
         by_id[record.interaction_id] = round(p[-1], 5)
     if args.per_question:  # what scripts/train_reader.py score pairs with the cross-encoder's reading
         args.per_question.parent.mkdir(parents=True, exist_ok=True)
@@ -317,25 +317,40 @@ def _save(path: Path, done: dict[str, dict], model_key: str) -> None:
 
 
 def fit(args: argparse.Namespace) -> int:
-    """A probe from ``collect``'s states file, or from a ``views`` collection (a folder) of some layers."""
+    """A probe from ``collect``'s states file, or from a ``views`` collection (a folder) of some layers: with
+    several ``--views``, a probe per view at the layer the first one picks, saved as one probe set."""
+    from agentic_rag.reader.cross_encoder import join_readings
     from agentic_rag.reader.features import load_views
+    from agentic_rag.reader.probe import ProbeSet
 
     if args.data.is_dir():
         data = load_views(args.data)
-        X, collected = data["last"], [int(x) for x in data.get("layers", range(data["last"].shape[1]))]
+        states = {view: data[view] for view in args.views}
+        collected = [int(x) for x in data.get("layers", range(data["last"].shape[1]))]
         dtype = str(data["dtype"])
+    elif args.views != ["last"]:
+        raise SystemExit("--views other than last needs a views folder (train_probe.py views)")
     else:
         data = np.load(args.data, allow_pickle=False)
-        X, collected, dtype = data["X"], list(range(data["X"].shape[1])), "bfloat16"
+        states, collected, dtype = {"last": data["X"]}, list(range(data["X"].shape[1])), "bfloat16"
     y, groups = data["y"], [str(g) for g in data["groups"]]
     model_key = str(data["model_key"]) if "model_key" in data else FAST_MODEL.sha256
     layers = [int(x) for x in args.layers.split(",")] if args.layers else None
     sources = np.array([source_of(str(i), g) for i, g in zip(data["ids"], groups)])
     counts = {str(s): int((sources == s).sum()) for s in sorted(set(sources))}
-    probe, report = fit_probe(X, y, groups, model_key, layers=layers, c=args.c, collected=collected,
-                              meta={"trained_by": "scripts/train_probe.py", "rows_by_source": counts, "states_dtype": dtype})
+    members, oofs, report = [], [], {}
+    for view in args.views:
+        c = args.c if args.c is not None else VIEW_C[view]
+        probe, fitted = fit_probe(states[view], y, groups, model_key, layers=[members[0].layer] if members else layers,
+                                  c=c, collected=collected, view=view, meta={"trained_by": "scripts/train_probe.py",
+                                                                              "rows_by_source": counts, "states_dtype": dtype})
+        members.append(probe)
+        oofs.append(np.array(fitted.pop("oof_scores")))
+        report = report or fitted
+        report.setdefault("cv_auc_by_view", {})[view] = probe.meta["cv_auc"]
+    probe = members[0] if len(members) == 1 else ProbeSet(members, {"trained_by": "scripts/train_probe.py"})
     probe.save(args.out)
-    oof = np.array(report.pop("oof_scores"))
+    oof = oofs[0] if len(oofs) == 1 else np.array([join_readings(*r) for r in zip(*oofs)])
     table = []
     for t in (0.3, 0.4, 0.5, 0.6, 0.7):
         row = {"threshold": t}
@@ -343,13 +358,14 @@ def fit(args: argparse.Namespace) -> int:
             m = sources == src
             row.update({f"{src}_{k}": v for k, v in refusal_rates(oof[m], y[m], t).items() if v is not None})
         table.append(row)
-    report.update(n=int(len(y)), answerable=int(y.sum()), by_source=counts, auc_by_source=auc_by_source(oof, y, sources),
-                  out_of_fold=table, probe=str(args.out),
-                  learning_curve=learning_curve(X[:, collected.index(probe.layer), :].astype(np.float64), y, groups, args.c),
+    report.update(n=int(len(y)), answerable=int(y.sum()), views=list(args.views), oof_auc=round(auc(y, oof), 4),
+                  by_source=counts, auc_by_source=auc_by_source(oof, y, sources), out_of_fold=table, probe=str(args.out),
+                  learning_curve=learning_curve(states[args.views[0]][:, collected.index(probe.layer), :].astype(np.float64),
+                                                y, groups, members[0].meta["c"]),
                   auc_needed_for_targets=required_auc(refusal=0.70, false_refusal=0.15))
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report, indent=2) + "\n")
-    roc_plot(oof, y, sources, args.report.with_name("roc.png"), report["layer_auc"][report["chosen_layer"]])
+    roc_plot(oof, y, sources, args.report.with_name("roc.png"), report["oof_auc"])
     print(json.dumps({k: v for k, v in report.items() if k != "layer_auc"}, indent=1))
     print("layer AUC:", report["layer_auc"])
     return 0
@@ -400,7 +416,10 @@ def main() -> int:
     f = sub.add_parser("fit")
     f.add_argument("--data", type=Path, default=ROOT / "artifacts" / "probe" / "train.npz")
     f.add_argument("--layers", default="", help="comma-separated layer indices to consider (default: all)")
-    f.add_argument("--c", type=float, default=0.003, help="inverse L2 strength of the logistic regression")
+    f.add_argument("--c", type=float, default=None, help="inverse L2 strength of the logistic regression (default: "
+                                                         "the view's, reader/probe_training.VIEW_C)")
+    f.add_argument("--views", nargs="+", default=["last"], choices=["last", "question"],
+                   help="with a views folder: a probe per view, joined by mean logit (one probe set file)")
     f.add_argument("--out", type=Path, default=PACKAGED_PROBE)
     f.add_argument("--report", type=Path, default=ROOT / "benchmarks" / "probe" / "training.json")
     v = sub.add_parser("views", help="the training rows as one resumable job: reader pairs, then their prefill views")

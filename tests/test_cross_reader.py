@@ -107,7 +107,7 @@ def test_the_reader_setting_picks_the_cross_encoder_alone_or_beside_the_probe(se
     from agentic_rag.testing.fakes import ScriptedChat
 
     alone = plan_for(ScriptedChat(replies=["x"]), settings.replace(ANSWERABILITY_READER="cross-encoder"))
-    assert (alone.how, alone.cross_path) == (CROSS, str(PACKAGED_CROSS_READER)) and alone.call_kwargs() == {}
+    assert (alone.how, alone.cross_path) == (CROSS, str(PACKAGED_CROSS_READER)) and alone.call_kwargs("Q?") == {}
     assert "cross-encoder" in alone.describe()
     # an injected model without states: "both" has only the cross-encoder to read with
     assert plan_for(ScriptedChat(replies=["x"]), settings.replace(ANSWERABILITY_READER="both")).how == CROSS

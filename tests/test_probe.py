@@ -107,7 +107,7 @@ def test_a_served_generator_is_read_by_the_packaged_reader_it_serves_or_the_one_
                               READER_MODEL="auto")
     plan = plan_for(ScriptedChat(replies=["x"]), served)
     assert (plan.how, plan.reader, plan.layer) == (LOCAL, "qwen2.5-coder-0.5b", load_probe(plan.probe_path).layer)
-    assert plan.probe_path.endswith("answerability-qwen2.5-coder-0.5b.json") and plan.call_kwargs() == {}
+    assert plan.probe_path.endswith("answerability-qwen2.5-coder-0.5b.json") and plan.call_kwargs("Q?") == {}
     other = plan_for(ScriptedChat(replies=["x"]), served.replace(LLM_MODEL="gpt-4o"))
     assert other.reader == "qwen2.5-coder-1.5b" and other.probe_path.endswith("answerability-qwen2.5-coder-1.5b.json")
     chosen = plan_for(ScriptedChat(replies=["x"]), served.replace(LLM_MODEL="gpt-4o", READER_MODEL="packaged"))
@@ -163,7 +163,7 @@ def test_real_model_state_from_the_generation_call_matches_a_forward_pass(settin
     layer = plan.layer
     messages = [HumanMessage(content="Sources:\n[1] Paris is the capital of France.\nQuestion: What is the capital of France?")]
     message, usage = call_model(messages, settings.model_copy(update={"MAX_OUTPUT_TOKENS": 4}), "generation", model,
-                                **plan.call_kwargs())
+                                **plan.call_kwargs("What is the capital of France?"))
     reading = reading_of_reply(message, plan)
     assert reading["status"] == "scored" and 0.0 <= reading["answerability"] <= 1.0 and reading["layer"] == layer
     states = model.prompt_states(messages).numpy()

@@ -1,4 +1,4 @@
-"""The probe's richer views of one prefill (reader/features.py) and the script that compares them."""
+"""The probe's views of one prefill (reader/features.py): reading, comparing and fitting a probe per view."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentic_rag.reader.features import ensembles, feature_sets, token_span
+from agentic_rag.llm.local import token_span
+from agentic_rag.reader.cross_encoder import join_readings
+from agentic_rag.reader.features import ensembles, feature_sets
+from agentic_rag.reader.probe import AnswerabilityProbe, ProbeMismatchError, ProbeSet, load_probe
+from agentic_rag.reader.probe_training import VIEW_C, fit_probe
+from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, reading_of_reply
+from tests.fakes import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,8 +105,6 @@ def test_the_split_learning_curve_steps_to_the_full_size_and_says_where_it_flatt
 
 
 def test_a_probe_fitted_on_some_layers_reads_the_layer_it_was_fitted_on():
-    from agentic_rag.reader.probe_training import fit_probe
-
     views = _layered(200, 2.0, np.random.default_rng(2))
     probe, report = fit_probe(views["last"], views["y"], [str(g) for g in views["groups"]], "key", collected=[18])
     assert probe.layer == 18 and report["chosen_layer"] == 18 and probe.meta["cv_auc"] > 0.8
@@ -120,3 +124,102 @@ def test_packing_keeps_each_value_within_half_a_step_of_its_chunks_scale():
     assert (step / 2 / chunk.std(axis=0)).max() < 0.01
     one, lo1, step1 = pack(chunk[:1])  # a chunk of one row keeps it as it is
     assert np.allclose(lo1 + step1 * one, chunk[:1], atol=1e-6)
+
+
+def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_path, monkeypatch):
+    """``train_probe.py fit --views last question``: one probe per view at the layer the first picks, each
+    with its view's C, saved as one set file that reads both views; its out-of-fold AUC is the joined
+    reading's. Only the question view carries the label here, so the set beats the last view alone."""
+    import json
+    import runpy
+
+    rng = np.random.default_rng(4)
+    views = _layered(240, 0.0, rng)
+    views["question"][:, 0, 1] += (2.5 * views["y"]).astype(np.float16)
+    folder = tmp_path / "views"
+    folder.mkdir()
+    np.savez(folder / "chunk_0000.npz", **views, model_key=np.array("k" * 64), packed=np.array(False),
+             prompt_tokens=np.full(240, 100), ms=np.full(240, 50))
+    script = str(ROOT / "scripts" / "train_probe.py")
+
+    def fit(*views_asked: str) -> dict:
+        out, report = tmp_path / f"{'-'.join(views_asked)}.json", tmp_path / f"{'-'.join(views_asked)}_report.json"
+        monkeypatch.setattr(sys, "argv", [script, "fit", "--data", str(folder), "--views", *views_asked, "--out", str(out),
+                                          "--report", str(report)])
+        with pytest.raises(SystemExit) as ended:
+            runpy.run_path(script, run_name="__main__")
+        assert not ended.value.code
+        return {**json.loads(report.read_text()), "probe": load_probe(out)}
+
+    both, last = fit("last", "question"), fit("last")
+    assert isinstance(both["probe"], ProbeSet) and both["probe"].views == ("last", "question")
+    assert [m.meta["c"] for m in both["probe"].members] == [VIEW_C["last"], VIEW_C["question"]]
+    assert both["probe"].layer == 18 and last["probe"].views == ("last",)
+    assert both["oof_auc"] > 0.8 > 0.65 > last["oof_auc"]
+
+
+def test_a_probe_set_reads_each_view_with_its_own_probe_and_joins_them_by_mean_logit(tmp_path):
+    """A probe per view of one prefill (the last token's state, the question tokens' mean), one file: its
+    reading is the mean logit of its members' readings, as two readers join; a set of mixed layers or
+    models, or one view twice, is no set."""
+    rng = np.random.default_rng(5)
+    views = _layered(160, 2.0, rng)
+    y, groups = views["y"], [str(g) for g in views["groups"]]
+    last, _ = fit_probe(views["last"], y, groups, "a" * 64, collected=[18])
+    question, _ = fit_probe(views["question"], y, groups, "a" * 64, collected=[18], view="question")
+    both = load_probe(ProbeSet([last, question], {"trained_by": "test"}).save(tmp_path / "set.json"))
+    assert isinstance(both, ProbeSet) and both.views == ("last", "question") and both.layer == 18
+    states = {"last": views["last"][0, 0].tolist(), "question": views["question"][0, 0].tolist()}
+    assert both.read(states) == pytest.approx(join_readings(last.score(states["last"]), question.score(states["question"])),
+                                              abs=1e-4)
+    assert last.read(states) == pytest.approx(last.score(states["last"]))
+    both.check_model("a" * 64, 8)
+    with pytest.raises(ProbeMismatchError):
+        both.check_model("b" * 64, 8)
+    with pytest.raises(ValueError, match="one model, layer"):
+        ProbeSet([last, AnswerabilityProbe(**{**question.to_dict(), "layer": 12})])
+    with pytest.raises(ValueError, match="each view once"):
+        ProbeSet([last, last])
+    with pytest.raises(ValueError, match="reads one of"):
+        AnswerabilityProbe(**{**last.to_dict(), "view": "draft"})
+
+
+@pytest.mark.model
+def test_real_model_question_view_is_read_from_the_generation_call_and_a_local_prefill_as_training_read_it(
+        settings, tmp_path):
+    """A probe set that reads the question view gets it from the answer call's own prefill (and from the
+    packaged reader's, for a served generator): the mean state over the question's tokens, the very vector
+    the training views hold for that prompt."""
+    from agentic_rag.llm.calls import call_model
+    from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.prompts import messages_for
+    from agentic_rag.reader.features import prefill_states
+    from agentic_rag.reader.read import read_prompt
+
+    shipped = load_probe(None)
+    question_probe = AnswerabilityProbe(**{**shipped.to_dict(), "view": "question"})
+    path = ProbeSet([shipped, question_probe]).save(tmp_path / "set.json")
+    on = settings.replace(PROBE_PATH=str(path))
+    model = get_chat_model(on, max_tokens=2)
+    plan = plan_for(model, on)
+    assert plan.how == GENERATION and plan.views == ("last", "question")
+    sources, question = "[1] Paris\nParis is the capital of France.", "What is the capital of France?"
+    messages = messages_for("answer", sources=sources, question=question, query_time="unknown")
+    message, _ = call_model(messages, on.model_copy(update={"MAX_OUTPUT_TOKENS": 2}), "generation", model,
+                            **plan.call_kwargs(question))
+    trained = prefill_states(model, messages, question, sources, layers=(plan.layer,))
+    got = message.response_metadata["prompt_state"]
+    for key, view in (("state", "last"), ("question_state", "question")):
+        want = trained[view][0].astype(np.float32)
+        assert np.allclose(np.array(got[key]), want, atol=0.02 * np.abs(want).max()), view
+    reading = reading_of_reply(message, plan)
+    expected = join_readings(shipped.score(got["state"]), question_probe.score(got["question_state"]))
+    assert reading["status"] == "scored" and reading["answerability"] == pytest.approx(expected, abs=1e-3)
+    # a reply without the question's state is no reading of this set
+    assert reading_of_reply(model.invoke(messages, prompt_state_layer=plan.layer, max_tokens=1), plan)["status"] == "unavailable"
+    # the packaged reader of a served 0.5B reads the same two views from its own prefill
+    served = on.replace(LLM_BACKEND="openai", LLM_MODEL="qwen2.5-coder-0.5b", OPENAI_BASE_URL="http://127.0.0.1:1/v1")
+    local = plan_for(ScriptedChat(replies=["x"]), served)
+    assert local.how == LOCAL and local.views == ("last", "question")
+    here = read_prompt(messages, local, served, question)
+    assert abs(here["answerability"] - reading["answerability"]) < 0.02

@@ -15,11 +15,11 @@ import numpy as np
 from agentic_rag.eval.probe_report import auc_difference
 from agentic_rag.reader.cross_encoder import join_readings
 from agentic_rag.reader.features import at_layer
-from agentic_rag.reader.probe_training import _fit, auc
+from agentic_rag.reader.probe_training import VIEW_C, _fit, auc
 
 # The readers the curve follows: the shipped probe's view, and the pair that read multi-hop prompts
-# best when the views were compared (benchmarks/probe/features.md), each member with its own C.
-READERS = {"last@{layer}": (("last", 0.003),), "last@{layer} + question@{layer}": (("last", 0.003), ("question", 0.001))}
+# best when the views were compared (benchmarks/probe/features.md), each member with its view's C.
+READERS = {"last@{layer}": ("last",), "last@{layer} + question@{layer}": ("last", "question")}
 
 
 def sizes_for(n: int, smallest: int = 400) -> list[int]:
@@ -79,13 +79,13 @@ def split_curve(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.ndar
 
 
 def _mean_p(train: dict[str, np.ndarray], views: dict[str, np.ndarray], y: np.ndarray,
-            members: tuple[tuple[str, float], ...], layer: int, subsets: list[np.ndarray]) -> np.ndarray:
+            members: tuple[str, ...], layer: int, subsets: list[np.ndarray]) -> np.ndarray:
     """P(answerable) of one reader on a split, averaged over the probes fitted on each subset; a reader of
     several views joins its members' readings by their mean logit, as the agent joins two readers."""
     total = np.zeros(len(views["y"]))
     for rows in subsets:
-        readings = [_fit(at_layer(train, view, layer)[rows].astype(np.float64), y[rows], c)
-                    .predict_proba(at_layer(views, view, layer).astype(np.float64))[:, 1] for view, c in members]
+        readings = [_fit(at_layer(train, view, layer)[rows].astype(np.float64), y[rows], VIEW_C[view])
+                    .predict_proba(at_layer(views, view, layer).astype(np.float64))[:, 1] for view in members]
         total += np.array([join_readings(*r) for r in zip(*readings)]) if len(readings) > 1 else readings[0]
     return total / len(subsets)
 

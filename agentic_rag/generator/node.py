@@ -31,7 +31,8 @@ def _generate(state: RAGState, config: RunnableConfig, with_probe: bool) -> dict
     scored = request_kwargs(model, settings) if with_probe else {}  # the draft's token log-probabilities
     try:
         with llm_deadline(question_deadline(state, settings)):
-            message, usage = call_model(messages, settings, "generation", model, **plan.call_kwargs(), **scored)
+            message, usage = call_model(messages, settings, "generation", model, **plan.call_kwargs(state["question"]),
+                                        **scored)
     except LLMUnavailableError as exc:
         return {"draft": "", "llm_error": exc.to_dict(), "probe": {"status": "skipped", "why": "llm_unavailable"}}
     return {"draft": str(message.content).strip(), "usage": usage, "probe": reading_of_reply(message, plan),

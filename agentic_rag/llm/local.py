@@ -125,10 +125,36 @@ class _RecordLogprobs(LogitsProcessor):
         return values
 
 
+# where a reply's response_metadata["prompt_state"] keeps each view of its prefill
+STATE_KEYS = {"last": "state", "question": "question_state"}
+
+
+def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int]:
+    """The tokens whose characters fall inside [start, end) of the templated prompt text."""
+    inside = [i for i, (a, b) in enumerate(offsets) if b > a >= start and b <= end]
+    if not inside:
+        raise ValueError(f"no token lies inside characters {start}..{end} of the prompt")
+    return inside[0], inside[-1] + 1
+
+
+def question_tokens(tokenizer: Any, text: str, question: str) -> tuple[int, int]:
+    """The tokens of the question in a templated answer prompt: its last occurrence, the question slot
+    after the sources (a source that quotes the question comes before it). What the answerability
+    reader's question view averages, at training and at answer time alike."""
+    at = text.rfind(question) if question else -1
+    if at < 0:
+        raise ValueError("the prompt does not hold the question")
+    offsets = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)["offset_mapping"]
+    return token_span([tuple(map(int, o)) for o in offsets], at, at + len(question))
+
+
 @contextmanager
-def _capture_prompt_state(model: Any, layer: int | None, into: list[torch.Tensor]) -> Iterator[None]:
+def _capture_prompt_state(model: Any, layer: int | None, into: dict[str, torch.Tensor],
+                          question: tuple[int, int] | None = None) -> Iterator[None]:
     """Keep the last prompt token's state at ``layer`` (as in ``output_hidden_states``: 0 = the
-    embeddings, L = the output of block L, the last one after the final norm) from the prefill only.
+    embeddings, L = the output of block L, the last one after the final norm) from the prefill only,
+    as ``into["last"]``, and with ``question`` (its token span) the mean state over the question's
+    tokens as ``into["question"]``.
 
     A forward hook on that one module, instead of ``output_hidden_states`` in ``generate``, which
     would keep every layer's states for the whole prompt and for every decoded token.
@@ -146,7 +172,9 @@ def _capture_prompt_state(model: Any, layer: int | None, into: list[torch.Tensor
     def hook(_module: Any, _args: Any, output: Any) -> None:
         if not into:  # the first call is the prefill; later calls decode one token each
             hidden = output[0] if isinstance(output, tuple) else output
-            into.append(hidden[0, -1, :].detach().clone())
+            into["last"] = hidden[0, -1, :].detach().clone()
+            if question is not None:
+                into["question"] = hidden[0, question[0]:question[1]].mean(0).detach().clone()
 
     handle = module.register_forward_hook(hook)
     try:
@@ -216,6 +244,10 @@ class ChatLocalTransformers(BaseChatModel):
         )
         return len(ids)
 
+    def _text(self, messages: list[BaseMessage]) -> str:
+        """The prompt as the model reads it, templated (``_inputs`` is its tokens)."""
+        return self.tokenizer.apply_chat_template(_to_chat(messages), add_generation_prompt=True, tokenize=False)
+
     def _inputs(self, messages: list[BaseMessage]) -> Any:
         return self.tokenizer.apply_chat_template(
             _to_chat(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
@@ -233,15 +265,17 @@ class ChatLocalTransformers(BaseChatModel):
             out = model(**inputs, output_hidden_states=True, use_cache=False, logits_to_keep=1)
         return torch.stack([h[0, -1, :] for h in out.hidden_states]).float()
 
-    def prompt_state(self, messages: list[BaseMessage], layer: int) -> tuple[list[float], int]:
-        """The last prompt token's state at ``layer`` from one prefill, no decoding, and the prompt's
-        length in tokens: what the answerability reader reads when this model is not the generator."""
-        model, _, gen_lock = _load(self.model_path, self.dtype)
+    def prompt_state(self, messages: list[BaseMessage], layer: int, question: str = "") -> tuple[dict[str, list[float]], int]:
+        """The prompt's states at ``layer`` from one prefill, no decoding (the last token's, and with
+        ``question`` the question tokens' mean), and its length in tokens: what the answerability
+        reader reads when this model is not the generator."""
+        model, tokenizer, gen_lock = _load(self.model_path, self.dtype)
         inputs = self._inputs(messages)
-        captured: list[torch.Tensor] = []
-        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, layer, captured):
+        span = question_tokens(tokenizer, self._text(messages), question) if question else None
+        captured: dict[str, torch.Tensor] = {}
+        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, layer, captured, span):
             model(**inputs, use_cache=False, logits_to_keep=1)
-        return captured[0].float().tolist(), int(inputs["input_ids"].shape[1])
+        return {k: v.float().tolist() for k, v in captured.items()}, int(inputs["input_ids"].shape[1])
 
     def _score_choices(self, messages: list[BaseMessage], choices: list[str]) -> ChatResult:
         """One prefill, no decoding: how the model would split its first reply token among ``choices``.
@@ -289,9 +323,12 @@ class ChatLocalTransformers(BaseChatModel):
         temperature = kwargs.get("temperature", self.temperature)
         stop = stop or kwargs.get("stop") or self.stop
         # `prompt_state_layer=L` returns the last prompt token's hidden state at layer L (from this
-        # call's own prefill, no extra forward pass) in response_metadata["prompt_state"].
+        # call's own prefill, no extra forward pass) in response_metadata["prompt_state"], and with
+        # `prompt_state_question=Q` the mean state over the question's tokens beside it.
         state_layer = kwargs.get("prompt_state_layer")
         inputs = self._inputs(messages)
+        asked = kwargs.get("prompt_state_question") if state_layer is not None else None
+        span = question_tokens(tokenizer, self._text(messages), asked) if asked else None
         gen_kwargs: dict[str, Any] = {"max_new_tokens": int(cap), "do_sample": temperature > 0}
         if self.repetition_penalty != 1.0:  # deterministic still: it reshapes logits, greedy picks the max
             gen_kwargs["repetition_penalty"] = self.repetition_penalty
@@ -302,10 +339,10 @@ class ChatLocalTransformers(BaseChatModel):
         recorder = _RecordLogprobs() if kwargs.get("logprobs") else None
         if recorder is not None:  # `logprobs=True`, as for ChatOpenAI: response_metadata["token_logprobs"]
             gen_kwargs["logits_processor"] = [recorder]
-        captured: list[torch.Tensor] = []
-        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, state_layer, captured):
+        captured: dict[str, torch.Tensor] = {}
+        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, state_layer, captured, span):
             output = model.generate(**inputs, **gen_kwargs)
-        prompt_state = [round(v, 5) for v in captured[0].float().tolist()] if captured else None
+        prompt_state = {STATE_KEYS[view]: [round(v, 5) for v in t.float().tolist()] for view, t in captured.items()}
         n_in = inputs["input_ids"].shape[1]
         new_ids = output[0, n_in:].tolist()
         text = tokenizer.decode(new_ids, skip_special_tokens=True)
@@ -325,8 +362,8 @@ class ChatLocalTransformers(BaseChatModel):
         meta = {"model_name": self.model_name, "finish_reason": finish_reason}
         if recorder is not None:
             meta["token_logprobs"] = [round(v, 5) for v in recorder.of(new_ids, eos_ids)]
-        if prompt_state is not None:
-            meta["prompt_state"] = {"layer": int(state_layer), "state": prompt_state}
+        if prompt_state:
+            meta["prompt_state"] = {"layer": int(state_layer), **prompt_state}
         message = AIMessage(content=text, usage_metadata=usage, response_metadata=meta)
         return ChatResult(
             generations=[ChatGeneration(message=message, generation_info={"finish_reason": finish_reason})],

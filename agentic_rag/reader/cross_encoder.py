@@ -44,14 +44,15 @@ def _sha256(path: str) -> str:
     return sha256_file(Path(path))
 
 
-def join_readings(probe: float, cross: float) -> float:
-    """P(answerable) of the two readers together: the mean of their logits (fixed, not fitted: each is a
-    calibrated P(answerable) on its own, and a fitted weight would need rows both readers read)."""
+def join_readings(*readings: float) -> float:
+    """P(answerable) of several readers together (a probe and the cross-encoder, or a probe per view):
+    the mean of their logits (fixed, not fitted: each is a calibrated P(answerable) on its own, and a
+    fitted weight would need rows every reader read)."""
     def logit(p: float) -> float:
         p = min(max(p, 1e-6), 1 - 1e-6)
         return math.log(p / (1 - p))
 
-    return 1.0 / (1.0 + math.exp(-(logit(probe) + logit(cross)) / 2))
+    return 1.0 / (1.0 + math.exp(-sum(logit(p) for p in readings) / len(readings)))
 
 
 def build_model(base_dir: str | Path):

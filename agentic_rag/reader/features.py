@@ -23,14 +23,6 @@ STORED = ("last", "evidence", "question")  # the views a collection keeps per ro
 META = ("layers", "n_layers", "dtype", "model_key", "packed")
 
 
-def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int]:
-    """The tokens whose characters fall inside [start, end) of the templated prompt text."""
-    inside = [i for i, (a, b) in enumerate(offsets) if b > a >= start and b <= end]
-    if not inside:
-        raise ValueError(f"no token lies inside characters {start}..{end} of the prompt")
-    return inside[0], inside[-1] + 1
-
-
 def prefill_states(model: Any, messages: list, question: str, sources: str, draft_tokens: int = 0,
                    layers: tuple[int, ...] | None = None) -> dict[str, Any]:
     """Per layer (0 = embeddings): the last prompt token's state, the mean state over the sources'
@@ -43,18 +35,17 @@ def prefill_states(model: Any, messages: list, question: str, sources: str, draf
     generation call does."""
     import torch
 
-    from agentic_rag.llm.local import _load, _to_chat
+    from agentic_rag.llm.local import _load, _to_chat, question_tokens, token_span
 
     net, tokenizer, lock = _load(model.model_path, model.dtype)
     text = tokenizer.apply_chat_template(_to_chat(messages), add_generation_prompt=True, tokenize=False)
     enc = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False, return_tensors="pt")
     offsets = [tuple(map(int, o)) for o in enc.pop("offset_mapping")[0].tolist()]
     s0 = text.find(sources)
-    q0 = text.find(question, s0 + len(sources))
-    if s0 < 0 or q0 < 0:
+    if s0 < 0 or text.rfind(question) < s0 + len(sources):
         raise ValueError("the prompt does not hold the given sources and question")
     ev = token_span(offsets, s0, s0 + len(sources))
-    qs = token_span(offsets, q0, q0 + len(question))
+    qs = question_tokens(tokenizer, text, question)  # the span the answer-time reader averages
     if layers is not None:
         if draft_tokens:
             raise ValueError("a draft needs the whole forward pass: give draft_tokens or layers, not both")
@@ -138,6 +129,12 @@ def at_layer(views: dict[str, np.ndarray], view: str, layer: int) -> np.ndarray:
     if not where.size:
         raise KeyError(f"layer {layer} was not collected (layers {views['layers'].tolist()})")
     return views[view][:, int(where[0])]
+
+
+def probe_readings(probe: Any, views: dict[str, np.ndarray]) -> np.ndarray:
+    """A probe's (or a probe set's) P(answerable) for every row of a collection, each view at its layer."""
+    at = {view: at_layer(views, view, probe.layer).astype(np.float64) for view in probe.views}
+    return np.array([probe.read({view: x[i] for view, x in at.items()}) for i in range(len(views["y"]))])
 
 
 def _concat(*parts: tuple[str, int]) -> Callable[[dict[str, np.ndarray]], np.ndarray]:

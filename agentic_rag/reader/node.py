@@ -39,7 +39,7 @@ def read_answerability_node(state: RAGState, config: RunnableConfig) -> dict[str
                 return {"probe": read_cross(state["question"], state["bundle"], plan, settings)}
             if reading.get("status") == "pending":
                 messages = answer_messages(state["question"], state["bundle"], state.get("query_time", ""))
-                reading = read_prompt(messages, plan, settings)
+                reading = read_prompt(messages, plan, settings, state["question"])
             return {"probe": with_cross(reading, state["question"], state["bundle"], plan, settings)}
     except DeadlineExceeded:  # no reading: the decision reads what it has, as for a backend without one
         return {"probe": {"status": "skipped", "why": "out of time", "how": plan.how, "reader": plan.reader}}

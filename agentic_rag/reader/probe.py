@@ -21,7 +21,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from agentic_rag.state import support_of
 from agentic_rag.telemetry import parse_json
 
 PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
+# what a probe may read of the answer prompt's prefill at its layer: the last token's state, or the mean
+# state over the question's tokens (which reads multi-hop questions better: benchmarks/probe/features.md)
+VIEWS = ("last", "question")
 
 
 class ProbeMismatchError(UserError, ValueError):
@@ -48,9 +51,18 @@ class AnswerabilityProbe:
     model_key: str  # the source key of the model whose states it reads
     hidden_size: int
     meta: dict[str, Any] = field(default_factory=dict)
+    view: str = "last"  # one of VIEWS
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        return (self.view,)
+
+    def read(self, states: Mapping[str, Sequence[float]]) -> float:
+        """P(the context answers the question) from a prefill's states at ``layer``, by view."""
+        return self.score(states[self.view])
 
     def score(self, state: Sequence[float]) -> float:
-        """P(the context answers the question) for one last-prompt-token state of ``layer``."""
+        """P(the context answers the question) for one state of its view at ``layer``."""
         x = np.asarray(state, dtype=np.float64)
         if x.shape != (self.hidden_size,):
             raise ProbeMismatchError(f"probe expects a state of size {self.hidden_size}, got {x.shape}")
@@ -63,6 +75,8 @@ class AnswerabilityProbe:
         self._coef = np.asarray(self.coef, dtype=np.float64)
         if not (len(self.mean) == len(self.scale) == len(self.coef) == self.hidden_size):
             raise ValueError("probe file is inconsistent: mean, scale and coef must all have hidden_size entries")
+        if self.view not in VIEWS:
+            raise ValueError(f"probe file reads view {self.view!r}; a probe reads one of {', '.join(VIEWS)}")
 
     def check_model(self, model_key: str | None, hidden_size: int | None = None) -> None:
         if model_key != self.model_key or (hidden_size is not None and hidden_size != self.hidden_size):
@@ -75,27 +89,75 @@ class AnswerabilityProbe:
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if not k.startswith("_")}
 
-    def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def saved(self) -> dict[str, Any]:
+        """As a file keeps it: the weights to six places."""
         data = self.to_dict()
         for key in ("mean", "scale", "coef"):
             data[key] = [round(float(v), 6) for v in data[key]]
-        path.write_text(json.dumps(data, indent=1) + "\n")
-        return path
+        return data
+
+    def save(self, path: str | Path) -> Path:
+        return _write(path, self.saved())
 
 
-def load_probe(path: str | Path | None) -> AnswerabilityProbe:
+@dataclass
+class ProbeSet:
+    """Probes of one model at one layer, each reading its own view of the same prefill, their readings
+    joined by the mean of their logits as two readers are (``join_readings``). Fitted one view at a time,
+    the set has no more weights per row than its largest member; read, it costs no more than one
+    prefill. A file holds one probe or a set; ``load_probe`` returns either, and both read alike."""
+
+    members: list[AnswerabilityProbe]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        first = self.members[0] if self.members else None
+        if first is None or any((m.layer, m.model_key, m.hidden_size) != (first.layer, first.model_key, first.hidden_size)
+                                for m in self.members):
+            raise ValueError("a probe set needs probes of one model, layer and hidden size")
+        if len(set(self.views)) != len(self.members):
+            raise ValueError(f"a probe set reads each view once (it reads {', '.join(self.views)})")
+
+    layer = property(lambda self: self.members[0].layer)
+    model_key = property(lambda self: self.members[0].model_key)
+    hidden_size = property(lambda self: self.members[0].hidden_size)
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        return tuple(m.view for m in self.members)
+
+    def read(self, states: Mapping[str, Sequence[float]]) -> float:
+        from agentic_rag.reader.cross_encoder import join_readings
+
+        return join_readings(*(m.read(states) for m in self.members))
+
+    def check_model(self, model_key: str | None, hidden_size: int | None = None) -> None:
+        self.members[0].check_model(model_key, hidden_size)
+
+    def save(self, path: str | Path) -> Path:
+        return _write(path, {"members": [m.saved() for m in self.members], "meta": self.meta})
+
+
+def _write(path: str | Path, data: dict[str, Any]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+def load_probe(path: str | Path | None) -> AnswerabilityProbe | ProbeSet:
     return _load_probe(str(Path(path or PACKAGED_PROBE).resolve()))
 
 
 @lru_cache(maxsize=4)
-def _load_probe(path: str) -> AnswerabilityProbe:
+def _load_probe(path: str) -> AnswerabilityProbe | ProbeSet:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"answerability probe {p} not found (PROBE_PATH); train one with scripts/train_probe.py")
     try:
         data = parse_json(p.read_text())
+        if isinstance(data, dict) and "members" in data:
+            return ProbeSet([AnswerabilityProbe(**m) for m in data["members"]], data.get("meta", {}))
         return AnswerabilityProbe(**data)
     except (json.JSONDecodeError, TypeError) as exc:
         raise ValueError(f"{p} is not an answerability probe file: {exc}") from exc

@@ -50,6 +50,11 @@ def grouped_folds(y: np.ndarray, groups: Sequence[str], folds: int = 5) -> list[
     return list(GroupKFold(n_splits=min(folds, len(set(groups)))).split(np.zeros(len(y)), y, groups))
 
 
+# each view's L2 strength (the logistic regression's C), chosen by article-grouped CV when the views were
+# compared (benchmarks/probe/features.md): what fitting a probe of that view uses unless told otherwise
+VIEW_C = {"last": 0.003, "question": 0.001}
+
+
 def _fit(X: np.ndarray, y: np.ndarray, c: float):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -68,11 +73,12 @@ def fit_probe(
     folds: int = 5,
     meta: dict[str, Any] | None = None,
     collected: Sequence[int] | None = None,
+    view: str = "last",
 ) -> tuple[Any, dict[str, Any]]:
     """Pick the layer with the best article-grouped cross-validated AUC, then fit on all rows.
 
-    ``states`` is [n, layers, hidden] (last prompt token, every layer, or the layers ``collected`` names
-    in order); ``y`` is 1 = answerable.
+    ``states`` is [n, layers, hidden] of one ``view`` (the last prompt token's by default), every layer or
+    the layers ``collected`` names in order; ``y`` is 1 = answerable.
     """
     from agentic_rag.reader.probe import AnswerabilityProbe
 
@@ -96,6 +102,7 @@ def fit_probe(
         intercept=float(lr.intercept_[0]),
         model_key=model_key,
         hidden_size=int(states.shape[2]),
+        view=view,
         meta={**(meta or {}), "c": c, "cv_auc": per_layer[best]["auc"], "n": int(len(y)), "answerable": int(y.sum())},
     )
     report = {

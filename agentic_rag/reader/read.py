@@ -44,10 +44,18 @@ class ReaderPlan:
     layer: int = 0
     why: str = ""  # OFF / UNAVAILABLE: the reason, as the run reports it
     cross_path: str = ""  # the cross-encoder reader's file: it reads alone (CROSS) or beside the probe ("both")
+    views: tuple[str, ...] = ("last",)  # what the probe reads of the prefill at ``layer`` (reader/probe.VIEWS)
 
-    def call_kwargs(self) -> dict[str, Any]:
-        """What the generation call must be asked for (GENERATION only): its prefill's state at the probe's layer."""
-        return {"prompt_state_layer": self.layer} if self.how == GENERATION else {}
+    def call_kwargs(self, question: str) -> dict[str, Any]:
+        """What the generation call must be asked for (GENERATION only): its prefill's states at the probe's
+        layer, the question's among them where the probe reads its view."""
+        if self.how != GENERATION:
+            return {}
+        return {"prompt_state_layer": self.layer, **({"prompt_state_question": question} if "question" in self.views else {})}
+
+    def asked(self, question: str) -> str:
+        """The question a LOCAL prefill must locate in its prompt ("" where the probe reads no question view)."""
+        return question if "question" in self.views else ""
 
     def describe(self) -> str:
         beside = " and by the MiniLM cross-encoder" if self.cross_path and self.how != CROSS else ""
@@ -81,7 +89,8 @@ def _probe_plan_for(model: Any, settings: Any) -> ReaderPlan:
         path = str(configured_probe_path(settings, model.model_path).resolve())
         mismatch = _mismatch(path, model.model_path, hidden_size_of(model))
         if not mismatch:
-            return ReaderPlan(GENERATION, path, _name_of(model.model_path), layer=load_probe(path).layer)
+            probe = load_probe(path)
+            return ReaderPlan(GENERATION, path, _name_of(model.model_path), layer=probe.layer, views=probe.views)
         if settings.baug.PROBE_PATH is not None:
             raise ProbeMismatchError(mismatch)
     elif settings.llm.LLM_BACKEND == "local":
@@ -107,7 +116,7 @@ def _probe_reader_plan(settings: Any) -> ReaderPlan:
         path = configured_probe_path(settings, str(folder)).resolve()
         probe = load_probe(path)
         if probe.model_key == converted_source_key(folder) or settings.baug.PROBE_PATH is not None:
-            return ReaderPlan(GENERATION, str(path), _name_of(str(folder)), layer=probe.layer)
+            return ReaderPlan(GENERATION, str(path), _name_of(str(folder)), layer=probe.layer, views=probe.views)
     return local_plan(settings)
 
 
@@ -161,7 +170,7 @@ def _local_plan(name: str, probe_path: str, cache_dir: str) -> ReaderPlan:
     probe = load_probe(probe_path)
     probe.check_model(spec.sha256)
     folder = ensure_converted(Path(cache_dir), spec)
-    return ReaderPlan(LOCAL, str(Path(probe_path).resolve()), spec.short_name, str(folder), probe.layer)
+    return ReaderPlan(LOCAL, str(Path(probe_path).resolve()), spec.short_name, str(folder), probe.layer, views=probe.views)
 
 
 def cross_plan() -> ReaderPlan:
@@ -190,21 +199,25 @@ def reading_of_reply(message: Any, plan: ReaderPlan) -> dict[str, Any]:
     """The probe's reading of a GENERATION call's reply (what ``pending`` says for any other plan)."""
     if plan.how != GENERATION:
         return pending(plan)
-    state = (getattr(message, "response_metadata", None) or {}).get("prompt_state")
-    if not state:
-        return {"status": UNAVAILABLE, "why": "the reply carried no prompt state"}
-    score = load_probe(plan.probe_path).score(state["state"])
+    from agentic_rag.llm.local import STATE_KEYS
+
+    state = (getattr(message, "response_metadata", None) or {}).get("prompt_state") or {}
+    views = {view: state[key] for view, key in STATE_KEYS.items() if state.get(key)}
+    if lacking := [v for v in plan.views if v not in views]:
+        return {"status": UNAVAILABLE, "why": f"the reply carried no prompt state ({', '.join(lacking)})"}
+    score = load_probe(plan.probe_path).read(views)
     return {"status": "scored", "answerability": round(score, 4), "how": GENERATION, "reader": plan.reader,
             "layer": state["layer"], "ms": 0.0}
 
 
-def read_prompt(messages: list, plan: ReaderPlan, settings: Any) -> dict[str, Any]:
-    """A LOCAL reading of ``messages``: one prefill of the reader model, its time and prompt length.
-    Stops with ``DeadlineExceeded`` once the enclosing ``budget.hard_deadline`` passes."""
+def read_prompt(messages: list, plan: ReaderPlan, settings: Any, question: str) -> dict[str, Any]:
+    """A LOCAL reading of ``messages`` (an answer prompt for ``question``): one prefill of the reader
+    model, its time and prompt length. Stops with ``DeadlineExceeded`` once the enclosing
+    ``budget.hard_deadline`` passes."""
     reader = reader_model(plan.reader_dir, settings)
     start = time.perf_counter()
-    state, tokens = reader.prompt_state(messages, plan.layer)
-    score = load_probe(plan.probe_path).score(state)
+    views, tokens = reader.prompt_state(messages, plan.layer, plan.asked(question))
+    score = load_probe(plan.probe_path).read(views)
     return {"status": "scored", "answerability": round(score, 4), "how": LOCAL, "reader": plan.reader,
             "layer": plan.layer, "ms": round((time.perf_counter() - start) * 1000, 1), "prompt_tokens": tokens}
 
@@ -254,13 +267,13 @@ def read_other_prompt(question: str, bundle: dict[str, Any], plan: ReaderPlan, s
         return read_cross(question, bundle, plan, settings), {}
     messages = answer_messages(question, bundle)
     if plan.how == LOCAL:
-        return with_cross(read_prompt(messages, plan, settings), question, bundle, plan, settings), {}
+        return with_cross(read_prompt(messages, plan, settings, question), question, bundle, plan, settings), {}
     if plan.how != GENERATION:
         return pending(plan), {}
     from agentic_rag.llm.calls import call_model
 
     capped = settings.replace(MAX_OUTPUT_TOKENS=QUOTE_READ_OUTPUT_TOKENS)
-    message, usage = call_model(messages, capped, stage, model, **plan.call_kwargs())
+    message, usage = call_model(messages, capped, stage, model, **plan.call_kwargs(question))
     return with_cross(reading_of_reply(message, plan), question, bundle, plan, settings), usage
 
 
@@ -269,6 +282,6 @@ def warm(plan: ReaderPlan, settings: Any) -> None:
     if plan.how == LOCAL:
         from langchain_core.messages import HumanMessage
 
-        read_prompt([HumanMessage(content="warm-up")], plan, settings)
+        read_prompt([HumanMessage(content="warm-up")], plan, settings, "warm-up")
     if plan.cross_path:
         read_cross("warm-up", {"passages": []}, plan, settings)
