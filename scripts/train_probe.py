@@ -316,6 +316,17 @@ def _save(path: Path, done: dict[str, dict], model_key: str) -> None:
              ids=np.array(ids), groups=np.array([done[i]["group"] for i in ids]), model_key=np.array(model_key))
 
 
+def question_ids(datasets: list[str]) -> set[str]:
+    """The question ids (``base_id``) of datasets named as files or benchmark names (hotpot_dev, ...)."""
+    import tempfile
+
+    from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, benchmark_dataset
+
+    with tempfile.TemporaryDirectory() as work:
+        files = [benchmark_dataset(d, Path(work), SHARED) if d in BENCHMARK_DATASETS else d for d in datasets]
+        return {base_id(r.interaction_id) for f in files for r in iter_records(f)}
+
+
 def fit(args: argparse.Namespace) -> int:
     """A probe from ``collect``'s states file, or from a ``views`` collection (a folder) of some layers: with
     several ``--views``, a probe per view at the layer the first one picks, saved as one probe set."""
@@ -333,6 +344,11 @@ def fit(args: argparse.Namespace) -> int:
     else:
         data = np.load(args.data, allow_pickle=False)
         states, collected, dtype = {"last": data["X"]}, list(range(data["X"].shape[1])), "bfloat16"
+    if args.exclude:  # a decision fit's dev questions: the probe its run reads must not have seen them
+        keep = ~np.isin([base_id(str(i)) for i in data["ids"]], sorted(question_ids(args.exclude)))
+        print(f"--exclude: {int((~keep).sum())} of {len(keep)} rows dropped")
+        states = {view: x[keep] for view, x in states.items()}
+        data = {k: data[k][keep] for k in ("y", "groups", "ids")} | {k: data[k] for k in data if k == "model_key"}
     y, groups = data["y"], [str(g) for g in data["groups"]]
     model_key = str(data["model_key"]) if "model_key" in data else FAST_MODEL.sha256
     layers = [int(x) for x in args.layers.split(",")] if args.layers else None
@@ -418,6 +434,9 @@ def main() -> int:
     f.add_argument("--layers", default="", help="comma-separated layer indices to consider (default: all)")
     f.add_argument("--c", type=float, default=None, help="inverse L2 strength of the logistic regression (default: "
                                                          "the view's, reader/probe_training.VIEW_C)")
+    f.add_argument("--exclude", nargs="*", default=[],
+                   help="datasets (files or benchmark names) whose questions no row may come from: the dev split a "
+                        "decision is fitted on, so that the probe its calibration run reads has not seen them")
     f.add_argument("--views", nargs="+", default=["last"], choices=["last", "question"],
                    help="with a views folder: a probe per view, joined by mean logit (one probe set file)")
     f.add_argument("--out", type=Path, default=PACKAGED_PROBE)

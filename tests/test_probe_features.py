@@ -142,10 +142,10 @@ def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_pat
              prompt_tokens=np.full(240, 100), ms=np.full(240, 50))
     script = str(ROOT / "scripts" / "train_probe.py")
 
-    def fit(*views_asked: str) -> dict:
+    def fit(*views_asked: str, exclude: tuple[str, ...] = ()) -> dict:
         out, report = tmp_path / f"{'-'.join(views_asked)}.json", tmp_path / f"{'-'.join(views_asked)}_report.json"
         monkeypatch.setattr(sys, "argv", [script, "fit", "--data", str(folder), "--views", *views_asked, "--out", str(out),
-                                          "--report", str(report)])
+                                          "--report", str(report), "--exclude", *exclude])
         with pytest.raises(SystemExit) as ended:
             runpy.run_path(script, run_name="__main__")
         assert not ended.value.code
@@ -156,6 +156,12 @@ def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_pat
     assert [m.meta["c"] for m in both["probe"].members] == [VIEW_C["last"], VIEW_C["question"]]
     assert both["probe"].layer == 18 and last["probe"].views == ("last",)
     assert both["oof_auc"] > 0.8 > 0.65 > last["oof_auc"]
+    # a decision fit's dev questions are left out, with each of their variants ("q3-answerable" is question q3)
+    from agentic_rag.datasets.crag import write_records
+    from agentic_rag.testing.records import record
+
+    write_records([record().model_copy(update={"interaction_id": f"q{i}-answerable"}) for i in range(20)], tmp_path / "dev.jsonl")
+    assert fit("last", exclude=(str(tmp_path / "dev.jsonl"),))["n"] == 220
 
 
 def test_a_probe_set_reads_each_view_with_its_own_probe_and_joins_them_by_mean_logit(tmp_path):

@@ -37,9 +37,12 @@ def squad_records(source: Path, n: int, exclude_files: list[Path], seed: int, tm
 
 
 def base_id(interaction_id: str) -> str:
-    """An NQ record's question id without its "-answerable"/"-negative" variant (and "-snippets" view) suffix."""
-    interaction_id = interaction_id.removesuffix(SNIPPETS_SUFFIX)
-    return interaction_id.rsplit("-", 1)[0] if interaction_id.endswith(("-answerable", "-negative")) else interaction_id
+    """A record's question id without its variant suffix: NQ's "-answerable"/"-negative" (and "-snippets"
+    view), HotpotQA's "-answerable"/"-unanswerable" and a twin's number ("-unanswerable-1")."""
+    return _VARIANT.sub("", interaction_id.removesuffix(SNIPPETS_SUFFIX))
+
+
+_VARIANT = re.compile(r"-(?:answerable|negative|unanswerable(?:-\d+)?)$")
 
 
 SNIPPETS_SUFFIX = "-snippets"
