@@ -357,9 +357,9 @@ def fit(args: argparse.Namespace) -> int:
     members, oofs, report = [], [], {}
     for view in args.views:
         c = args.c if args.c is not None else VIEW_C[view]
+        meta = {"trained_by": "scripts/train_probe.py", "rows_by_source": counts, "states_dtype": dtype}
         probe, fitted = fit_probe(states[view], y, groups, model_key, layers=[members[0].layer] if members else layers,
-                                  c=c, collected=collected, view=view, meta={"trained_by": "scripts/train_probe.py",
-                                                                              "rows_by_source": counts, "states_dtype": dtype})
+                                  c=c, collected=collected, view=view, meta=meta)
         members.append(probe)
         oofs.append(np.array(fitted.pop("oof_scores")))
         report = report or fitted
@@ -376,8 +376,8 @@ def fit(args: argparse.Namespace) -> int:
         table.append(row)
     report.update(n=int(len(y)), answerable=int(y.sum()), views=list(args.views), oof_auc=round(auc(y, oof), 4),
                   by_source=counts, auc_by_source=auc_by_source(oof, y, sources), out_of_fold=table, probe=str(args.out),
-                  learning_curve=learning_curve(states[args.views[0]][:, collected.index(probe.layer), :].astype(np.float64),
-                                                y, groups, members[0].meta["c"]),
+                  learning_curve=learning_curve(states[args.views[0]][:, collected.index(probe.layer), :]
+                                                .astype(np.float64), y, groups, members[0].meta["c"]),
                   auc_needed_for_targets=required_auc(refusal=0.70, false_refusal=0.15))
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report, indent=2) + "\n")

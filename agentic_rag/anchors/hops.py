@@ -33,16 +33,20 @@ _WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|w
                  r"will|would)\b\s*", re.IGNORECASE)  # "Which Australian" names "Australian", "Were Scott Derrickson" him
 # a clause hung on a noun inside the question ("the woman who portrayed ..."), not the question's own
 # wh-phrase ("From which countries ...", "In which movie ...", "..., but where does Buck-Tick hail from?": a
-# relative clause never inverts its verb); a participle phrase ("a 2004 film directed
-# by", "What Hindi thriller directed by": not a passive verb, "What natives were displaced by"); a role of a named thing ("the director of Big Stone Gap": "the battle of Hastings" names one thing)
-_RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?:who|whom|whose|which|that|where)\s+(?!(?:do|does|did)\b)\w", re.IGNORECASE)
+# relative clause never inverts its verb); a participle phrase ("a 2004 film directed by", "What Hindi thriller
+# directed by": not a passive verb, "What natives were displaced by"); a role of a named thing ("the director
+# of Big Stone Gap": "the battle of Hastings" names one thing)
+_RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?:who|whom|whose|which|that|where)\s+(?!(?:do|does|did)\b)\w",
+                       re.IGNORECASE)
 _ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|brother|sister|grandson|granddaughter|"
                       r"nephew|niece|cousin|founder|creator|author|"
                       r"writer|composer|producer|owner|publisher|developer|manufacturer|designer|architect|star|host|"
-                      r"leader|president|coach|captain|successor|predecessor|parent company|headquarters|capital|ambassador|officer|ceo|"
+                      r"leader|president|coach|captain|successor|predecessor|parent company|headquarters|capital|"
+                      r"ambassador|officer|ceo|"
                       r"birthplace|hometown|spouse|child|children|members?)\s+of\s+(?:the\s+)?\S", re.IGNORECASE)
-_PARTICIPLE = re.compile(r"\b(?:a|an|the|what|which)\s+(?:(?!(?:is|are|was|were|be|been|has|have|had)\s)[\w-]+\s+){0,3}(?:(?:\w+ed|written|sung|shown|known|born|made|run|"
-                         r"held|founded|based)\s+(?:by|in|as|for|from|at|on)|starring|featuring|named|called)\b", re.IGNORECASE)
+_PARTICIPLE = re.compile(r"\b(?:a|an|the|what|which)\s+(?:(?!(?:is|are|was|were|be|been|has|have|had)\s)[\w-]+\s+){0,3}"
+                         r"(?:(?:\w+ed|written|sung|shown|known|born|made|run|held|founded|based)\s+"
+                         r"(?:by|in|as|for|from|at|on)|starring|featuring|named|called)\b", re.IGNORECASE)
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
 # what two named things share, asked by any question: "what profession did A and B both hold", "the
@@ -176,7 +180,8 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
     names = question_names(question, anchors)
     lowered = normalize_text(question)
     joint = kind == "yes_no" and _JOINT.search(lowered) and len(names) >= 2
-    shared = len(names) >= 2 and (_SHARED.search(lowered) or (_TOGETHER.search(lowered) and _side_by_side(question, names)))
+    shared = len(names) >= 2 and (_SHARED.search(lowered)
+                                  or (_TOGETHER.search(lowered) and _side_by_side(question, names)))
     if kind == "comparison" or joint or shared:
         items = _items(question, names)
         if len(items) == 2:

@@ -88,7 +88,8 @@ def _names_in(text: str, exclude: Iterable[str]) -> list[str]:
 
     skip = [normalize_text(x) for x in exclude]
     return [c for c in claims_of(text) if not RE_NUMBER.fullmatch(c) and normalize_text(c) not in _CALENDAR
-            and c.lower() not in STOP_WORDS and not any(normalize_text(c) in s or s in normalize_text(c) for s in skip if s)]
+            and c.lower() not in STOP_WORDS
+            and not any(normalize_text(c) in s or s in normalize_text(c) for s in skip if s)]
 
 
 def _names_held(names: list[str], sentences: Iterable[Sentence]) -> list[str]:
@@ -218,7 +219,8 @@ def _picked(answer: str, items: tuple[str, ...]) -> str:
     return min(named, key=at.get) if named else ""
 
 
-def comparison_chain(plan: HopPlan, sentences: list[Sentence], answer: str = "", question: str = "") -> list[dict[str, Any]]:
+def comparison_chain(plan: HopPlan, sentences: list[Sentence], answer: str = "",
+                     question: str = "") -> list[dict[str, Any]]:
     """A hop per compared item: a sentence about it that states what is compared. The item's own page
     is preferred (a sentence on Annie Morton's page gives her birth date; one naming Terry Richardson
     on her page does not give his). Where the question asks what both items are ("What nationality

@@ -265,7 +265,8 @@ class ChatLocalTransformers(BaseChatModel):
             out = model(**inputs, output_hidden_states=True, use_cache=False, logits_to_keep=1)
         return torch.stack([h[0, -1, :] for h in out.hidden_states]).float()
 
-    def prompt_state(self, messages: list[BaseMessage], layer: int, question: str = "") -> tuple[dict[str, list[float]], int]:
+    def prompt_state(self, messages: list[BaseMessage], layer: int,
+                     question: str = "") -> tuple[dict[str, list[float]], int]:
         """The prompt's states at ``layer`` from one prefill, no decoding (the last token's, and with
         ``question`` the question tokens' mean), and its length in tokens: what the answerability
         reader reads when this model is not the generator."""

@@ -112,8 +112,8 @@ class ProbeSet:
 
     def __post_init__(self) -> None:
         first = self.members[0] if self.members else None
-        if first is None or any((m.layer, m.model_key, m.hidden_size) != (first.layer, first.model_key, first.hidden_size)
-                                for m in self.members):
+        shape = (lambda m: (m.layer, m.model_key, m.hidden_size))
+        if first is None or any(shape(m) != shape(first) for m in self.members):
             raise ValueError("a probe set needs probes of one model, layer and hidden size")
         if len(set(self.views)) != len(self.members):
             raise ValueError(f"a probe set reads each view once (it reads {', '.join(self.views)})")

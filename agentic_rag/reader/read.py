@@ -51,7 +51,8 @@ class ReaderPlan:
         layer, the question's among them where the probe reads its view."""
         if self.how != GENERATION:
             return {}
-        return {"prompt_state_layer": self.layer, **({"prompt_state_question": question} if "question" in self.views else {})}
+        asked = {"prompt_state_question": question} if "question" in self.views else {}
+        return {"prompt_state_layer": self.layer, **asked}
 
     def asked(self, question: str) -> str:
         """The question a LOCAL prefill must locate in its prompt ("" where the probe reads no question view)."""
@@ -170,7 +171,8 @@ def _local_plan(name: str, probe_path: str, cache_dir: str) -> ReaderPlan:
     probe = load_probe(probe_path)
     probe.check_model(spec.sha256)
     folder = ensure_converted(Path(cache_dir), spec)
-    return ReaderPlan(LOCAL, str(Path(probe_path).resolve()), spec.short_name, str(folder), probe.layer, views=probe.views)
+    return ReaderPlan(LOCAL, str(Path(probe_path).resolve()), spec.short_name, str(folder), probe.layer,
+                      views=probe.views)
 
 
 def cross_plan() -> ReaderPlan:
