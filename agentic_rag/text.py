@@ -205,3 +205,8 @@ def stem(word: str) -> str:
             w = w[: -len(suffix)]
             break
     return w[:-1] if len(w) >= 5 and w[-1] == w[-2] else w  # "controll" -> "control", applied to both sides
+
+
+def stems(text: str) -> set[str]:
+    """The stems of a text's words: what a word is looked up in, by stem ("poet" in "poets")."""
+    return {stem(t) for t in re.findall(r"\w+", text.lower())}

@@ -277,7 +277,7 @@ def score(args: argparse.Namespace) -> int:
 
     from agentic_rag.datasets.crag import iter_records
     from agentic_rag.llm.local import hidden_size_of
-    from agentic_rag.reader.probe import load_probe, packaged_probe_for
+    from agentic_rag.reader.probe import asked_question, load_probe, packaged_probe_for
 
     settings, model, model_key = states_model(args)
     probe_path = args.probe or packaged_probe_for(model.model_path)
@@ -290,7 +290,7 @@ def score(args: argparse.Namespace) -> int:
             before += 1
             continue
         y.append(int(record.answer != IDK))
-        views, _ = model.prompt_state(prompt, probe.layer, record.query if "question" in probe.views else "")
+        views, _ = model.prompt_state(prompt, probe.layer, asked_question(probe.views, record.query))
         p.append(probe.read(views))
         by_id[record.interaction_id] = round(p[-1], 5)
     if args.per_question:  # what scripts/train_reader.py score pairs with the cross-encoder's reading

@@ -27,7 +27,7 @@ from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_DATE_OR_YEAR, RE
 from agentic_rag.events import clip
 from agentic_rag.gate.signals import _DISAMBIGUATION, _chunk_sentences, claim_in, key_tokens, new_claims, says_something
 from agentic_rag.retrieval.hybrid import tokenize
-from agentic_rag.text import stem, untrusted_source
+from agentic_rag.text import stem, stems, untrusted_source
 
 # the share of the question's names a bridge chain's two passages must state (HotpotQA dev, gold answers:
 # 1.0 breaks more twins and fewer answerable chains, 0.5 the reverse; benchmarks/chain/)
@@ -162,14 +162,14 @@ def _best_link(names: list[str], sentences: list[Sentence], held: list[str],
     return (best[1], best[2]) if best else (None, held[0] if held else "")
 
 
-def _measures(s: Sentence, measure: str, answer: str = "", question: str = "") -> bool:
+def _measures(s: Sentence, measure: str, shared: tuple[list[str], list[str]] = ([], [])) -> bool:
     """Whether a sentence states what is compared: a date, a number that is not only a year, or, when the
-    question asks what both items are, the draft's answer (as the gate reads a quote stating it)."""
+    question asks what both items are, the draft's answer (``shared``: its ``shared_terms``)."""
     if measure == "shared":
-        claims, words = shared_terms(answer, question)
+        claims, words = shared
         if claims:
             return all(claim_in(c, s.text) for c in claims)
-        present = {stem(t) for t in re.findall(r"\w+", s.text.lower())}
+        present = stems(s.text)
         return any(stem(w) in present for w in words)
     if measure == "date":
         return RE_DATE_OR_YEAR.search(s.text) is not None
@@ -228,13 +228,14 @@ def comparison_chain(plan: HopPlan, sentences: list[Sentence], answer: str = "",
     saying "British" does not make the other man British. Where the question says which value wins
     ("older": the earliest date; "more": the largest number) and both items' values are read, a last
     hop compares them: the draft must name the item the pages make the winner."""
-    said = ", ".join(next(filter(None, shared_terms(answer, question)), [])) if plan.measure == "shared" else ""
+    shared = shared_terms(answer, question) if plan.measure == "shared" else ([], [])
+    said = ", ".join(next(filter(None, shared), []))
     what = {"date": "a date", "amount": "a number", "fact": "a fact", "shared": said or "the answer"}[plan.measure]
     hops = []
     for item in plan.items:
         own = [s for s in sentences if normalize_text(item) == normalize_text(s.page)]
         named = [s for s in sentences if s not in own and claim_in(item, s.text[: SUBJECT_CHARS + len(item)])]
-        hit = next((s for s in [*own, *named] if _measures(s, plan.measure, answer, question)), None)
+        hit = next((s for s in [*own, *named] if _measures(s, plan.measure, shared)), None)
         hops.append(_hop("item", f"{what} about {item}", hit, f"no page states {what} about {item}", item))
     values = [first_value(h["quote"], plan.measure) if h["found"] else None for h in hops]
     picked = _picked(answer, plan.items)
@@ -317,7 +318,8 @@ def draft_chain(plan: dict[str, Any] | None, question: str, answer: str, kind: s
     if hop_plan.shape != "bridge":
         return evidence_chain(hop_plan, [], passages, answer=answer, question=question)
     asked = sorted(claims_of(question), key=len, reverse=True)
-    claims = [_past_question_names(c, asked) for c in new_claims(answer, question, kind)] or answer_claims(answer, question)
+    claims = ([_past_question_names(c, asked) for c in new_claims(answer, question, kind)]
+              or answer_claims(answer, question))
     named = [c for c in claims if not RE_NUMBER.fullmatch(c)]
     values = [c for c in claims if c not in named]
     tries = [values] if kind in ("numeric", "date") and values else [[c] for c in claims] or [[]]

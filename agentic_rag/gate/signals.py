@@ -34,7 +34,8 @@ from agentic_rag.gate.checks import Draft, computed_readings
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.state import support_of
 from agentic_rag.text import (
-    cited_numbers, fold, quote_in, quotes, split_sentences, stem, strip_markup, untrusted_sentences, untrusted_source,
+    cited_numbers, fold, quote_in, quotes, split_sentences, stem, stems, strip_markup, untrusted_sentences,
+    untrusted_source,
 )
 
 _STOP = frozenset(STOPWORDS_EN)
@@ -119,7 +120,7 @@ def unstated(plain: str, quote: str, question: str, kind: str = "other") -> list
              if t not in _YES_NO and t not in _ASKING and len(t) >= STATED_WORD_MIN_CHARS]
     if not claims and not words:
         claims = claims_of(plain) or claims_of(question)
-    present = {stem(t) for t in re.findall(r"\w+", quote.lower())}
+    present = stems(quote)
     return [c for c in claims if not claim_in(c, quote)] + [t for t in words if stem(t) not in present]
 
 
@@ -142,7 +143,7 @@ def supported_quotes(sentences: list[dict[str, Any]]) -> list[str]:
 def unmatched_question_terms(question: str, text: str) -> list[str]:
     """The question's content words (stemmed) that ``text`` never uses: what a refusal can name as
     missing when the sources look on topic but do not answer the question as asked."""
-    present = {stem(t) for t in re.findall(r"\w+", text.lower())}
+    present = stems(text)
     return [t for t in dict.fromkeys(tokenize(question)) if t not in _ASKING and stem(t) not in present]
 
 

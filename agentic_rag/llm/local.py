@@ -137,15 +137,20 @@ def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[in
     return inside[0], inside[-1] + 1
 
 
-def question_tokens(tokenizer: Any, text: str, question: str) -> tuple[int, int]:
+def prompt_offsets(tokenizer: Any, text: str) -> list[tuple[int, int]]:
+    """Each token's characters in a templated prompt (tokenized as ``apply_chat_template`` does)."""
+    encoded = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
+    return [tuple(map(int, o)) for o in encoded["offset_mapping"]]
+
+
+def question_tokens(text: str, offsets: list[tuple[int, int]], question: str) -> tuple[int, int]:
     """The tokens of the question in a templated answer prompt: its last occurrence, the question slot
     after the sources (a source that quotes the question comes before it). What the answerability
     reader's question view averages, at training and at answer time alike."""
     at = text.rfind(question) if question else -1
     if at < 0:
         raise ValueError("the prompt does not hold the question")
-    offsets = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)["offset_mapping"]
-    return token_span([tuple(map(int, o)) for o in offsets], at, at + len(question))
+    return token_span(offsets, at, at + len(question))
 
 
 @contextmanager
@@ -244,9 +249,13 @@ class ChatLocalTransformers(BaseChatModel):
         )
         return len(ids)
 
-    def _text(self, messages: list[BaseMessage]) -> str:
-        """The prompt as the model reads it, templated (``_inputs`` is its tokens)."""
-        return self.tokenizer.apply_chat_template(_to_chat(messages), add_generation_prompt=True, tokenize=False)
+    def _question_span(self, tokenizer: Any, messages: list[BaseMessage],
+                       question: str | None) -> tuple[int, int] | None:
+        """The question's tokens in the prompt ``_inputs`` gives (None without a question to locate)."""
+        if not question:
+            return None
+        text = tokenizer.apply_chat_template(_to_chat(messages), add_generation_prompt=True, tokenize=False)
+        return question_tokens(text, prompt_offsets(tokenizer, text), question)
 
     def _inputs(self, messages: list[BaseMessage]) -> Any:
         return self.tokenizer.apply_chat_template(
@@ -272,7 +281,7 @@ class ChatLocalTransformers(BaseChatModel):
         reader reads when this model is not the generator."""
         model, tokenizer, gen_lock = _load(self.model_path, self.dtype)
         inputs = self._inputs(messages)
-        span = question_tokens(tokenizer, self._text(messages), question) if question else None
+        span = self._question_span(tokenizer, messages, question)
         captured: dict[str, torch.Tensor] = {}
         with gen_lock, torch.inference_mode(), _capture_prompt_state(model, layer, captured, span):
             model(**inputs, use_cache=False, logits_to_keep=1)
@@ -329,7 +338,7 @@ class ChatLocalTransformers(BaseChatModel):
         state_layer = kwargs.get("prompt_state_layer")
         inputs = self._inputs(messages)
         asked = kwargs.get("prompt_state_question") if state_layer is not None else None
-        span = question_tokens(tokenizer, self._text(messages), asked) if asked else None
+        span = self._question_span(tokenizer, messages, asked)
         gen_kwargs: dict[str, Any] = {"max_new_tokens": int(cap), "do_sample": temperature > 0}
         if self.repetition_penalty != 1.0:  # deterministic still: it reshapes logits, greedy picks the max
             gen_kwargs["repetition_penalty"] = self.repetition_penalty

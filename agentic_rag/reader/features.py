@@ -45,7 +45,7 @@ def prefill_states(model: Any, messages: list, question: str, sources: str, draf
     if s0 < 0 or text.rfind(question) < s0 + len(sources):
         raise ValueError("the prompt does not hold the given sources and question")
     ev = token_span(offsets, s0, s0 + len(sources))
-    qs = question_tokens(tokenizer, text, question)  # the span the answer-time reader averages
+    qs = question_tokens(text, offsets, question)  # the span the answer-time reader averages
     if layers is not None:
         if draft_tokens:
             raise ValueError("a draft needs the whole forward pass: give draft_tokens or layers, not both")

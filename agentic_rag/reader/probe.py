@@ -37,6 +37,11 @@ PACKAGED_PROBE = PROBES_DIR / "answerability-qwen2.5-coder-0.5b.json"
 VIEWS = ("last", "question")
 
 
+def asked_question(views: Sequence[str], question: str) -> str:
+    """The question a prefill must locate for a probe of ``views`` ("" where none reads its tokens)."""
+    return question if "question" in views else ""
+
+
 class ProbeMismatchError(UserError, ValueError):
     """The probe was trained on another model's hidden states."""
 

@@ -23,6 +23,7 @@ from agentic_rag.reader.probe import (
     PROBES_DIR,
     ProbeMismatchError,
     _mismatch,
+    asked_question,
     configured_probe_path,
     load_probe,
 )
@@ -51,12 +52,8 @@ class ReaderPlan:
         layer, the question's among them where the probe reads its view."""
         if self.how != GENERATION:
             return {}
-        asked = {"prompt_state_question": question} if "question" in self.views else {}
-        return {"prompt_state_layer": self.layer, **asked}
-
-    def asked(self, question: str) -> str:
-        """The question a LOCAL prefill must locate in its prompt ("" where the probe reads no question view)."""
-        return question if "question" in self.views else ""
+        asked = asked_question(self.views, question)
+        return {"prompt_state_layer": self.layer, **({"prompt_state_question": asked} if asked else {})}
 
     def describe(self) -> str:
         beside = " and by the MiniLM cross-encoder" if self.cross_path and self.how != CROSS else ""
@@ -218,7 +215,7 @@ def read_prompt(messages: list, plan: ReaderPlan, settings: Any, question: str) 
     ``budget.hard_deadline`` passes."""
     reader = reader_model(plan.reader_dir, settings)
     start = time.perf_counter()
-    views, tokens = reader.prompt_state(messages, plan.layer, plan.asked(question))
+    views, tokens = reader.prompt_state(messages, plan.layer, asked_question(plan.views, question))
     score = load_probe(plan.probe_path).read(views)
     return {"status": "scored", "answerability": round(score, 4), "how": LOCAL, "reader": plan.reader,
             "layer": plan.layer, "ms": round((time.perf_counter() - start) * 1000, 1), "prompt_tokens": tokens}
