@@ -11,6 +11,7 @@ import pytest
 
 from agentic_rag.gate.chain import (
     answer_claims, draft_chain, evidence_chain, first_value, hop_line, hops_found, missing_hop, next_hop_query,
+    unconfirmed_hop,
 )
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.policy import Flags, decide
@@ -249,7 +250,34 @@ def test_a_refusal_by_another_check_names_the_missing_hop_too_when_the_chain_che
     whole = evidence_chain(_plan(BRIDGE_Q), answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON))
     complete = build_record({**state, "signals": {**_signals(whole), "answerability": 0.1}}, "agent",
                             Settings.load(overrides={"CHAIN_CHECK": True}), {}, 1)
-    assert complete.missing == off.missing  # no hop is missing: nothing to name
+    # every hop is stated: the refusal names the hop whose relation to the question no quote says
+    assert complete.missing == [*off.missing, unconfirmed_hop(whole, BRIDGE_Q)]
+    assert "all 2 steps" in complete.explanation and "Not confirmed: a page saying government position" in complete.explanation
+
+
+def test_a_complete_chain_refused_names_the_hop_whose_question_words_no_quote_says():
+    """Each hop is found by the names it shares with the question, not by the relation: the words of the
+    question's relative clause are the bridge hop's, the rest the answer hop's; a comparison whose pages'
+    values were compared has only its last hop left to confirm; a broken chain is named by missing_hop."""
+    whole = evidence_chain(_plan(BRIDGE_Q), answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON))
+    named = unconfirmed_hop(whole, BRIDGE_Q)
+    assert named == "a page saying government position of Shirley Temple (hop 2)"  # "woman" is hop 1's
+    assert "portrayed" not in named and "held" not in named  # a verb is not a thing a page lacks
+    # the film's page says "portrayed" and the person's page "government position": nothing unquoted is left
+    said = (FILM[0], FILM[1].replace("starring then 17-year-old Shirley Temple as", "in which Shirley Temple portrayed"))
+    held = (PERSON[0], PERSON[1].replace("of the United States.", "of the United States, a government position no "
+                                         "other woman from the films held."))
+    assert unconfirmed_hop(evidence_chain(_plan(BRIDGE_Q), answer_claims("Chief of Protocol", BRIDGE_Q),
+                                          _passages(said, held)), BRIDGE_Q).startswith("a page confirming that Chief")
+    # the relative clause's noun is unquoted and the asked words are: the bridge hop is named
+    described = "What government position was held by the actress who played a teenager in the film Kiss and Tell?"
+    chain = evidence_chain(_plan(described), answer_claims("Chief of Protocol", described), _passages(FILM, held))
+    assert all(h["found"] for h in chain)
+    assert unconfirmed_hop(chain, described) == "a page saying actress teenager of Shirley Temple (hop 1)"
+    compared = evidence_chain(_plan(COMPARE_Q), [], _passages(MORTON, RICHARDSON), answer="Terry Richardson is older.")
+    assert unconfirmed_hop(compared, COMPARE_Q).startswith("a page confirming that Terry Richardson has the earlier")
+    broken = evidence_chain(_plan(BRIDGE_Q), answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, OTHER))
+    assert unconfirmed_hop(broken, BRIDGE_Q) == "" and missing_hop(broken)
 
 
 def test_a_run_keeps_the_chain_and_trace_shows_it_and_a_twin_is_refused_naming_its_hop(tmp_path):

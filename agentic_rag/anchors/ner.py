@@ -359,3 +359,18 @@ def spacy_candidates(q: str, tier0: list[Candidate]) -> list[Candidate]:
                 score = min(TOPIC_MAX, PRIOR["topic"] + 0.05 * (len(words) - 1))
                 fallback.append(Candidate(s, e, "topic", score, "fallback", 2))
     return accepted + fallback
+
+
+_CONTENT_POS = frozenset({"NOUN", "PROPN", "NUM", "ADJ", "X"})
+
+
+def content_words(terms: list[str], question: str) -> list[str]:
+    """The question's words among ``terms`` that name something (nouns, names, numbers, adjectives):
+    "language" is missing from a passage, "came" and "originally" are not things a source lacks."""
+    nlp = get_nlp()
+    if nlp is None or not question or not terms:
+        return terms
+    pos: dict[str, str] = {}
+    for tok in nlp(question):
+        pos.setdefault(tok.lower_, tok.pos_)
+    return [t for t in terms if pos.get(t.lower(), "NOUN") in _CONTENT_POS]

@@ -274,6 +274,43 @@ def missing_hop(chain: list[dict[str, Any]]) -> str:
     return next((h["missing"] for h in chain if not h["found"]), "")
 
 
+def unconfirmed_hop(chain: list[dict[str, Any]], question: str) -> str:
+    """What a refusal names when a page states every hop and another check still refuses the answer.
+
+    Each hop is found by the names it shares with the question, not by how it relates them, so what stays
+    unconfirmed is the relation: the question's content words that no quoted hop says. A bridge question's
+    relative clause, with the noun before it, describes the bridge ("the woman who portrayed Corliss
+    Archer"), so its words are hop 1's and the rest the answer hop's; the hop missing more of its words is named. A comparison whose last
+    hop compared the pages' own values has nothing unquoted left: the last hop is named as the one to
+    confirm. "" for a chain with a missing hop (``missing_hop`` names that one) or no chain."""
+    if not chain or not all(h["found"] for h in chain):
+        return ""
+    from agentic_rag.anchors.ner import content_words
+    from agentic_rag.gate.signals import unmatched_question_terms
+
+    last = chain[-1]
+    said = " ".join(f"{h.get('quote', '')} {h.get('page', '')} {h.get('entity', '')}" for h in chain)
+    unsaid = [] if last["role"] == "compare" else content_words(unmatched_question_terms(question, said), question)
+    hop, words = last, unsaid
+    if last["role"] == "answer" and unsaid:
+        opens = [m for m in _RELATIVE.finditer(question) if m.start() > 0]  # not the asking "Which ... ?"
+        head, tail = (question[: opens[-1].start()], question[opens[-1].end():]) if opens else ("", "")
+        clause = set(tokenize(" ".join([*head.split()[-1:], tail])))  # with its noun: "the woman who ..."
+        described = [t for t in unsaid if t in clause]
+        if len(described) > len(unsaid) - len(described):
+            hop, words = chain[0], described
+        else:
+            words = [t for t in unsaid if t not in clause]
+    if not words:
+        return f"a page confirming that {hop['claim']} answers the question (hop {hop['hop']})"
+    cased = {w.lower(): w for w in re.findall(r"[\w'-]+", question)}  # "England" as the question writes it
+    shown = " ".join(cased.get(w, w) for w in words[:5])
+    return f"a page saying {shown} of {hop.get('entity') or hop.get('page')} (hop {hop['hop']})"
+
+
+_RELATIVE = re.compile(r"\b(?:who|whom|whose|which|that)\b", re.IGNORECASE)
+
+
 def searchable(chain: list[dict[str, Any]]) -> bool:
     """Whether a search may find the first missing hop: a comparison the draft got the wrong way round is
     not missing from the pages, it is contradicted by them."""

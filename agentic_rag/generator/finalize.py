@@ -15,12 +15,12 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.matching import normalize_text
-from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
+from agentic_rag.anchors.ner import STOP_WORDS, content_words
 from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.budget import llm_calls, tokens_summary
 from agentic_rag.configuration import Settings
 from agentic_rag.events import quoted_chunks
-from agentic_rag.gate.chain import missing_hop
+from agentic_rag.gate.chain import missing_hop, unconfirmed_hop
 from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, INPUT_LAYERS, LAYER_CODES, SUPPORT_CHECKS, failed, passes
 from agentic_rag.gate.policy import requested
@@ -97,21 +97,6 @@ def missing_pieces(items: list[str], context: str = "") -> list[str]:
     content = {p: (w - STOP_WORDS) or w for p, w in words.items()}
     return [p for i, p in enumerate(out)
             if not any(content[p] < content[q] or (content[p] == content[q] and j < i) for j, q in enumerate(out))]
-
-
-_CONTENT_POS = frozenset({"NOUN", "PROPN", "NUM", "ADJ", "X"})
-
-
-def content_words(terms: list[str], question: str) -> list[str]:
-    """The question's words among ``terms`` that name something (nouns, names, numbers, adjectives):
-    "language" is missing from a passage, "came" and "originally" are not things a source lacks."""
-    nlp = get_nlp()
-    if nlp is None or not question or not terms:
-        return terms
-    pos: dict[str, str] = {}
-    for tok in nlp(question):
-        pos.setdefault(tok.lower_, tok.pos_)
-    return [t for t in terms if pos.get(t.lower(), "NOUN") in _CONTENT_POS]
 
 
 @dataclass(frozen=True)
@@ -239,17 +224,21 @@ def _missing_anchors(r: Refusal) -> tuple[str, list[str]]:
     return text[0].upper() + text[1:] + _untrusted_note(signals), r.missing
 
 
-def hop_account(chain: list[dict[str, Any]]) -> tuple[str, str]:
-    """Which hops of the chain a page states, and the first one none does (what a user would look for)."""
+def hop_account(chain: list[dict[str, Any]], question: str) -> tuple[str, str]:
+    """Which hops of the chain a page states, and what a user would look for: the first hop none states,
+    or, when every hop is stated and the answer is refused all the same, the hop left unconfirmed."""
     found = [f"hop {h['hop']} ({h['claim']}) is stated by source {h['n']}" for h in chain if h["found"] and h.get("claim")]
     missing = missing_hop(chain)
-    text = (f"The answer needs {len(chain)} steps and the sources state {sum(h['found'] for h in chain)} of them"
-            + (f": {'; '.join(found)}" if found else "") + f". Missing: {missing}.")
-    return text, missing
+    if missing:
+        return (f"The answer needs {len(chain)} steps and the sources state {sum(h['found'] for h in chain)} of them"
+                + (f": {'; '.join(found)}" if found else "") + f". Missing: {missing}.", missing)
+    unconfirmed = unconfirmed_hop(chain, question)
+    return (f"The sources state all {len(chain)} steps of the answer" + (f": {'; '.join(found)}" if found else "")
+            + f". Not confirmed: {unconfirmed}.", unconfirmed)
 
 
 def _missing_hop(r: Refusal) -> tuple[str, list[str]]:
-    text, missing = hop_account(r.signals.get("chain") or [])
+    text, missing = hop_account(r.signals.get("chain") or [], r.question)
     return text, [missing] if missing else r.missing
 
 
@@ -363,9 +352,10 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         )
         explanation = decision.get("explanation") or explanation  # a fitted decision words its own refusal
         hops = CHECK_BY_SIGNAL["hops_found"]
-        if decision["reason"] != hops.reason and not passes(hops, signals, settings):
-            # refused by another check while a hop is missing too: the user is told which (CHAIN_CHECK)
-            account, hop = hop_account(signals.get("chain") or [])
+        if decision["reason"] != hops.reason and signals.get("chain") and hops.applies(settings):
+            # refused by another check: the user is told which hop is missing, or, every hop stated, which
+            # one stays unconfirmed (CHAIN_CHECK)
+            account, hop = hop_account(signals["chain"], state["question"])
             explanation, missing = f"{explanation} {account}", [*missing, *([hop] if hop not in missing else [])]
         skipped = not state.get("draft") and confidence.get("passed") is False
         return AnswerRecord(
