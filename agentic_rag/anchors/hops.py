@@ -36,7 +36,7 @@ _WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|w
 # relative clause never inverts its verb); a participle phrase ("a 2004 film directed by", "What Hindi thriller
 # directed by": not a passive verb, "What natives were displaced by"); a role of a named thing ("the director
 # of Big Stone Gap": "the battle of Hastings" names one thing)
-_RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?:who|whom|whose|which|that|where)\s+(?!(?:do|does|did)\b)\w",
+_RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?P<rel>who|whom|whose|which|that|where)\s+(?!(?:do|does|did)\b)\w",
                        re.IGNORECASE)
 _ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|brother|sister|grandson|granddaughter|"
                       r"nephew|niece|cousin|founder|creator|author|"
@@ -106,6 +106,16 @@ class HopPlan:
     def from_dict(cls, data: dict[str, Any]) -> "HopPlan":
         return cls(data.get("shape", "single"), tuple(data.get("names", ())), tuple(data.get("items", ())),
                    data.get("measure", "fact"), data.get("why", ""), data.get("wins", ""))
+
+
+def described_clause(question: str) -> str:
+    """The words that describe a bridge: the question's relative clause with the noun it hangs on ("woman who
+    portrayed Corliss Archer in the film Kiss and Tell?"); "" when the question has none."""
+    m = _RELATIVE.match(question)
+    if not m:
+        return ""
+    head = question[: m.start("rel")].split()
+    return " ".join([*head[-1:], question[m.start("rel"):]])
 
 
 def _bare(name: str) -> str:

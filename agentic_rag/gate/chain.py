@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from agentic_rag.anchors.hops import HopPlan
+from agentic_rag.anchors.hops import HopPlan, described_clause
 from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_DATE_OR_YEAR, RE_NUMBER, claims_of, first_date, normalize_text
 from agentic_rag.events import clip
 from agentic_rag.gate.signals import _DISAMBIGUATION, _chunk_sentences, claim_in, key_tokens, new_claims, says_something
@@ -293,9 +293,7 @@ def unconfirmed_hop(chain: list[dict[str, Any]], question: str) -> str:
     unsaid = [] if last["role"] == "compare" else content_words(unmatched_question_terms(question, said), question)
     hop, words = last, unsaid
     if last["role"] == "answer" and unsaid:
-        opens = [m for m in _RELATIVE.finditer(question) if m.start() > 0]  # not the asking "Which ... ?"
-        head, tail = (question[: opens[-1].start()], question[opens[-1].end():]) if opens else ("", "")
-        clause = set(tokenize(" ".join([*head.split()[-1:], tail])))  # with its noun: "the woman who ..."
+        clause = set(tokenize(described_clause(question)))
         described = [t for t in unsaid if t in clause]
         if len(described) > len(unsaid) - len(described):
             hop, words = chain[0], described
@@ -306,9 +304,6 @@ def unconfirmed_hop(chain: list[dict[str, Any]], question: str) -> str:
     cased = {w.lower(): w for w in re.findall(r"[\w'-]+", question)}  # "England" as the question writes it
     shown = " ".join(cased.get(w, w) for w in words[:5])
     return f"a page saying {shown} of {hop.get('entity') or hop.get('page')} (hop {hop['hop']})"
-
-
-_RELATIVE = re.compile(r"\b(?:who|whom|whose|which|that)\b", re.IGNORECASE)
 
 
 def searchable(chain: list[dict[str, Any]]) -> bool:
