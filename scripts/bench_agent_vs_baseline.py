@@ -7,7 +7,7 @@ row of each run gzipped as ``<system>_results.jsonl.gz``. The run folders (telem
 under ``artifacts/runs/``.
 
 Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40 squad200 rgb_negative100 hotpot_test]
-       [--preset NAME] [--out benchmarks/agent_vs_baseline] [--systems agent]
+       [--preset NAME] [--out benchmarks/agent_vs_baseline] [--systems agent] [--resume]
 
 ``--systems agent`` runs the agent again and pairs it with the baseline run already in its folder: a
 change to the agent alone leaves the baseline's answers as they were.
@@ -95,6 +95,8 @@ def main() -> int:
     ap.add_argument("--systems", nargs="+", choices=("baseline", "agent"), default=["baseline", "agent"],
                     help="the systems to run again; the others are read from their existing run folders")
     ap.add_argument("--rejudge-only", action="store_true", help="re-score the existing runs with the current judge")
+    ap.add_argument("--resume", action="store_true", help="continue the runs a kill stopped (same settings), instead "
+                    "of starting them again: the long splits (hotpot_test) take more than one sitting")
     args = ap.parse_args()
     try:
         settings = Settings.load(preset=args.preset, overrides=args.override)
@@ -114,7 +116,8 @@ def main() -> int:
                 if not (run_dir / "summary.json").is_file():
                     raise SystemExit(f"{run_dir} holds no finished {system} run to pair with: run it too (--systems)")
             else:
-                res = run_eval(dataset_path(name, runs_root), system, settings, run_dir, overwrite=True)
+                res = run_eval(dataset_path(name, runs_root), system, settings, run_dir, resume=args.resume,
+                               overwrite=not args.resume)
                 print(json.dumps(res["summary"]), file=sys.stderr)
             run_dirs.append(run_dir)
         result = compare(run_dirs)
