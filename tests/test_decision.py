@@ -381,3 +381,22 @@ def test_the_default_policy_is_the_one_measured_best_for_each_model_and_backend(
     write_decision(tmp_path / "d.json", own, 0.0)
     assert policy_in_force(own) == "fitted"
     assert policy_in_force(default.replace(GATE_POLICY="thresholds")) == "thresholds"
+
+
+def test_the_chain_is_a_feature_on_every_draft_a_one_passage_question_missing_no_hop():
+    """A draft without a chain (a one-passage question) reads as missing no hop, so the fit can read the
+    chain on every draft; a broken chain that pulls P down most is the refusal's reason."""
+    from agentic_rag.gate.fitted import driver, feature_value
+
+    rows = [{"id": "single", "query": "q", "gold": "a", "prediction": "a", "draft": "A.", "judgement": "right",
+             "signals": {"overlap_est": 1.0}},
+            {"id": "bridge", "query": "q", "gold": "a", "prediction": "b", "draft": "B.", "judgement": "wrong",
+             "signals": {"overlap_est": 1.0, "hops_found": 0.5}}]
+    assert [r["hops_found"] for r in draft_records(rows)] == [1.0, 0.5]
+    assert feature_value({}, "overlap_est") is None  # an unmeasured signal stays unmeasured
+    model = FittedModel("logistic", ["overlap_est", "hops_found"], [0.8, 0.9],
+                        {"intercept": 0.0, "coef": [1.0, 2.0], "mean": [0.8, 0.9], "scale": [0.2, 0.1]})
+    assert model.vector({"overlap_est": 1.0}) == [1.0, 1.0]
+    assert model.probability({"overlap_est": 1.0, "hops_found": 0.5}) < 0.5 < model.probability({"overlap_est": 1.0})
+    reason, why = driver(model, {"overlap_est": 1.0, "hops_found": 0.5})
+    assert reason == "ABSTAIN_MISSING_HOP" and why == "the sources state only 50% of the steps its answer needs"

@@ -29,7 +29,7 @@ import numpy as np
 
 from agentic_rag.datasets.crag import IDK
 from agentic_rag.gate.fitted import (
-    CANDIDATE_FEATURES, VERIFIER_FEATURE, DecisionFile, FittedModel, cut_for, model_key,
+    CANDIDATE_FEATURES, VERIFIER_FEATURE, DecisionFile, FittedModel, cut_for, feature_value, model_key,
 )
 from agentic_rag.errors import replace_file
 
@@ -72,7 +72,7 @@ def draft_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         label = judgement_of(row)
         out.append({"id": row["id"], "judgement": label, "right": label == "right", "reason": row.get("reason"),
                     "status": row.get("status"),
-                    **{k: signals.get(k) for k in (*CANDIDATE_FEATURES, VERIFIER_FEATURE)}})
+                    **{k: feature_value(signals, k) for k in (*CANDIDATE_FEATURES, VERIFIER_FEATURE)}})
     return out
 
 

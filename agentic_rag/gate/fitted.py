@@ -52,9 +52,20 @@ FEATURE_REASONS: dict[str, tuple[str, str]] = {
     "lp_min": ("ABSTAIN_LOW_CONFIDENCE", "its least likely word had a log-probability of {:.2f}"),
     "p_first": ("ABSTAIN_LOW_CONFIDENCE", "the model gave its first word a probability of only {:.0%}"),
     VERIFIER_FEATURE: ("ABSTAIN_NOT_VERIFIED", "asked whether the quoted sentences state it, the model itself gives {:.0%}"),
+    "hops_found": ("ABSTAIN_MISSING_HOP", "the sources state only {:.0%} of the steps its answer needs"),
 }
+# what a signal that has no reading on a draft means, where that is known rather than unmeasured: a
+# one-passage question has no chain, so its draft misses no hop (the fit can then read the chain on
+# every draft, not only where one was planned)
+ABSENT_MEANS: dict[str, float] = {"hops_found": 1.0}
 CANDIDATE_FEATURES = tuple(k for k in FEATURE_REASONS if k != VERIFIER_FEATURE)
 FITTED_REASONS = ("STOP_FITTED", "ABSTAIN_LOW_CONFIDENCE")  # codes only the fitted policy gives
+
+
+def feature_value(signals: dict[str, Any], key: str) -> float | None:
+    """A draft's reading of one feature, as the fit and the decision read it (None: not measured)."""
+    value = signals.get(key)
+    return float(value) if value is not None else ABSENT_MEANS.get(key)
 
 
 class DecisionMismatchError(ValueError):
@@ -86,7 +97,7 @@ class FittedModel:
         raise ValueError(f"unknown decision model kind {self.kind!r}")
 
     def vector(self, signals: dict[str, Any]) -> list[float]:
-        return [float(signals[k]) if signals.get(k) is not None else ref for k, ref in zip(self.features, self.reference)]
+        return [v if (v := feature_value(signals, k)) is not None else ref for k, ref in zip(self.features, self.reference)]
 
     def probability(self, signals: dict[str, Any]) -> float:
         return _sigmoid(self.logit(self.vector(signals)))
