@@ -234,24 +234,33 @@ def test_a_refusal_on_a_missing_hop_says_which_hops_were_found_and_names_the_mis
     assert record.chain == chain
 
 
-def test_a_refusal_by_another_check_names_the_missing_hop_too_when_the_chain_check_is_on():
+def test_a_refusal_by_another_check_names_the_missing_hop_too():
     """The reader refuses the draft and a hop is missing as well: the refusal keeps its reason and its own
-    account, and names the hop too; with the chain check off the chain is only logged, and not cited."""
+    account, and names the hop too, whether or not the chain check could refuse on it; a one-passage
+    question has no chain and its refusal says nothing of hops."""
     chain = evidence_chain(_plan(BRIDGE_Q), answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, OTHER))
     state = {"question": BRIDGE_Q, "draft": "Shirley Temple was Chief of Protocol.",
              "signals": {**_signals(chain), "answerability": 0.1},
              "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_NOT_ANSWERABLE"}}
     on = build_record(state, "agent", Settings.load(overrides={"CHAIN_CHECK": True}), {}, 1)
     off = build_record(state, "agent", Settings.load(overrides={"CHAIN_CHECK": False}), {}, 1)
-    assert on.reason == off.reason == "ABSTAIN_NOT_ANSWERABLE"
-    assert on.missing == [*off.missing, missing_hop(chain)] and missing_hop(chain) not in off.missing
-    assert on.explanation.startswith(off.explanation) and "Missing: no page about Shirley Temple" in on.explanation
-    assert "needs 2 steps" not in off.explanation
+    single = build_record({**state, "signals": {**_signals([]), "answerability": 0.1}}, "agent",
+                          Settings.load(overrides={"CHAIN_CHECK": True}), {}, 1)
+    assert on.reason == off.reason == single.reason == "ABSTAIN_NOT_ANSWERABLE"
+    assert on.missing == off.missing == [*single.missing, missing_hop(chain)] and missing_hop(chain) not in single.missing
+    assert on.explanation == off.explanation and on.explanation.startswith(single.explanation)
+    assert "Missing: no page about Shirley Temple" in on.explanation and "steps" not in single.explanation
+    # a fitted decision words a refusal on the chain itself: the hops found are told after its words
+    fitted = build_record({**state, "signals": _signals(chain), "decision": {
+        "action": "ABSTAIN", "reason": "ABSTAIN_MISSING_HOP", "explanation": "The fitted decision gives 20%."}},
+        "agent", Settings.load(), {}, 1)
+    assert fitted.explanation.startswith("The fitted decision gives 20%. The answer needs 2 steps")
+    assert fitted.missing == [missing_hop(chain)]
     whole = evidence_chain(_plan(BRIDGE_Q), answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON))
     complete = build_record({**state, "signals": {**_signals(whole), "answerability": 0.1}}, "agent",
                             Settings.load(overrides={"CHAIN_CHECK": True}), {}, 1)
     # every hop is stated: the refusal names the hop whose relation to the question no quote says
-    assert complete.missing == [*off.missing, unconfirmed_hop(whole, BRIDGE_Q)]
+    assert complete.missing == [*single.missing, unconfirmed_hop(whole, BRIDGE_Q)]
     assert "all 2 steps" in complete.explanation and "Not confirmed: a page saying government position" in complete.explanation
 
 

@@ -350,11 +350,12 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
             state.get("llm_error"), question=state["question"], draft=state.get("draft", ""),
             extension_error=state.get("extension_error"),
         )
-        explanation = decision.get("explanation") or explanation  # a fitted decision words its own refusal
-        hops = CHECK_BY_SIGNAL["hops_found"]
-        if decision["reason"] != hops.reason and signals.get("chain") and hops.applies(settings):
-            # refused by another check: the user is told which hop is missing, or, every hop stated, which
-            # one stays unconfirmed (CHAIN_CHECK)
+        worded = decision.get("explanation")  # a fitted decision words its own refusal
+        explanation = worded or explanation
+        if signals.get("chain") and (worded or decision["reason"] != CHECK_BY_SIGNAL["hops_found"].reason):
+            # a multi-hop draft, refused on whatever reason: the user is told which hops the sources state,
+            # and the one missing or, every hop stated, the one left unconfirmed (a refusal on the chain
+            # itself says so in its own words, unless a fitted decision worded it)
             account, hop = hop_account(signals["chain"], state["question"])
             explanation, missing = f"{explanation} {account}", [*missing, *([hop] if hop not in missing else [])]
         skipped = not state.get("draft") and confidence.get("passed") is False
