@@ -84,6 +84,7 @@ def test_the_split_learning_curve_steps_to_the_full_size_and_says_where_it_flatt
     from agentic_rag.eval.probe_curve import curve_table, flattens_at, plot_curve, sizes_for, split_curve
 
     assert sizes_for(3000, 400) == [400, 800, 1600, 3000] and sizes_for(300, 400) == [300]
+    assert sizes_for(3350, 400) == [400, 800, 1600, 3350]  # no last step of 150 rows that must read as flat
     rng = np.random.default_rng(1)
     train, test = _layered(1600, 1.0, rng, multi_hop=200), _layered(400, 1.0, rng)
     baseline = {"test": rng.normal(size=400) + 0.5 * test["y"]}
@@ -96,6 +97,7 @@ def test_the_split_learning_curve_steps_to_the_full_size_and_says_where_it_flatt
     assert report["shipped"]["test"]["auc"] < points[-1]["auc"]
     table = curve_table(report)
     assert "| last@18 | 1600 |" in table and "| shipped probe | - |" in table and "- last@18: test:" in table
+    assert f"- last@18 at 1600 rows against the shipped probe (paired 95% interval): test {points[-1]['vs_shipped']['diff']:+.3f}" in table
     assert plot_curve(report, tmp_path / "curve.png").stat().st_size > 1000
     # where it flattens: the first size after which no step gains beyond its interval
     gain = {"step": {"ci95_low": 0.01}}

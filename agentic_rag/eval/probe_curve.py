@@ -23,9 +23,11 @@ READERS = {"last@{layer}": ("last",), "last@{layer} + question@{layer}": ("last"
 
 
 def sizes_for(n: int, smallest: int = 400) -> list[int]:
-    """Training sizes that double from ``smallest`` and end at every row."""
+    """Training sizes that double from ``smallest`` and end at every row, each step at least 1.5 times the
+    size before: a last step of a few more rows (3,200 to 3,350) gains nothing whatever the curve does,
+    and would read as flat."""
     sizes, size = [], smallest
-    while size < n:
+    while size * 1.5 <= n:
         sizes.append(size)
         size *= 2
     return sizes + [n]
@@ -124,6 +126,11 @@ def curve_table(report: dict[str, Any]) -> str:
             lines.append(f"| {name} | {size} | " + " | ".join(cells) + " |")
     lines.append("")
     for name, curve in report["readers"].items():
+        last = {s: c["points"][-1].get("vs_shipped") for s, c in curve.items()}
+        if all(last.values()):
+            lines.append(f"- {name} at {report['sizes'][-1]} rows against the shipped probe (paired 95% interval): " + "; ".join(
+                f"{s} {d['diff']:+.3f} ({d['ci95_low']:+.3f} to {d['ci95_high']:+.3f})" for s, d in last.items()) + ".")
+    for name, curve in report["readers"].items():
         flat = "; ".join(f"{s}: " + ("still rising at the full size" if c["flattens_at"] is None
                                       else f"flat from {c['flattens_at']} rows") for s, c in curve.items())
         lines.append(f"- {name}: {flat}.")
@@ -145,7 +152,7 @@ def plot_curve(report: dict[str, Any], path) -> Any:
             err = np.array([[p["auc"] - p["ci95"][0], p["ci95"][1] - p["auc"]] for p in pts]).T
             line = ax.errorbar(x, yv, yerr=err, capsize=3, marker="o", mfc="white", label=name)
             gained = [p for p in pts if p.get("step", {}).get("ci95_low", 0) > 0]
-            ax.plot([p["rows"] for p in gained], [p["auc"] for p in gained], "o", color=line[0].get_color())
+            ax.plot([p["rows"] for p in gained], [p["auc"] for p in gained], "o", color=line[0].get_color(), zorder=4)
         if report.get("shipped"):
             ax.axhline(report["shipped"][split]["auc"], ls="--", c="grey", label="shipped probe")
         ax.set_xscale("log")
@@ -155,7 +162,7 @@ def plot_curve(report: dict[str, Any], path) -> Any:
         ax.grid(alpha=0.3)
     np.atleast_1d(axes)[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"answerability probe: AUC by training rows ({report['train_rows']} in all, "
-                 f"{report['multi_hop_rows']} multi-hop)", fontsize=10)
+                 f"{report['multi_hop_rows']} multi-hop; filled: a step that gained beyond its 95% interval)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
