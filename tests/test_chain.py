@@ -340,8 +340,9 @@ def test_a_run_keeps_the_chain_and_trace_shows_it_and_a_twin_is_refused_naming_i
 def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would_change():
     from agentic_rag.eval.chain_report import chain_outcomes
 
-    complete = [{"hop": 1, "found": True}, {"hop": 2, "found": True}]
-    broken = [{"hop": 1, "found": True}, {"hop": 2, "found": False}]
+    complete = [{"hop": 1, "found": True, "role": "bridge", "claim": "Shirley Temple is what the question describes"},
+                {"hop": 2, "found": True, "role": "answer", "claim": "Chief of Protocol (Shirley Temple)"}]
+    broken = [complete[0], {"hop": 2, "found": False, "role": "answer", "missing": "no page about Shirley Temple says"}]
 
     def row(status, judgement, chain, draft="", gold="Chief of Protocol"):
         return {"status": status, "judgement": judgement, "judge_rule": "rule", "draft": draft, "gold": gold,
@@ -356,6 +357,13 @@ def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would
     assert report["table"]["refused, draft right"] == {"complete": 1} and report["table"]["refused, draft wrong"] == {"complete": 2}
     assert report["table"]["refused, no draft"] == {"no chain": 1}
     assert report["score_change"] == {"refuse_broken": 1, "answer_complete": -1}
+    # four answerable refusals: none names a hop (these rows' missing is empty), one has no chain
+    assert report["hop_named"] == {"answerable_refusals": 4, "named": 0, "no_chain": 1}
+    named = [{**row("refuse", "missing", broken, "She was a radio host."), "missing": ["no page about Shirley Temple says"]},
+             {**row("refuse", "missing", complete, "She was a radio host."), "query": BRIDGE_Q,
+              "missing": [unconfirmed_hop(complete, BRIDGE_Q)]}]
+    twin = row("refuse", "missing", complete, "She was a radio host.", gold="i don't know")
+    assert chain_outcomes(named + [twin])["hop_named"] == {"answerable_refusals": 2, "named": 2, "no_chain": 0}
     assert report["by_type"] == {"unknown": {"answered, right: chain broken": 1, "answered, right: chain complete": 1,
                                              "answered, wrong: chain broken": 2, "refused, draft right: chain complete": 1,
                                              "refused, draft wrong: chain complete": 2, "refused, no draft: no chain": 1}}

@@ -15,7 +15,8 @@ from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.configuration.sections import AgentSettings
 from agentic_rag.datasets.prepare.hotpotqa import in_split, paragraphs_of, question_id, supporting_titles
-from agentic_rag.gate.chain import answer_claims, draft_chain, evidence_chain, hops_found
+from agentic_rag.datasets.crag import IDK
+from agentic_rag.gate.chain import answer_claims, draft_chain, evidence_chain, hops_found, missing_hop, unconfirmed_hop
 from agentic_rag.telemetry import parse_json
 from agentic_rag.text import strip_markup
 
@@ -168,10 +169,20 @@ def chain_outcomes(rows: list[dict[str, Any]]) -> dict[str, Any]:
         table[group][state] += 1
         by_type[str(row.get("question_type") or "unknown")][f"{group}: {'chain ' * (state != 'no chain')}{state}"] += 1
     refuse_broken = table["answered, wrong"]["broken"] - table["answered, right"]["broken"]
+    refused = [row for row in rows if is_refusal(row) and str(row.get("gold", "")).strip().lower() != IDK]
     answer_complete = table["refused, draft right"]["complete"] - table["refused, draft wrong"]["complete"]
     return {"n": len(rows), "table": {k: dict(v) for k, v in sorted(table.items())},
             "by_type": {k: dict(sorted(v.items())) for k, v in sorted(by_type.items())},
-            "score_change": {"refuse_broken": refuse_broken, "answer_complete": answer_complete}}
+            "score_change": {"refuse_broken": refuse_broken, "answer_complete": answer_complete},
+            "hop_named": {"answerable_refusals": len(refused), "named": sum(names_a_hop(row) for row in refused),
+                          "no_chain": sum(_chain_state(row) == "no chain" for row in refused)}}
+
+
+def names_a_hop(row: dict[str, Any]) -> bool:
+    """Whether a refusal's ``missing`` names a hop of its chain: the one missing, or the one left unconfirmed."""
+    chain = (row.get("signals") or {}).get("chain") or row.get("chain") or []
+    hop = missing_hop(chain) or unconfirmed_hop(chain, row.get("query", ""))
+    return bool(hop) and hop in (row.get("missing") or [])
 
 
 def chain_outcomes_markdown(name: str, report: dict[str, Any], command: str = "--run RUN", reread: bool = False) -> str:
@@ -189,4 +200,14 @@ def chain_outcomes_markdown(name: str, report: dict[str, Any], command: str = "-
             + "\n".join(types) + "\n\n"
             f"Refusing every answer whose chain is broken would change the summed CRAG score by {change['refuse_broken']:+d}; "
             f"answering every refused draft whose chain is complete, by {change['answer_complete']:+d} (the extra round "
-            "a missing hop gets is not counted: it needs a run with `CHAIN_CHECK` on).\n")
+            "a missing hop gets is not counted: it needs a run with `CHAIN_CHECK` on).\n"
+            + ("" if reread else _named_line(report)))  # a chain read again is not the one the refusal named
+
+
+def _named_line(report: dict[str, Any]) -> str:
+    named = report.get("hop_named")
+    if not named or not named["answerable_refusals"]:
+        return ""
+    return (f"\nRefusals of answerable questions that name a hop in `missing`: {named['named']} of "
+            f"{named['answerable_refusals']} ({named['no_chain']} had no chain: the plan read the question as one "
+            "passage, or no draft was written).\n")
