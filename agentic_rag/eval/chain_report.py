@@ -142,8 +142,12 @@ def rechained(rows: list[dict[str, Any]], records: Iterable[Any]) -> list[dict[s
     return out
 
 
+def _row_chain(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return (row.get("signals") or {}).get("chain") or row.get("chain") or []
+
+
 def _chain_state(row: dict[str, Any]) -> str:
-    chain = (row.get("signals") or {}).get("chain") or row.get("chain") or []
+    chain = _row_chain(row)
     if not chain:
         return "no chain"
     return "complete" if hops_found(chain) == 1.0 else "broken"
@@ -180,7 +184,7 @@ def chain_outcomes(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def names_a_hop(row: dict[str, Any]) -> bool:
     """Whether a refusal's ``missing`` names a hop of its chain: the one missing, or the one left unconfirmed."""
-    chain = (row.get("signals") or {}).get("chain") or row.get("chain") or []
+    chain = _row_chain(row)
     hop = missing_hop(chain) or unconfirmed_hop(chain, row.get("query", ""))
     return bool(hop) and hop in (row.get("missing") or [])
 

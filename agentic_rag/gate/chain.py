@@ -280,9 +280,10 @@ def unconfirmed_hop(chain: list[dict[str, Any]], question: str) -> str:
     Each hop is found by the names it shares with the question, not by how it relates them, so what stays
     unconfirmed is the relation: the question's content words that no quoted hop says. A bridge question's
     relative clause, with the noun before it, describes the bridge ("the woman who portrayed Corliss
-    Archer"), so its words are hop 1's and the rest the answer hop's; the hop missing more of its words is named. A comparison whose last
-    hop compared the pages' own values has nothing unquoted left: the last hop is named as the one to
-    confirm. "" for a chain with a missing hop (``missing_hop`` names that one) or no chain."""
+    Archer"), so its words are hop 1's and the rest the answer hop's; the hop missing more of its words is
+    named. A comparison whose last hop compared the pages' own values has nothing unquoted left: the last
+    hop is named as the one to confirm. "" for a chain with a missing hop (``missing_hop`` names that one)
+    or no chain."""
     if not chain or not all(h["found"] for h in chain):
         return ""
     from agentic_rag.anchors.ner import content_words
