@@ -28,7 +28,19 @@ def _plan(question: str):
     ("A Japanese manga series based on a high school student Ichitaka Seto is written by someone born in what year?",
      "bridge"),
     ("In which city is the ambassador of the Rabat-Salé-Kénitra administrative region to China based?", "bridge"),
+    ("How many copies of Roald Dahl's variation on a popular anecdote sold?", "bridge"),  # a work by its possessive
+    ("What type of sprite did Milada Šubrtová portray in Antonín Dvořák's reknowned opera?", "bridge"),
+    ("Which Kentucky Writers Hall of Fame author has had works published by Dim Gray Bar Press?", "bridge"),
+    ("Salisbury Woodland Gardens links a zoo with a park designed and built under the watchful eye of who?", "bridge"),
+    ("What was the Roud Folk Song Index of the nursery rhyme inspiring What Are Little Girls Made Of?", "bridge"),
+    ("Valuair was acquired in 2005 by a low-cost airline based where?", "bridge"),
+    ("For what type of work is the production company for The Year Without a Santa Claus best known?", "bridge"),
+    ("Which was published more frequently, Popular Science or Girlfriends?", "comparison"),  # options and a measure
     ("What natives were displaced by British takeover in Georgia?", "single"),  # a passive verb, not a description
+    ("What film was written and directed by Joby Harold?", "single"),  # a passive verb's second half
+    ("What muffler repair shop owner inspired Andrey Zvyagintsev's film Leviathan?", "single"),  # the work is named
+    ("What is Normandy's main export?", "single"),  # an attribute, not a work or a role
+    ("What is a fundamentalist interpretation of Islam called?", "single"),  # asks its name
     ("Hayden is a singer-songwriter from Canada, but where does Buck-Tick hail from?", "single"),  # no relative clause
     ("In what country is Normandy located?", "single"),
     ("When did Beyonce start becoming popular?", "single"),

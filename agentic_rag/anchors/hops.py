@@ -34,19 +34,31 @@ _WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|w
 # a clause hung on a noun inside the question ("the woman who portrayed ..."), not the question's own
 # wh-phrase ("From which countries ...", "In which movie ...", "..., but where does Buck-Tick hail from?": a
 # relative clause never inverts its verb); a participle phrase ("a 2004 film directed by", "What Hindi thriller
-# directed by": not a passive verb, "What natives were displaced by"); a role of a named thing ("the director
+# directed by", "this food found in", "an American animated television series based on": not a passive verb, "What
+# natives were displaced by"; "What is X called?" asks X's name); a role of a named thing ("the director
 # of Big Stone Gap": "the battle of Hastings" names one thing)
 _RELATIVE = re.compile(r"^\s*\S+\s+\S+\s.*?\b(?P<rel>who|whom|whose|which|that|where)\s+(?!(?:do|does|did)\b)\w",
                        re.IGNORECASE)
-_ROLE_OF = re.compile(r"\b(?:director|father|mother|son|daughter|wife|husband|brother|sister|grandson|granddaughter|"
-                      r"nephew|niece|cousin|founder|creator|author|"
-                      r"writer|composer|producer|owner|publisher|developer|manufacturer|designer|architect|star|host|"
-                      r"leader|president|coach|captain|successor|predecessor|parent company|headquarters|capital|"
-                      r"ambassador|officer|ceo|"
-                      r"birthplace|hometown|spouse|child|children|members?)\s+of\s+(?:the\s+)?\S", re.IGNORECASE)
-_PARTICIPLE = re.compile(r"\b(?:a|an|the|what|which)\s+(?:(?!(?:is|are|was|were|be|been|has|have|had)\s)[\w-]+\s+){0,3}"
-                         r"(?:(?:\w+ed|written|sung|shown|known|born|made|run|held|founded|based)\s+"
-                         r"(?:by|in|as|for|from|at|on)|starring|featuring|named|called)\b", re.IGNORECASE)
+_ROLE_NOUNS = (r"director|father|mother|son|daughter|wife|husband|brother|sister|grandson|granddaughter|nephew|niece|"
+               r"cousin|founder|creator|author|writer|composer|producer|owner|publisher|developer|manufacturer|designer|"
+               r"architect|star|host|leader|president|coach|captain|successor|predecessor|parent company|headquarters|"
+               r"capital|ambassador|officer|ceo|birthplace|hometown|spouse|child|children|members?|suburb")
+_ROLE_OF = re.compile(rf"\b(?:(?:{_ROLE_NOUNS})\s+of|(?:production |record |film )?(?:company|label|studio)\s+for)\s+(?:the\s+)?\S",
+                      re.IGNORECASE)
+# a work or role of a named thing, by its possessive: "Roald Dahl's variation on a popular anecdote", "Antonín Dvořák's
+# reknowned opera" (not when the work is named after it: "Andrey Zvyagintsev's film Leviathan" names the film)
+_POSSESSED = re.compile(rf"(?-i:[A-Z])[\w.-]*'s\s+(?:(?-i:[a-z-]+)\s+){{0,2}}?(?:{_ROLE_NOUNS}|film|movie|album|novel|book|song|"
+                        r"opera|play|series|show|band|variation|debut|sequel|team|club|company|label)\b(?!\s+(?-i:[A-Z\"]))",
+                        re.IGNORECASE)
+_PARTICIPLE = re.compile(r"\b(?:a|an|the|what|which|this|these)\s+(?:(?!(?:is|are|was|were|be|been|has|have|had)\s)[\w-]+\s+){0,4}"
+                         r"(?:(?:(?:\w+ed|written|sung|shown|known|born|made|run|held|founded|based|built)\s+and\s+)?"
+                         r"(?:\w+ed|written|sung|shown|known|born|made|run|held|found|founded|based|built)\s+"
+                         r"(?:by|in|as|for|from|at|on|under|after|where)\b|starring\b|featuring\b|(?:named|called)\b(?!\s*\?)|"
+                         r"inspiring(?=\s+(?-i:[A-Z\"])))", re.IGNORECASE)
+# a participle hung on a bare noun: "works published by", "music written by" (not a passive verb: "was written by",
+# "originally designed by", nor the second of two verbs: "written and directed by")
+_BARE_PARTICIPLE = re.compile(r"\b(?!(?:is|are|was|were|be|been|being|has|have|had|and|or|not|also|\w+ly)\b)[a-z]+\s+"
+                              r"(?:\w+ed|written|sung|shown|known|made|held|founded)\s+by\b")
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
 # what two named things share, asked by any question: "what profession did A and B both hold", "the
@@ -192,7 +204,9 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
     joint = kind == "yes_no" and _JOINT.search(lowered) and len(names) >= 2
     shared = len(names) >= 2 and (_SHARED.search(lowered)
                                   or (_TOGETHER.search(lowered) and _side_by_side(question, names)))
-    if kind == "comparison" or joint or shared:
+    # "Which was published more frequently, Popular Science or Girlfriends?": two options and a measure
+    listed = bool(_OPTIONS.search(question)) and bool(_AMOUNT_WORDS.search(lowered) or _WHEN_WORDS.search(lowered))
+    if kind == "comparison" or joint or shared or listed:
         items = _items(question, names)
         if len(items) == 2:
             measure = ("date" if _WHEN_WORDS.search(lowered) else "amount" if _AMOUNT_WORDS.search(lowered)
@@ -206,7 +220,8 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
     # a description of a common noun ("a task that ...") is a one-page question: a bridge starts from a name
     if not any(not RE_NUMBER.fullmatch(n) for n in names):
         return HopPlan("single", tuple(names), why="names nothing to start from")
-    for cue, pattern in (("a relative clause", _RELATIVE), ("a participle", _PARTICIPLE), ("a role of a named thing", _ROLE_OF)):
+    for cue, pattern in (("a relative clause", _RELATIVE), ("a participle", _PARTICIPLE), ("a participle", _BARE_PARTICIPLE),
+                         ("a role of a named thing", _ROLE_OF), ("a role of a named thing", _POSSESSED)):
         if pattern.search(question):
             return HopPlan("bridge", tuple(names), why=f"describes what it asks about by {cue}")
     return HopPlan("single", tuple(names), why="asks about what it names")
