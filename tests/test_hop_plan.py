@@ -62,6 +62,9 @@ def test_a_comparison_measures_what_it_compares():
     # the options a question lists are whole names, lower-case joining words and all
     assert _plan("Which band, Letters to Cleo or Screaming Trees, had more members?").items == ("Letters to Cleo",
                                                                                               "Screaming Trees")
+    # a title that opens with a function word keeps it ("For Against" is a band; "Against" is not)
+    assert _plan("Are Local H and For Against both from the United States?").items == ("Local H", "For Against")
+    assert _plan("Which band is from Nebraska, Local H or For Against?").items == ("Local H", "For Against")
     assert _plan("Which is a type of dog, the Havanese or the Lhasa Apso?").items == ("Havanese", "Lhasa Apso")
 
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentic_rag.anchors.matching import NAME_TYPES, RE_NUMBER, Anchor, claims_of, normalize_text
+from agentic_rag.anchors.matching import NOT_NAMES, NAME_TYPES, RE_NUMBER, Anchor, claims_of, normalize_text
 
 Shape = Literal["single", "bridge", "comparison"]
 SHAPES: tuple[Shape, ...] = ("single", "bridge", "comparison")
@@ -140,6 +140,14 @@ def _bare(name: str) -> str:
     return " ".join(words)
 
 
+def _titled(question: str, name: str) -> str:
+    """A name with the capitalised function word the name readers drop before it, when the question writes
+    them as one title mid-sentence ("For Against" of "Are Local H and For Against both ...": not "Against");
+    an article stays off ("The Beatles" is found as "Beatles"), as does the question's first word."""
+    m = re.search(rf"(?<=[a-z,;:] )(?!(?:The|A|An)\b)((?-i:[A-Z])[a-z]*) {re.escape(name)}(?!\w)", question)
+    return f"{m.group(1)} {name}" if m and m.group(1).lower() in NOT_NAMES else name
+
+
 def question_names(question: str, anchors: list[Anchor]) -> list[str]:
     """The named things of a question, in the question's order: its naming anchors and the capitalised
     names and numbers a reader sees in it (the anchor predictor may keep "Kiss" of "Kiss and Tell", the
@@ -148,7 +156,7 @@ def question_names(question: str, anchors: list[Anchor]) -> list[str]:
     the question's capitalised first word a name only when the anchor predictor says so ("Hayden is a
     singer", not "Out of two colonies")."""
     tagged = [_bare(_WH.sub("", a.text)) for a in anchors if a.type in _NAMING or a.type == "year"]
-    found = [*tagged, *(_bare(_WH.sub("", c)) for c in claims_of(question))]
+    found = [_titled(question, n) for n in [*tagged, *(_bare(_WH.sub("", c)) for c in claims_of(question))]]
     folded = normalize_text(question)
     first = normalize_text(question.split()[0]) if question.split() else ""
     at: dict[str, int] = {}
@@ -204,8 +212,9 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
     joint = kind == "yes_no" and _JOINT.search(lowered) and len(names) >= 2
     shared = len(names) >= 2 and (_SHARED.search(lowered)
                                   or (_TOGETHER.search(lowered) and _side_by_side(question, names)))
-    # "Which was published more frequently, Popular Science or Girlfriends?": two options and a measure
-    listed = bool(_OPTIONS.search(question)) and bool(_AMOUNT_WORDS.search(lowered) or _WHEN_WORDS.search(lowered))
+    # "Which was published more frequently, Popular Science or Girlfriends?", "Which band is from Nebraska, Local H
+    # or For Against?": the options it lists are the items
+    listed = bool(_OPTIONS.search(question))
     if kind == "comparison" or joint or shared or listed:
         items = _items(question, names)
         if len(items) == 2:

@@ -450,7 +450,7 @@ def anchor_coverage(anchors: list[Anchor], text: str) -> tuple[float, list[Ancho
 _NAME = re.compile(r"\b([A-Z][\w'&-]*(?:\s+(?:(?:of|the|de|&)\s+){0,2}[A-Z][\w'&-]*)*)")  # "Society of the United States" is one name
 _POSSESSIVE = re.compile(r"'s?$")
 _FILLER = {"yes", "no", "source", "sources", "answer", "according", "based", "however", "also", "both", "either", "neither"}
-_NOT_NAMES = frozenset(STOPWORDS_EN) | _FILLER
+NOT_NAMES = frozenset(STOPWORDS_EN) | _FILLER
 RE_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
@@ -464,10 +464,10 @@ def claims_of(answer: str) -> list[str]:
     for m in _NAME.finditer(text):
         name = m.group(1).strip(" .")
         words = name.split()
-        if words and words[0].lower() in _NOT_NAMES:
+        if words and words[0].lower() in NOT_NAMES:
             words = words[1:]  # "The Beatles" keeps "Beatles"; a sentence-initial "It" is dropped
         name = _POSSESSIVE.sub("", " ".join(words))  # "Braddock's death" claims Braddock, as the source says
-        if name and name.lower() not in _NOT_NAMES:
+        if name and name.lower() not in NOT_NAMES:
             out.append(name)
     seen: dict[str, None] = {}
     for c in out:
