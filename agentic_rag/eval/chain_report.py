@@ -15,7 +15,6 @@ from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.configuration.sections import AgentSettings
 from agentic_rag.datasets.prepare.hotpotqa import in_split, paragraphs_of, question_id, supporting_titles
-from agentic_rag.datasets.crag import IDK
 from agentic_rag.gate.chain import answer_claims, draft_chain, evidence_chain, hops_found, missing_hop, unconfirmed_hop
 from agentic_rag.telemetry import parse_json
 from agentic_rag.text import strip_markup
@@ -159,7 +158,7 @@ def chain_outcomes(rows: list[dict[str, Any]]) -> dict[str, Any]:
     refusing every answer whose chain is broken (``CHAIN_CHECK``), and answering every refused draft
     whose chain is complete (the chain as positive evidence over the other checks)."""
     from agentic_rag.eval.refusals import withheld_right_answer
-    from agentic_rag.eval.rows import is_refusal
+    from agentic_rag.eval.rows import gold_is_idk, is_refusal
 
     table: dict[str, Counter] = defaultdict(Counter)
     by_type: dict[str, Counter] = defaultdict(Counter)  # the dataset's question type (HotpotQA: bridge, comparison)
@@ -173,7 +172,7 @@ def chain_outcomes(rows: list[dict[str, Any]]) -> dict[str, Any]:
         table[group][state] += 1
         by_type[str(row.get("question_type") or "unknown")][f"{group}: {'chain ' * (state != 'no chain')}{state}"] += 1
     refuse_broken = table["answered, wrong"]["broken"] - table["answered, right"]["broken"]
-    refused = [row for row in rows if is_refusal(row) and str(row.get("gold", "")).strip().lower() != IDK]
+    refused = [row for row in rows if is_refusal(row) and not gold_is_idk(row)]
     answer_complete = table["refused, draft right"]["complete"] - table["refused, draft wrong"]["complete"]
     return {"n": len(rows), "table": {k: dict(v) for k, v in sorted(table.items())},
             "by_type": {k: dict(sorted(v.items())) for k, v in sorted(by_type.items())},

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from agentic_rag.datasets.crag import IDK
 from agentic_rag.gate.fitted import (
     CANDIDATE_FEATURES, VERIFIER_FEATURE, DecisionFile, FittedModel, cut_for, feature_value, model_key,
 )
@@ -50,9 +49,10 @@ def judgement_of(row: dict[str, Any]) -> str:
     whatever the system then did with it."""
     from agentic_rag.eval.judge import judge
     from agentic_rag.generator.short_answer import short_answer
+    from agentic_rag.eval.rows import gold_is_idk
     from agentic_rag.text import strip_markup
 
-    if str(row["gold"]).strip().lower() == IDK:
+    if gold_is_idk(row):
         return "unanswerable"
     answer = strip_markup(row["draft"]) or row["draft"]
     j = judge(answer, short_answer(row["query"], answer), row["gold"], row.get("alternatives") or [], False)

@@ -143,13 +143,20 @@ def split_usable(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
     return [r for r in rows if usable_gold(r.get("gold"))], [r for r in rows if not usable_gold(r.get("gold"))]
 
 
+def _gold(row: dict[str, Any]) -> str:
+    return str(row.get("gold", "")).strip().lower()
+
+
+def gold_is_idk(row: dict[str, Any]) -> bool:
+    """Whether a result row's question has no answer in its pages (its gold is "i don't know")."""
+    return _gold(row) == IDK
+
+
 def gold_groups(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(answerable, unanswerable) result rows by their gold; false-premise questions and questions
     whose gold is unusable (``usable_gold``) are in neither."""
     rows = split_usable(rows)[0]
-    gold = [str(r["gold"]).strip().lower() for r in rows]
-    return ([r for r, g in zip(rows, gold) if g not in (IDK, INVALID_QUESTION)],
-            [r for r, g in zip(rows, gold) if g == IDK])
+    return ([r for r in rows if _gold(r) not in (IDK, INVALID_QUESTION)], [r for r in rows if gold_is_idk(r)])
 
 
 def reextracted_short_answer(row: dict[str, Any]) -> str:
