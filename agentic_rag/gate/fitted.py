@@ -254,7 +254,7 @@ def model_key(settings) -> str:
 
 def available_features(settings) -> set[str]:
     """The signals the configured backend and settings can give a draft."""
-    out = {"overlap_est", "faith_est", "anchor_coverage", "answer_relevance"}
+    out = {"overlap_est", "faith_est", "anchor_coverage", "answer_relevance", "hops_found"}  # read by code on any backend
     if settings.baug.PROBE_ENABLED:  # on any backend: the packaged reader reads what the generator cannot
         out.add("answerability")
     if settings.baug.NLI_MODEL:
