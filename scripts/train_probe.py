@@ -370,9 +370,12 @@ def fit(args: argparse.Namespace) -> int:
         oofs.append(np.array(fitted.pop("oof_scores")))
         report = report or fitted
         report.setdefault("cv_auc_by_view", {})[view] = probe.meta["cv_auc"]
-    probe = members[0] if len(members) == 1 else ProbeSet(members, {"trained_by": "scripts/train_probe.py"})
-    probe.save(args.out)
     oof = oofs[0] if len(oofs) == 1 else np.array([join_readings(*r) for r in zip(*oofs)])
+    # a set says what its joined reading scored out of fold, as a single probe says its own
+    probe = members[0] if len(members) == 1 else ProbeSet(members, {
+        "trained_by": "scripts/train_probe.py", "views": list(args.views), "cv_auc": round(auc(y, oof), 4),
+        "n": int(len(y)), "rows_by_source": counts})
+    probe.save(args.out)
     table = []
     for t in (0.3, 0.4, 0.5, 0.6, 0.7):
         row = {"threshold": t}
