@@ -34,6 +34,7 @@ from tests.test_agent_graph import QUOTE_2004, record, run
 
 SUPPORTED = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
 UNSUPPORTED = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."
+WEAKLY_SUPPORTED = "It was Finding Nemo, made by DreamWorks in 2004 {cite:76th academy}."  # one name of two found
 LOGPROBS = {"token": -0.3, "top": {"yes": math.log(0.6), " No": math.log(0.2), "maybe": math.log(0.2)}}
 
 
@@ -199,10 +200,22 @@ def test_a_confident_draft_stops_without_the_verifier(agent_settings, tmp_path):
 
 def test_an_unlikely_draft_is_refused_with_the_signal_that_pulled_p_down(agent_settings, tmp_path):
     s = fitted(agent_settings, tmp_path, intercept=0.0, REFLECT_ENABLED=False)
-    result, fake, _ = run(s, [UNSUPPORTED])
+    result, fake, _ = run(s, [WEAKLY_SUPPORTED])
     assert result.status == "refuse" and result.reason == "ABSTAIN_LOW_SUPPORT"
     assert "The fitted decision gives" in result.explanation
     assert "of its sentences matched a cited source" in result.explanation and len(fake.calls) == 1
+
+
+def test_a_draft_nothing_in_the_sources_backs_is_refused_whatever_the_fitted_p(agent_settings, tmp_path):
+    # a decision that reads only anchor coverage, and gives every draft P > 0.95: the supported draft stops,
+    # the one with no matched sentence and no name found in its sources is refused, and says why
+    s = fitted(agent_settings, tmp_path, intercept=3.0, coef_overlap=0.0, features=("anchor_coverage",),
+               REFLECT_ENABLED=False)
+    assert run(s, [SUPPORTED])[0].reason == "STOP_FITTED"
+    result = run(s, [UNSUPPORTED])[0]
+    assert result.status == "refuse" and result.reason == "ABSTAIN_LOW_SUPPORT"
+    assert "0% of its sentences matched a cited source" in result.explanation
+    assert "0% of its names and numbers occur in them" in result.explanation
 
 
 def test_the_cost_of_a_wrong_answer_moves_the_cut(agent_settings, tmp_path):

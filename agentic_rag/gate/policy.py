@@ -70,6 +70,14 @@ def failed_support(signals: dict[str, Any], settings) -> list[tuple[str, float, 
     return [(c.signal, signals[c.signal], c.threshold(settings)) for c in failed(SUPPORT_CHECKS, signals, settings)]
 
 
+def unsupported(signals: dict[str, Any]) -> bool:
+    """No sentence of the draft matched a cited source and none of its names or numbers occurs in one (both
+    measured): whatever the other signals say, nothing the sources say backs it. The thresholds refuse
+    such a draft by their support floors; a fitted decision, which weighs support against the reader,
+    is not asked."""
+    return all(signals.get(k) is not None and signals[k] == 0 for k in ("overlap_est", "faith_est"))
+
+
 def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
     if flags.too_long:
         return decided("ABSTAIN_QUESTION_TOO_LONG")
@@ -93,6 +101,8 @@ def _by_rules(signals: dict[str, Any], flags: Flags, settings) -> Decision:
         search = searchable(signals.get("chain") or []) and can_retrieve_more(signals, flags, settings)
         return decided("RETRIEVE_MISSING_HOP" if search else "ABSTAIN_MISSING_HOP")
     fitted = decision_in_force(settings)
+    if fitted is not None and unsupported(signals):  # a fitted P may outweigh support: nothing backs this draft
+        return decided("ABSTAIN_LOW_SUPPORT")
     if fitted is not None:  # one fitted P(right) instead of the thresholds below
         return decide_fitted(signals, flags, settings, fitted)
     # verified_score is only present when every other check let the draft through (the final check)
