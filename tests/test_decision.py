@@ -413,3 +413,16 @@ def test_the_chain_is_a_feature_on_every_draft_a_one_passage_question_missing_no
     assert model.probability({"overlap_est": 1.0, "hops_found": 0.5}) < 0.5 < model.probability({"overlap_est": 1.0})
     reason, why = driver(model, {"overlap_est": 1.0, "hops_found": 0.5})
     assert reason == "ABSTAIN_MISSING_HOP" and why == "the sources state only 50% of the steps its answer needs"
+
+
+def test_a_refusal_never_names_a_signal_that_stands_above_the_mean_draft():
+    # faithfulness weighted negatively beside overlap (correlated signals): a perfectly faithful draft's
+    # faithfulness lowers the logit, but the refusal names the low overlap, never "only 100% ... occur"
+    from agentic_rag.gate.fitted import driver
+
+    model = FittedModel("logistic", ["overlap_est", "faith_est"], [0.5, 0.5],
+                        {"mean": [0.5, 0.5], "scale": [0.2, 0.2], "coef": [0.3, -2.0], "intercept": 0.0})
+    signals = {"overlap_est": 0.4, "faith_est": 1.0}
+    assert model.contributions(signals)["faith_est"] < model.contributions(signals)["overlap_est"] < 0
+    code, why = driver(model, signals)
+    assert code == "ABSTAIN_LOW_SUPPORT" and why == "only 40% of its sentences matched a cited source"

@@ -107,7 +107,9 @@ def test_the_environment_or_a_preset_is_enough(agent_settings, monkeypatch, tmp_
     monkeypatch.delenv("AGENTIC_RAG_EXTENSIONS")
     monkeypatch.delenv("AGENTIC_RAG_EXTENSION_SETTINGS")
     preset = tmp_path / "fresh.json"
-    preset.write_text(json.dumps({"EXTENSIONS": [SPEC], "EXTENSION_SETTINGS": {"freshness": {"ACTION": "ABSTAIN"}}}))
+    # the thresholds: the toy draft is then answered, so the extension's veto is what refuses it
+    preset.write_text(json.dumps({"EXTENSIONS": [SPEC], "EXTENSION_SETTINGS": {"freshness": {"ACTION": "ABSTAIN"}},
+                                  "GATE_POLICY": "thresholds"}))
     from_preset = Settings.load(preset=preset, overrides={"ARTIFACTS_DIR": str(tmp_path / "p"),
                                                           "TELEMETRY_PATH": str(tmp_path / "p.jsonl")})
     assert ask(from_preset, rec)[0].reason == "ABSTAIN_STALE_SOURCES"
