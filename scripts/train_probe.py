@@ -371,9 +371,10 @@ def fit(args: argparse.Namespace) -> int:
         report = report or fitted
         report.setdefault("cv_auc_by_view", {})[view] = probe.meta["cv_auc"]
     oof = oofs[0] if len(oofs) == 1 else np.array([join_readings(*r) for r in zip(*oofs)])
+    oof_auc = round(auc(y, oof), 4)
     # a set says what its joined reading scored out of fold, as a single probe says its own
     probe = members[0] if len(members) == 1 else ProbeSet(members, {
-        "trained_by": "scripts/train_probe.py", "views": list(args.views), "cv_auc": round(auc(y, oof), 4),
+        "trained_by": "scripts/train_probe.py", "views": list(args.views), "cv_auc": oof_auc,
         "n": int(len(y)), "rows_by_source": counts})
     probe.save(args.out)
     table = []
@@ -383,7 +384,7 @@ def fit(args: argparse.Namespace) -> int:
             m = sources == src
             row.update({f"{src}_{k}": v for k, v in refusal_rates(oof[m], y[m], t).items() if v is not None})
         table.append(row)
-    report.update(n=int(len(y)), answerable=int(y.sum()), views=list(args.views), oof_auc=round(auc(y, oof), 4),
+    report.update(n=int(len(y)), answerable=int(y.sum()), views=list(args.views), oof_auc=oof_auc,
                   by_source=counts, auc_by_source=auc_by_source(oof, y, sources), out_of_fold=table, probe=str(args.out),
                   learning_curve=learning_curve(states[args.views[0]][:, collected.index(probe.layer), :]
                                                 .astype(np.float64), y, groups, members[0].meta["c"]),

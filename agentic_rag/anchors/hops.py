@@ -50,9 +50,9 @@ _ROLE_OF = re.compile(rf"\b(?:(?:{_ROLE_NOUNS})\s+of|(?:production |record |film
 _POSSESSED = re.compile(rf"(?-i:[A-Z])[\w.-]*'s\s+(?:(?-i:[a-z-]+)\s+){{0,2}}?(?:{_ROLE_NOUNS}|film|movie|album|novel|book|song|"
                         r"opera|play|series|show|band|variation|debut|sequel|team|club|company|label)\b(?!\s+(?-i:[A-Z\"]))",
                         re.IGNORECASE)
+_DONE = r"\w+ed|written|sung|shown|known|born|made|run|held|founded|based|built"  # a participle ("found": not first of two)
 _PARTICIPLE = re.compile(r"\b(?:a|an|the|what|which|this|these)\s+(?:(?!(?:is|are|was|were|be|been|has|have|had)\s)[\w-]+\s+){0,4}"
-                         r"(?:(?:(?:\w+ed|written|sung|shown|known|born|made|run|held|founded|based|built)\s+and\s+)?"
-                         r"(?:\w+ed|written|sung|shown|known|born|made|run|held|found|founded|based|built)\s+"
+                         rf"(?:(?:(?:{_DONE})\s+and\s+)?(?:{_DONE}|found)\s+"
                          r"(?:by|in|as|for|from|at|on|under|after|where)\b|starring\b|featuring\b|(?:named|called)\b(?!\s*\?)|"
                          r"inspiring(?=\s+(?-i:[A-Z\"])))", re.IGNORECASE)
 # a participle hung on a bare noun: "works published by", "music written by" (not a passive verb: "was written by",
