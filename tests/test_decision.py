@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.decision_fit import (
-    MIN_DRAFTS, DevSplitError, _boosting, _export, _matrix, check_split, draft_records, fit_decision, signal_aucs,
+    MIN_DRAFTS, DevSplitError, MonotoneLogistic, _boosting, _export, _matrix, check_split, draft_records, fit_decision, signal_aucs,
 )
 from agentic_rag.eval.provenance import model_identity
 from agentic_rag.gate.fitted import (
@@ -145,6 +145,26 @@ def test_exported_trees_give_sklearns_probabilities():
     model = _export("boosting", fitted, features, reference)
     ours = [1 / (1 + math.exp(-model.logit(list(row)))) for row in x[:40]]
     assert np.allclose(ours, fitted.predict_proba(x[:40])[:, 1], atol=1e-4)
+
+
+def test_the_logistic_fit_matches_sklearn_where_free_and_never_weighs_support_against_an_answer():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    records = synthetic(300, seed=5)
+    x, y, _ = _matrix(records, ["overlap_est", "lp_mean"])
+    ours = MonotoneLogistic().fit(x, y)
+    theirs = LogisticRegression(C=1.0).fit(StandardScaler().fit_transform(x), y)
+    assert np.allclose(ours.coef_, theirs.coef_[0], atol=1e-3) and ours.intercept_ == pytest.approx(theirs.intercept_[0], abs=1e-3)
+    # a near copy of overlap: left free, the pair splits into a large and a negative weight
+    rng = np.random.default_rng(0)
+    twin = np.column_stack([x[:, 0], x[:, 0] + 0.05 * rng.normal(size=len(y))])
+    assert LogisticRegression(C=100.0).fit(StandardScaler().fit_transform(twin), y).coef_[0].min() < 0
+    bounded = MonotoneLogistic(c=100.0).fit(twin, y)
+    assert bounded.coef_.min() >= 0 and bounded.coef_.sum() > 1
+    model = _export("logistic", bounded, ["overlap_est", "faith_est"], [0.5, 0.5])
+    p = [model.probability({"overlap_est": 0.6, "faith_est": f}) for f in (0.2, 0.6, 1.0)]
+    assert p[0] <= p[1] <= p[2]
 
 
 def test_too_small_or_one_sided_splits_are_refused():

@@ -3,7 +3,8 @@
 One run of the agent under the hand-set thresholds on a development split gives every draft's signals;
 each draft is judged against the gold (right, wrong, or a draft to an unanswerable question) and
 P(right | signals) is fitted on them. Two model families are compared by stratified cross-validation
-on the same drafts: a standardised logistic regression and gradient-boosted trees. The one with the
+on the same drafts: a standardised logistic regression (its weights held at zero or above, so P never
+falls as a signal of support rises) and gradient-boosted trees. The one with the
 lower cross-validated log-loss is kept, the logistic one unless the trees beat it by more than
 ``BOOSTING_MARGIN`` (it is smoother on a few hundred rows, its contributions are exact, and a
 logistic regression's output is already a calibrated probability when its log-loss is the lower
@@ -123,12 +124,47 @@ def _matrix(records: list[dict[str, Any]], features: list[str]) -> tuple[np.ndar
     return x, np.array([int(r["right"]) for r in records]), reference
 
 
-def _logistic(x: np.ndarray, y: np.ndarray):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+class MonotoneLogistic:
+    """A standardised, L2-penalised logistic regression whose weights cannot go below zero.
 
-    return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=1000)).fit(x, y)
+    Every candidate signal means "better supported" as it rises, so a negative weight is an artefact of
+    correlated signals (faithfulness beside overlap), and it reads backwards on one draft: a draft the
+    sources back more fully would get a lower P. Bounding the weights at zero keeps P monotone in every
+    signal; the objective is sklearn's (C times the summed log-loss plus half the squared weights)."""
+
+    def __init__(self, c: float = 1.0):
+        self.c = c
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> "MonotoneLogistic":
+        from scipy.optimize import minimize
+
+        self.mean_ = x.mean(axis=0)
+        scale = x.std(axis=0)
+        self.scale_ = np.where(scale > 0, scale, 1.0)
+        z = (x - self.mean_) / self.scale_
+        sign = 2.0 * y - 1.0
+
+        def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            w, b = theta[:-1], theta[-1]
+            margin = sign * (z @ w + b)
+            nll = np.logaddexp(0.0, -margin)
+            g = -sign * (1.0 / (1.0 + np.exp(margin)))  # d nll / d logit
+            return (self.c * nll.sum() + 0.5 * w @ w,
+                    np.append(self.c * (z.T @ g) + w, self.c * g.sum()))
+
+        n = z.shape[1]
+        bounds = [(0.0, None)] * n + [(None, None)]
+        result = minimize(loss, np.zeros(n + 1), jac=True, method="L-BFGS-B", bounds=bounds)
+        self.coef_, self.intercept_ = result.x[:-1], float(result.x[-1])
+        return self
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        p = 1.0 / (1.0 + np.exp(-(((x - self.mean_) / self.scale_) @ self.coef_ + self.intercept_)))
+        return np.column_stack([1.0 - p, p])
+
+
+def _logistic(x: np.ndarray, y: np.ndarray) -> MonotoneLogistic:
+    return MonotoneLogistic(c=1.0).fit(x, y)
 
 
 def _boosting(x: np.ndarray, y: np.ndarray):
@@ -144,9 +180,8 @@ FAMILIES = {"logistic": _logistic, "boosting": _boosting}
 def _export(kind: str, fitted, features: list[str], reference: list[float]) -> FittedModel:
     """The fitted estimator as plain numbers (no pickle: a decision file is data, safe to share)."""
     if kind == "logistic":
-        scaler, lr = fitted[0], fitted[-1]
-        params = {"mean": [round(float(v), 6) for v in scaler.mean_], "scale": [round(float(v), 6) for v in scaler.scale_],
-                  "coef": [round(float(v), 6) for v in lr.coef_[0]], "intercept": round(float(lr.intercept_[0]), 6)}
+        params = {"mean": [round(float(v), 6) for v in fitted.mean_], "scale": [round(float(v), 6) for v in fitted.scale_],
+                  "coef": [round(float(v), 6) for v in fitted.coef_], "intercept": round(fitted.intercept_, 6)}
     else:
         prior = float(np.clip(fitted.init_.class_prior_[1], 1e-6, 1 - 1e-6))
         trees = []
