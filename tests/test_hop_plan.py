@@ -43,6 +43,14 @@ def _plan(question: str):
     ("What is a fundamentalist interpretation of Islam called?", "single"),  # asks its name
     ("Hayden is a singer-songwriter from Canada, but where does Buck-Tick hail from?", "single"),  # no relative clause
     ("In what country is Normandy located?", "single"),
+    # a role asked for itself is one lookup; asked about, a bridge
+    ("Who is the CEO of Tesla in 2021?", "single"),
+    ("Who is the director of the Assassin's Creed movie?", "single"),
+    ("Who was Margaret's husband?", "single"),
+    ("Where was the CEO of Tesla born?", "bridge"),
+    ("Who is the father of the director of Big Stone Gap?", "bridge"),
+    ("What was the father of Kasper Schmeichel voted to be by the IFFHS in 1992?", "bridge"),
+    ("Who was the captain of the only battleship to provide gunfire support during the Vietnam War?", "bridge"),
     ("When did Beyonce start becoming popular?", "single"),
 ])
 def test_the_plan_reads_the_question_shape_without_a_model(question, shape):

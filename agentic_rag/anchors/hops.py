@@ -59,6 +59,13 @@ _PARTICIPLE = re.compile(r"\b(?:a|an|the|what|which|this|these)\s+(?:(?!(?:is|ar
 # "originally designed by", nor the second of two verbs: "written and directed by")
 _BARE_PARTICIPLE = re.compile(r"\b(?!(?:is|are|was|were|be|been|being|has|have|had|and|or|not|also|\w+ly)\b)[a-z]+\s+"
                               r"(?:\w+ed|written|sung|shown|known|made|held|founded)\s+by\b")
+# a question that asks for the role itself: "Who is the CEO of Tesla in 2021?", "Who was Margaret's husband?" (its
+# holder is the answer, one lookup; "Where was the CEO of Tesla born?" and "the father of the director of X" ask on)
+_NAME_WORDS = (r"(?:(?-i:[A-Z0-9])[\w.'&-]*|of|the|and|de|von|van|for)(?:\s+(?:(?-i:[A-Z0-9])[\w.'&-]*|of|the|and|de|von|van|for))*"
+               r"(?:\s+(?:movie|film|company|band|team|album|series|show|novel|book|game|club|song))?")
+_ASKS_ROLE = re.compile(rf"^(?:who|what|which)\s+(?:is|was|are|were)\s+(?:(?:the\s+)?(?:{_ROLE_NOUNS})\s+of\s+{_NAME_WORDS}|"
+                        rf"(?-i:[A-Z])[\w.'&-]*(?:\s+(?-i:[A-Z])[\w.'&-]*)*'s\s+(?:{_ROLE_NOUNS}))"
+                        r"(?:\s+in\s+\d{4})?\s*\?\s*$", re.IGNORECASE)
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")
 # what two named things share, asked by any question: "what profession did A and B both hold", "the
@@ -229,8 +236,11 @@ def plan_hops(question: str, anchors: list[Anchor], kind: str) -> HopPlan:
     # a description of a common noun ("a task that ...") is a one-page question: a bridge starts from a name
     if not any(not RE_NUMBER.fullmatch(n) for n in names):
         return HopPlan("single", tuple(names), why="names nothing to start from")
-    for cue, pattern in (("a relative clause", _RELATIVE), ("a participle", _PARTICIPLE), ("a participle", _BARE_PARTICIPLE),
-                         ("a role of a named thing", _ROLE_OF), ("a role of a named thing", _POSSESSED)):
+    for cue, pattern in (("a relative clause", _RELATIVE), ("a participle", _PARTICIPLE), ("a participle", _BARE_PARTICIPLE)):
         if pattern.search(question):
             return HopPlan("bridge", tuple(names), why=f"describes what it asks about by {cue}")
+    if _ASKS_ROLE.search(question):
+        return HopPlan("single", tuple(names), why="asks for a role of what it names, nothing about its holder")
+    if _ROLE_OF.search(question) or _POSSESSED.search(question):
+        return HopPlan("bridge", tuple(names), why="describes what it asks about by a role of a named thing")
     return HopPlan("single", tuple(names), why="asks about what it names")
