@@ -11,8 +11,8 @@ A multi-hop question asks about something it only describes. HotpotQA's two shap
 The plan is read from the question's shape and its anchors, with no model call: the question kind
 (kind.py) says comparison, or it asks what two named things both are or share ("What profession did
 Alan Crosland and Kurt Voss both hold?"), and a question that names something and describes another thing
-by it (a relative clause, a participle: "a film directed by", a role: "the father of Kasper Schmeichel")
-is a bridge. "The battle of Hastings" and "Normandy's exports" name one thing: no cue. Everything
+by it (a relative clause, a participle: "a film directed by", a role: "the father of Kasper Schmeichel" asked
+about, not asked for: "Who is the father of Kasper Schmeichel?" is one lookup) is a bridge. "The battle of Hastings" and "Normandy's exports" name one thing: no cue. Everything
 else is ``single``: its path and its tokens are those of a one-passage question.
 """
 
