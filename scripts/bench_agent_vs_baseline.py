@@ -29,6 +29,7 @@ from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.compare import compare, copy_run_files, to_markdown, write_plots
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.metrics import run_summary
+from agentic_rag.eval.refusals import reader_refusals
 from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import matches_world_answer, reextracted_short_answer
@@ -143,6 +144,10 @@ def main() -> int:
             "score_baseline": b["score"],
             "score_agent": a["score"],
             "paired": result["paired"][0]["score_difference"],
+            # of the baseline's right answers, the share the agent also gets right (not refused, not wrong)
+            "right_answers_kept": result["paired"][0]["right_answers_kept"],
+            "baseline_right_answers": result["paired"][0]["right_answers_of_base"],
+            "reader_refusals": reader_refusals(result["runs"][1]["rows"]),
             "seed_criteria": seed_criteria(b, a),
         }
     overview_path.write_text(json.dumps(overview, indent=2) + "\n")

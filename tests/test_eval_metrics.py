@@ -169,7 +169,7 @@ def test_compare_lists_the_right_answers_lost_and_the_question_types(tmp_path):
     result = compare([run("baseline", ["accurate", "accurate", "accurate", "incorrect"]),
                       run("agent", ["accurate", "missing", "incorrect", "missing"])])
     p = result["paired"][0]
-    assert p["right_answers_lost"] == ["1", "2"] and p["right_answers_kept"] == round(1 / 3, 4)
+    assert p["right_answers_lost"] == ["1", "2"] and p["right_answers_kept"] == round(1 / 3, 4) and p["right_answers_of_base"] == 3
     text = to_markdown(result)
     lost = text.split("## Right answers lost")[1].split("## Per question")[0]
     assert "question 1" in lost and "question 2" in lost and "question 0" not in lost and "question 3" not in lost
@@ -317,6 +317,16 @@ def test_refusals_are_counted_per_reason_code_against_the_gold():
     assert table[2].startswith("| ABSTAIN_LOW_RETRIEVAL_SCORE | 3 | 0 | 2 | 1 | 0.0 | 0.0 |")
     assert table[3] == "| ABSTAIN_NOT_VERIFIED | 3 | 2 | 1 | 0 | 2.0 | 0.5 | 1 / 1 |"
     assert table[-1] == f"| {ANSWERED_IDK} | 1 | 1 | 0 | 0 | - | 0.25 | 0 / 0 |"
+
+
+def test_the_readers_refusals_are_counted_apart():
+    from agentic_rag.eval.refusals import reader_refusals
+
+    rows = [{**r, "reason": "ABSTAIN_NOT_ANSWERABLE" if r["reason"] == "ABSTAIN_NOT_VERIFIED" else r["reason"]}
+            for r in _refusal_rows()]
+    assert reader_refusals(rows) == {"reason": "ABSTAIN_NOT_ANSWERABLE", "answerable": 2, "answerable_draft_right": 1,
+                                     "unanswerable": 1}
+    assert reader_refusals(_refusal_rows())["answerable"] == 0  # no refusal of the reader's
 
 
 def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):

@@ -96,7 +96,8 @@ def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
         lost = [i for i in right if rows[i]["judgement"] != "accurate"]  # answered wrong or refused
         stats.append({"run": run["name"], "vs": base["name"], "questions": len(common),
                       "score_difference": paired_bootstrap(a, b) if common else {}, "changes": flips,
-                      "right_answers_kept": round(1 - len(lost) / len(right), 4) if right else None, "right_answers_lost": lost})
+                      "right_answers_kept": round(1 - len(lost) / len(right), 4) if right else None,
+                      "right_answers_of_base": len(right), "right_answers_lost": lost})
     return {"runs": runs, "common_ids": common, "paired": stats}
 
 

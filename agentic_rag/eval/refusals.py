@@ -15,6 +15,7 @@ from typing import Any
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.rows import gold_groups, is_refusal
+from agentic_rag.gate.fitted import FEATURE_REASONS
 
 # a refusal written into an answer ("I don't know" with status ok): no check refused it, the model did
 ANSWERED_IDK = "ANSWERED_IDK"
@@ -77,6 +78,15 @@ def refusals_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         c["answerable_per_unanswerable"] = round(a / u, 3) if u else None
         c["share_of_answerable"] = round(a / len(answerable), 4) if answerable else None
     return dict(sorted(out.items(), key=lambda kv: (-kv[1]["refused"], kv[0])))
+
+
+def reader_refusals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The refusals the answerability reader made: of answerable questions (with how many of those drafts
+    were right) and of unanswerable ones. The reader is the one signal both policies refuse on by itself."""
+    reason = FEATURE_REASONS["answerability"][0]
+    c = refusals_by_reason(rows).get(reason, {})
+    return {"reason": reason, "answerable": c.get("refused_answerable", 0),
+            "answerable_draft_right": c.get("withheld_right", 0), "unanswerable": c.get("refused_unanswerable", 0)}
 
 
 def refusal_table(by_reason: dict[str, dict[str, Any]]) -> list[str]:
