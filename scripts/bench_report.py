@@ -90,25 +90,20 @@ def agent_section(o: dict, tag: str = "") -> list[str]:
         "",
         "Same packaged model, prompt, retrieval and context budget; per-question tables in",
         f"`{folder}<dataset>/comparison.md`. RGB40: 20 questions, each as answerable (positive snippets",
-        "plus 2 noise) and negative-rejection (noise only, gold \"i don't know\"); rgb_negative100: 100 negatives.",
-        "",
-        "Kept: of the baseline's right answers, those the agent also gets right. Reader: the agent's refusals",
-        "made by the answerability reader (`ABSTAIN_NOT_ANSWERABLE`), of answerable questions (their drafts",
-        "right) and of unanswerable ones (\"-\": a run made before these were counted).",
+        "plus 2 noise) and negative-rejection (noise only, gold \"i don't know\"); rgb_negative100: 100 negatives. "
+        "Kept: the baseline's right answers the agent also gets right. Reader: refusals by the answerability reader "
+        "(`ABSTAIN_NOT_ANSWERABLE`) of answerable (drafts right) and unanswerable questions (\"-\": not counted then).",
         "",
         "| dataset | questions | hallucinated (baseline) | hallucinated (agent) | tokens/Q baseline | tokens/Q agent | ratio | CRAG score baseline | CRAG score agent | score diff (95% CI) | kept | reader: answerable (right) / unanswerable |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, v in o.items():
         p, r = v["paired"], v.get("reader_refusals")
-        kept = (f"{round(v['right_answers_kept'] * v['baseline_right_answers'])}/{v['baseline_right_answers']} = "
-                f"{v['right_answers_kept']}" if v.get("baseline_right_answers") else "-")
+        kept = f"{v['right_answers_kept']} of {v['baseline_right_answers']}" if v.get("baseline_right_answers") else "-"
         reader = f"{r['answerable']} ({r['answerable_draft_right']}) / {r['unanswerable']}" if r else "-"
-        out.append(
-            f"| {name} | {v['questions']} | {v['hallucinated_questions_baseline']} | {v['hallucinated_questions_agent']} | "
-            f"{v['tokens_per_q_baseline']} | {v['tokens_per_q_agent']} | {v['token_ratio']} | {v['score_baseline']} | "
-            f"{v['score_agent']} | {p['diff']} ({p['ci95_low']} to {p['ci95_high']}) | {kept} | {reader} |"
-        )
+        out.append(f"| {name} | {v['questions']} | {v['hallucinated_questions_baseline']} | {v['hallucinated_questions_agent']} | "
+                   f"{v['tokens_per_q_baseline']} | {v['tokens_per_q_agent']} | {v['token_ratio']} | {v['score_baseline']} | "
+                   f"{v['score_agent']} | {p['diff']} ({p['ci95_low']} to {p['ci95_high']}) | {kept} | {reader} |")
     out += ["", "Acceptance criteria of the design, per dataset:", "",
             "| dataset | criterion | baseline | agent | holds |", "|---|---|---|---|---|"]
     for name, v in o.items():
