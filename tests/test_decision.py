@@ -198,7 +198,8 @@ def write_decision(path: Path, settings: Settings, intercept: float, coef_overla
                            {"mean": [0.5] * len(feats), "scale": [1.0] * len(feats), "coef": coefs, "intercept": intercept})
 
     base = logistic(features, [coef_overlap] * len(features))
-    verified = logistic([*features, "support_verdict"], [coef_overlap] * len(features) + [coef_verdict]) if coef_verdict else None
+    verified = (logistic([*features, "support_verdict"], [coef_overlap] * len(features) + [coef_verdict])
+                if coef_verdict is not None else None)
     decision = DecisionFile(key or model_key(settings), settings.llm.LLM_BACKEND, list(features), base, verified)
     path.write_text(json.dumps(decision.to_dict()))
     return path
@@ -254,6 +255,18 @@ def test_the_grey_zone_asks_the_verifier_once_and_its_verdict_decides(agent_sett
     result, fake, _ = run(s, [SUPPORTED, verdict])
     assert result.reason == reason and len(fake.calls) == 2
     assert result.signals["support_verdict"] == (1.0 if verdict == "yes" else 0.0)
+
+
+def test_the_grey_zone_does_not_ask_a_verifier_whose_verdict_weighs_nothing(agent_settings, tmp_path):
+    # the same grey-zone draft; the verified model gives the verdict a zero weight (as the monotone fit does
+    # when it adds nothing): P cannot move, so no call is made and P = 0.5 decides (not above the cut)
+    s = fitted(agent_settings, tmp_path, intercept=-2.0, coef_verdict=0.0, VERIFIER_ENABLED=True,
+               VERIFIER_COMBINE="alone", REFLECT_ENABLED=False, FACTOID_ONE_SHOT_RETRIEVAL=False)
+    result, fake, _ = run(s, [SUPPORTED, "yes"])
+    assert len(fake.calls) == 1 and result.status == "refuse" and "support_verdict" not in result.signals
+    model = FittedModel("logistic", ["overlap_est", "support_verdict"], [0.5, 0.5],
+                        {"mean": [0.5, 0.5], "scale": [1.0, 1.0], "coef": [1.0, 0.0], "intercept": 0.0})
+    assert model.reads("overlap_est") and not model.reads("support_verdict") and not model.reads("lp_mean")
 
 
 def test_the_grey_zone_reflects_first_while_the_budget_allows(agent_settings, tmp_path):

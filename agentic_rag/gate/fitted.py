@@ -102,6 +102,16 @@ class FittedModel:
     def probability(self, signals: dict[str, Any]) -> float:
         return _sigmoid(self.logit(self.vector(signals)))
 
+    def reads(self, feature: str) -> bool:
+        """Whether P can move with ``feature``: not where its weight is zero or no tree splits on it (the
+        monotone fit gives a signal that adds nothing beside the others a zero weight)."""
+        if feature not in self.features:
+            return False
+        i = self.features.index(feature)
+        if self.kind == "logistic":
+            return self.params["coef"][i] != 0
+        return any(i in tree["feature"] for tree in self.params["trees"])
+
     def contributions(self, signals: dict[str, Any]) -> dict[str, float]:
         """Each feature's push on the logit: the logit minus the logit with that feature at its reference
         (exactly coef * z for the logistic model)."""
@@ -347,8 +357,9 @@ def decide_fitted(signals: dict[str, Any], flags: Flags, settings,
                   decision: DecisionFile | None = None) -> FittedDecision:
     """The fitted policy on a draft that the input, evidence and hedging rules let through."""
     decision = decision or configured_decision(settings)
-    verdict = signals.get(VERIFIER_FEATURE)
-    model = decision.verified if verdict is not None and decision.verified is not None else decision.base
+    # the verifier is asked only where its verdict can move P: a call that cannot change the decision is waste
+    verified = decision.verified if decision.verified is not None and decision.verified.reads(VERIFIER_FEATURE) else None
+    model = verified if signals.get(VERIFIER_FEATURE) is not None and verified is not None else decision.base
     p = model.probability(signals)
     cost = settings.baug.WRONG_ANSWER_COST
     cut = cut_for(cost)
@@ -358,7 +369,7 @@ def decide_fitted(signals: dict[str, Any], flags: Flags, settings,
             return FittedDecision(RETRIEVE_MORE, "RETRIEVE_MISSING_ANCHORS", round(p, 4))
         if settings.baug.REFLECT_ENABLED and not flags.reflected and flags.can_generate:
             return FittedDecision(REFLECT, "REFLECT_LOW_FAITH", round(p, 4))
-        if settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED and decision.verified is not None:
+        if settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED and verified is not None:
             return FittedDecision(STOP, "STOP_FITTED", round(p, 4), verify=True)
     if p > cut:
         return FittedDecision(STOP, "STOP_FITTED", round(p, 4))
