@@ -45,9 +45,10 @@ _ROLE_NOUNS = (r"director|father|mother|son|daughter|wife|husband|brother|sister
                r"capital|ambassador|officer|ceo|birthplace|hometown|spouse|child|children|members?|suburb")
 _ROLE_OF = re.compile(rf"\b(?:(?:{_ROLE_NOUNS})\s+of|(?:production |record |film )?(?:company|label|studio)\s+for)\s+(?:the\s+)?\S",
                       re.IGNORECASE)
+_NAME_WORD = r"(?-i:[A-Z0-9])[\w.'&-]*"  # a word of a name: capitalised or a number ("AT&T", "O'Neill", "50")
 # a work or role of a named thing, by its possessive: "Roald Dahl's variation on a popular anecdote", "Antonín Dvořák's
 # reknowned opera" (not when the work is named after it: "Andrey Zvyagintsev's film Leviathan" names the film)
-_POSSESSED = re.compile(rf"(?-i:[A-Z])[\w.-]*'s\s+(?:(?-i:[a-z-]+)\s+){{0,2}}?(?:{_ROLE_NOUNS}|film|movie|album|novel|book|song|"
+_POSSESSED = re.compile(rf"{_NAME_WORD}'s\s+(?:(?-i:[a-z-]+)\s+){{0,2}}?(?:{_ROLE_NOUNS}|film|movie|album|novel|book|song|"
                         r"opera|play|series|show|band|variation|debut|sequel|team|club|company|label)\b(?!\s+(?-i:[A-Z\"]))",
                         re.IGNORECASE)
 _DONE = r"\w+ed|written|sung|shown|known|born|made|run|held|founded|based|built"  # a participle ("found": not first of two)
@@ -61,10 +62,10 @@ _BARE_PARTICIPLE = re.compile(r"\b(?!(?:is|are|was|were|be|been|being|has|have|h
                               r"(?:\w+ed|written|sung|shown|known|made|held|founded)\s+by\b")
 # a question that asks for the role itself: "Who is the CEO of Tesla in 2021?", "Who was Margaret's husband?" (its
 # holder is the answer, one lookup; "Where was the CEO of Tesla born?" and "the father of the director of X" ask on)
-_NAME_WORDS = (r"(?:(?-i:[A-Z0-9])[\w.'&-]*|of|the|and|de|von|van|for)(?:\s+(?:(?-i:[A-Z0-9])[\w.'&-]*|of|the|and|de|von|van|for))*"
+_NAME_WORDS = (rf"(?:{_NAME_WORD}|of|the|and|de|von|van|for)(?:\s+(?:{_NAME_WORD}|of|the|and|de|von|van|for))*"
                r"(?:\s+(?:movie|film|company|band|team|album|series|show|novel|book|game|club|song))?")
 _ASKS_ROLE = re.compile(rf"^(?:who|what|which)\s+(?:is|was|are|were)\s+(?:(?:the\s+)?(?:{_ROLE_NOUNS})\s+of\s+{_NAME_WORDS}|"
-                        rf"(?-i:[A-Z])[\w.'&-]*(?:\s+(?-i:[A-Z])[\w.'&-]*)*'s\s+(?:{_ROLE_NOUNS}))"
+                        rf"{_NAME_WORD}(?:\s+{_NAME_WORD})*'s\s+(?:{_ROLE_NOUNS}))"
                         r"(?:\s+in\s+\d{4})?\s*\?\s*$", re.IGNORECASE)
 # "same", "both", "in common", "also": a yes/no question about two named things is a comparison
 _JOINT = re.compile(r"\b(?:both|same|in common|also|either|neither|each other|together)\b")

@@ -381,9 +381,10 @@ def decide_fitted(signals: dict[str, Any], flags: Flags, settings,
 
 def driver(model: FittedModel, signals: dict[str, Any]) -> tuple[str, str]:
     """The reason code and wording of the signal that pulled P down most (a measured one). Only a signal
-    below the development split's mean draft counts: a fit may give a signal a negative weight beside a
+    below the development split's mean draft counts: a free fit may give a signal a negative weight beside a
     correlated one (faithfulness beside overlap), and "only 100% of its names occur in the sources" is
-    no reason a user can act on."""
+    no reason a user can act on. The monotone fit gives no negative weight, so there a pulling signal is
+    already below the mean; the filter guards decision files fitted before it, or by hand."""
     low = {k for k, ref in zip(model.features, model.reference) if signals.get(k) is not None and float(signals[k]) < ref}
     pushes = {k: v for k, v in model.contributions(signals).items() if v < 0 and k in low}
     if not pushes:
