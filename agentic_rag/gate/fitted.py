@@ -13,7 +13,7 @@ backend without the probe needs other ones, and each was a separate sweep. ``age
   down most (the largest negative contribution against the development split's mean draft).
 * in between (the grey zone): retrieve more for missing anchors or reflect, while the budget allows;
   then the support verifier, whose P(yes) enters the decision file's second model. The verifier runs
-  only here, where it can change the decision; outside the grey zone it is not called.
+  only here, and only where that model weighs its verdict: where it can change the decision.
 
 A decision file belongs to one model and one feature set, as a probe does: it records the model's
 identity (the GGUF SHA-256 of a packaged model, the folder's source key, or the served model's name)
