@@ -28,6 +28,7 @@ from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.answer_prompts import generator_prompt
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.probe_report import refusal_rates
+from agentic_rag.llm.dtype import processor_class
 from agentic_rag.llm.packaged import PACKAGED_MODELS
 from agentic_rag.reader.probe_training import auc
 from agentic_rag.reader.read import local_plan, read_prompt, reader_model
@@ -54,8 +55,6 @@ def measure(dataset: str, readers: list[str], settings: Settings, n: int | None)
         for name, plan in plans.items():
             readings[name].append(read_prompt(prompt, plan, settings, record.query))
     y = np.array(labels)
-    from agentic_rag.llm.dtype import processor_class
-
     host = processor_class()  # datasets not run again keep their figures, so each says where it was measured
     out = {"questions": len(records), "read": len(labels), "refused_before_generation": skipped,
            "host": f"{host['class']}, {host['auto_dtype']}", "readers": {}}
