@@ -145,6 +145,9 @@ def test_exported_trees_give_sklearns_probabilities():
     model = _export("boosting", fitted, features, reference)
     ours = [1 / (1 + math.exp(-model.logit(list(row)))) for row in x[:40]]
     assert np.allclose(ours, fitted.predict_proba(x[:40])[:, 1], atol=1e-4)
+    split_on = {int(f) for est in fitted.estimators_[:, 0] for f in est.tree_.feature if f >= 0}
+    assert [model.reads(f) for f in features] == [i in split_on for i in range(len(features))]
+    assert model.reads("overlap_est") and not model.reads("support_verdict")  # overlap drives rightness
 
 
 def test_the_logistic_fit_matches_sklearn_where_free_and_never_weighs_support_against_an_answer():
