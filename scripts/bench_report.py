@@ -99,7 +99,7 @@ def agent_section(o: dict, tag: str = "") -> list[str]:
     ]
     for name, v in o.items():
         p, r = v["paired"], v.get("reader_refusals")
-        kept = f"{v['right_answers_kept']} of {v['baseline_right_answers']}" if v.get("baseline_right_answers") else "-"
+        kept = f"{v['right_answers_kept']:.0%} of {v['baseline_right_answers']}" if v.get("baseline_right_answers") else "-"
         reader = f"{r['answerable']} ({r['answerable_draft_right']}) / {r['unanswerable']}" if r else "-"
         out.append(f"| {name} | {v['questions']} | {v['hallucinated_questions_baseline']} | {v['hallucinated_questions_agent']} | "
                    f"{v['tokens_per_q_baseline']} | {v['tokens_per_q_agent']} | {v['token_ratio']} | {v['score_baseline']} | "
