@@ -106,6 +106,28 @@ def test_the_split_learning_curve_steps_to_the_full_size_and_says_where_it_flatt
     assert flattens_at([{"rows": 1}, {"rows": 2, **flat}, {"rows": 4, **gain}]) is None
 
 
+def test_a_reader_per_route_reads_a_signal_whose_sign_the_route_flips(tmp_path):
+    from agentic_rag.eval.probe_routes import route_report, routes_table
+
+    rng = np.random.default_rng(3)
+    train, test = _layered(600, 2.0, rng, multi_hop=300), _layered(200, 2.0, rng, multi_hop=100)
+    for views in (train, test):  # on multi-hop rows the same feature points the other way: one reader reads neither
+        hop = views["sources"] == "hotpotqa"
+        views["last"][hop, 0, 0] = (-views["last"][hop, 0, 0].astype(np.float32) + 2.0).astype(np.float16)
+    route = {"one": np.full(600, "all"), "by route": np.where(train["sources"] == "hotpotqa", "multi", "single")}
+    test_route = {"test": {"one": np.full(200, "all"), "by route": np.where(test["sources"] == "hotpotqa", "multi", "single")}}
+    report = route_report(train, route, {"test": test}, test_route)
+    one, routed = report["routings"]["one"], report["routings"]["by route"]
+    assert routed["routes"] == {"multi": 300, "single": 300}
+    assert routed["out_of_fold"]["all"] > 0.8 > one["out_of_fold"]["all"]
+    assert routed["out_of_fold_vs_one"]["hotpotqa"]["ci95_low"] > 0 and "out_of_fold_vs_one" not in one
+    assert routed["test"]["test"]["auc"] > 0.8 > one["test"]["test"]["auc"] and routed["test"]["test"]["vs_one"]["diff"] > 0
+    table = routes_table(report)
+    assert table.count("\n| ") == 2 and f"| by route | multi: 300, single: 300 | {routed['out_of_fold']['all']:.3f}, +" in table
+    with pytest.raises(ValueError, match="no training row is routed to 'other'"):
+        route_report(train, {"one": route["one"]}, {"test": test}, {"test": {"one": np.full(200, "other")}})
+
+
 def test_a_probe_fitted_on_some_layers_reads_the_layer_it_was_fitted_on():
     views = _layered(200, 2.0, np.random.default_rng(2))
     probe, report = fit_probe(views["last"], views["y"], [str(g) for g in views["groups"]], "key", collected=[18])

@@ -62,7 +62,7 @@ def split_curve(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.ndar
         curve: dict[str, Any] = {split: [] for split in evals}
         previous: dict[str, np.ndarray] = {}
         for size in sizes:
-            p = {split: _mean_p(train, views, y, members, layer, subsets[size]) for split, views in evals.items()}
+            p = {split: reader_p(train, views, y, members, layer, subsets[size]) for split, views in evals.items()}
             for split, views in evals.items():
                 point = {"rows": size, "auc": round(auc(views["y"], p[split]), 4),
                          "ci95": auc_interval(views["y"], p[split])}
@@ -80,7 +80,7 @@ def split_curve(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.ndar
     return report
 
 
-def _mean_p(train: dict[str, np.ndarray], views: dict[str, np.ndarray], y: np.ndarray,
+def reader_p(train: dict[str, np.ndarray], views: dict[str, np.ndarray], y: np.ndarray,
             members: tuple[str, ...], layer: int, subsets: list[np.ndarray]) -> np.ndarray:
     """P(answerable) of one reader on a split, averaged over the probes fitted on each subset; a reader of
     several views joins its members' readings by their mean logit, as the agent joins two readers."""
