@@ -175,6 +175,13 @@ def test_compare_lists_the_right_answers_lost_and_the_question_types(tmp_path):
     assert "question 1" in lost and "question 2" in lost and "question 0" not in lost and "question 3" not in lost
     assert "agent answer 2" in lost and "baseline answer 1" in lost
     assert "## By question type" in text and "| comparison | agent |" in text
+    # the same figures paired within each type: the multi-hop targets are read per bridge and comparison
+    bridge, comparison = p["by_question_type"]["bridge"], p["by_question_type"]["comparison"]
+    assert (bridge["questions"], bridge["right_answers_of_base"], bridge["right_answers_lost"]) == (2, 2, ["1"])
+    assert bridge["score_difference"]["diff"] == -0.5 and comparison["score_difference"]["diff"] == -0.5
+    assert comparison["right_answers_kept"] == 0.0 and comparison["right_answers_lost"] == ["2"]
+    assert "| bridge | 2 | -0.500 (" in text and "| 1 of 2 |" in text and "| comparison | 2 | -0.500 (" in text and "| 0 of 1 |" in text
+    assert result["runs"][1]["summary"]["by_question_type"]["bridge"]["tokens_per_q"] == 100.0
 
 
 def test_abstain_r1_names_match_the_definitions():

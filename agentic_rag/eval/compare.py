@@ -82,8 +82,6 @@ def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
     common = paired_ids(*(run["rows"] for run in runs))
     stats = []
     for run, rows in zip(runs[1:], by_run[1:]):
-        a = [by_run[0][i]["score"] for i in common]
-        b = [rows[i]["score"] for i in common]
         flips = {
             "answered_to_abstained": sum(by_run[0][i]["status"] == "ok" and rows[i]["status"] != "ok" for i in common),
             "abstained_to_answered": sum(by_run[0][i]["status"] != "ok" and rows[i]["status"] == "ok" for i in common),
@@ -92,13 +90,23 @@ def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
             "wrong_to_missing": sum(by_run[0][i]["judgement"] == "incorrect" and rows[i]["judgement"] == "missing" for i in common),
             "right_to_missing": sum(by_run[0][i]["judgement"] == "accurate" and rows[i]["judgement"] == "missing" for i in common),
         }
-        right = [i for i in common if by_run[0][i]["judgement"] == "accurate"]
-        lost = [i for i in right if rows[i]["judgement"] != "accurate"]  # answered wrong or refused
-        stats.append({"run": run["name"], "vs": base["name"], "questions": len(common),
-                      "score_difference": paired_bootstrap(a, b) if common else {}, "changes": flips,
-                      "right_answers_kept": round(1 - len(lost) / len(right), 4) if right else None,
-                      "right_answers_of_base": len(right), "right_answers_lost": lost})
+        kinds = {}  # the same figures per question type (HotpotQA: bridge, comparison), where the rows have one
+        for i in common:
+            if kind := by_run[0][i].get("question_type"):
+                kinds.setdefault(str(kind), []).append(i)
+        stats.append({"run": run["name"], "vs": base["name"], **_paired(common, by_run[0], rows), "changes": flips,
+                      "by_question_type": {k: _paired(ids, by_run[0], rows) for k, ids in sorted(kinds.items())}})
     return {"runs": runs, "common_ids": common, "paired": stats}
+
+
+def _paired(ids: list[str], base: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """On the questions ``ids``: the paired score difference and the base's right answers the other run keeps."""
+    right = [i for i in ids if base[i]["judgement"] == "accurate"]
+    lost = [i for i in right if other[i]["judgement"] != "accurate"]  # answered wrong or refused
+    return {"questions": len(ids),
+            "score_difference": paired_bootstrap([base[i]["score"] for i in ids], [other[i]["score"] for i in ids]) if ids else {},
+            "right_answers_kept": round(1 - len(lost) / len(right), 4) if right else None,
+            "right_answers_of_base": len(right), "right_answers_lost": lost}
 
 
 def write_plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -140,6 +148,13 @@ def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[P
         lines += markdown_table(["question type", "run", *BREAKDOWN_FIGURES[1:]], [
             [kind, r["name"], *(r["summary"]["by_question_type"].get(kind, {}).get(f, "") for f in BREAKDOWN_FIGURES[1:])]
             for kind in dict.fromkeys(k for r in typed for k in r["summary"]["by_question_type"]) for r in typed])
+    for p in [p for p in result["paired"] if p.get("by_question_type")]:
+        lines += ["", f"{md_escape(p['run'])} vs {md_escape(p['vs'])}, paired, by question type:", ""]
+        lines += markdown_table(["question type", "questions", "CRAG score difference (95% CI)", f"right answers of {p['vs']} kept"], [
+            [kind, q["questions"], f"{q['score_difference']['diff']:+.3f} ({q['score_difference']['ci95_low']:+.3f} to "
+             f"{q['score_difference']['ci95_high']:+.3f})",
+             f"{q['right_answers_of_base'] - len(q['right_answers_lost'])} of {q['right_answers_of_base']}"]
+            for kind, q in p["by_question_type"].items()])
     maps = [{row["id"]: row for row in r["rows"]} for r in runs]
     for p, m in zip(result["paired"], maps[1:]):
         if p.get("right_answers_lost"):

@@ -167,7 +167,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 BREAKDOWNS = ("question_type", "domain", "static_or_dynamic")
 # the figures of each group of a breakdown, in the order the reports show them
-BREAKDOWN_FIGURES = ("n", "accuracy", "hallucination", "missing", "score", "refusal_rate_unanswerable", "false_refusal_rate")
+BREAKDOWN_FIGURES = ("n", "accuracy", "hallucination", "missing", "score", "refusal_rate_unanswerable", "false_refusal_rate",
+                     "tokens_per_q")
 # refusals decided before any generation: the confidence gate, no evidence, out of domain, ambiguity
 PRE_GENERATION_REFUSALS = checks.PRE_GENERATION_REFUSALS
 
@@ -187,5 +188,6 @@ def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, An
         out[name] = {"n": len(rs), "accuracy": round(acc, 4), "hallucination": round(hal, 4),
                      "missing": round(1 - acc - hal, 4), "score": round(acc - hal, 4),
                      "refusal_rate_unanswerable": _rate(sum(is_refusal(r) for r in unans), len(unans)),
-                     "false_refusal_rate": _rate(sum(is_refusal(r) for r in answerable), len(answerable))}
+                     "false_refusal_rate": _rate(sum(is_refusal(r) for r in answerable), len(answerable)),
+                     "tokens_per_q": round(statistics.fmean(r["tokens"].get("total", 0) for r in rs), 1)}
     return out
