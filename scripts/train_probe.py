@@ -55,16 +55,9 @@ from agentic_rag.datasets.probe_sets import (
     source_of,
     squad_records,
 )
-from agentic_rag.eval.plots import pyplot
-from agentic_rag.eval.probe_report import (
-    auc_by_source,
-    learning_curve,
-    refusal_rates,
-    required_auc,
-    source_pairs,
-)
-from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL
-from agentic_rag.reader.probe import PACKAGED_PROBE
+from agentic_rag.eval.probe_report import auc_by_source, learning_curve, refusal_rates, refusal_table, required_auc, roc_plot
+from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL, packaged_model_for_key
+from agentic_rag.reader.probe import PROBES_DIR
 from agentic_rag.reader.probe_training import VIEW_C, auc, fit_probe
 from agentic_rag.eval.answer_prompts import generator_prompt as recorded_prompt
 
@@ -242,8 +235,7 @@ def routes(args: argparse.Namespace) -> int:
 
     from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
     from agentic_rag.datasets.probe_sets import training_draws
-    from agentic_rag.eval.chain_report import question_plan
-    from agentic_rag.eval.probe_routes import MULTI_HOP, route_report, routes_table
+    from agentic_rag.eval.probe_routes import plan_routes, route_report, routes_heading, routes_table
     from agentic_rag.reader.features import load_views, named_views
 
     train, evals = load_views(args.train), named_views(args.eval)
@@ -251,22 +243,8 @@ def routes(args: argparse.Namespace) -> int:
         questions = {r.interaction_id: r.query for r in training_draws(args, SHARED, Path(tmp))}
         for name in evals:
             questions |= {r.interaction_id: r.query for r in iter_records(benchmark_dataset(name, Path(tmp), SHARED))}
-
-    def plans(ids: np.ndarray) -> np.ndarray:
-        if missing := [str(i) for i in ids if str(i) not in questions]:
-            raise ValueError(f"{len(missing)} views have no question in the draws or splits named (first: {missing[0]}): "
-                             "the draw sizes must be those the views were collected with")
-        return np.array(["multi-hop" if question_plan(questions[str(i)])[0].shape in MULTI_HOP else "single" for i in ids])
-
-    one, by_plan, by_source = "one reader", "a reader per hop plan", "a reader per source (not known at run time)"
-    train_routes = {one: np.full(len(train["y"]), "all"), by_plan: plans(train["ids"]),
-                    by_source: np.where(np.char.startswith(train["sources"].astype(str), "hotpotqa"), "hotpotqa", "other")}
-    eval_routes = {name: {one: np.full(len(v["y"]), "all"), by_plan: plans(v["ids"])} for name, v in evals.items()}
-    report = route_report(train, train_routes, evals, eval_routes, args.layer)
-    _write_report(args, report, f"# One answerability reader, or one per hop plan\n\nThe reader "
-                  f"`{' + '.join(report['reader'])}` (as shipped) fitted once on all {report['train_rows']} training views, "
-                  "or once per route; out of fold on the training views (5 folds by article), and fitted on all of them "
-                  "and read on each test split's views.", routes_table(report))
+    report = route_report(train, *plan_routes(train, evals, questions), args.layer)
+    _write_report(args, report, routes_heading(report), routes_table(report))
     print(routes_table(report))
     return 0
 
@@ -399,6 +377,11 @@ def fit(args: argparse.Namespace) -> int:
         data = {k: data[k][keep] for k in ("y", "groups", "ids")} | {k: data[k] for k in data if k == "model_key"}
     y, groups = data["y"], [str(g) for g in data["groups"]]
     model_key = str(data["model_key"]) if "model_key" in data else FAST_MODEL.sha256
+    if args.out is None:  # the shipped probe of the model the views were read from, never another model's file
+        spec = packaged_model_for_key(model_key)
+        if spec is None:
+            raise SystemExit("error: these views were read from a model that ships no probe: give --out")
+        args.out = PROBES_DIR / spec.probe_file
     layers = [int(x) for x in args.layers.split(",")] if args.layers else None
     sources = np.array([source_of(str(i), g) for i, g in zip(data["ids"], groups)])
     counts = {str(s): int((sources == s).sum()) for s in sorted(set(sources))}
@@ -419,15 +402,9 @@ def fit(args: argparse.Namespace) -> int:
         "trained_by": "scripts/train_probe.py", "views": list(args.views), "cv_auc": oof_auc,
         "n": int(len(y)), "rows_by_source": counts})
     probe.save(args.out)
-    table = []
-    for t in (0.3, 0.4, 0.5, 0.6, 0.7):
-        row = {"threshold": t}
-        for src in sorted(set(sources)):
-            m = sources == src
-            row.update({f"{src}_{k}": v for k, v in refusal_rates(oof[m], y[m], t).items() if v is not None})
-        table.append(row)
     report.update(n=int(len(y)), answerable=int(y.sum()), views=list(args.views), oof_auc=oof_auc,
-                  by_source=counts, auc_by_source=auc_by_source(oof, y, sources), out_of_fold=table, probe=str(args.out),
+                  by_source=counts, auc_by_source=auc_by_source(oof, y, sources), out_of_fold=refusal_table(oof, y, sources),
+                  probe=str(args.out),
                   learning_curve=learning_curve(states[args.views[0]][:, collected.index(probe.layer), :]
                                                 .astype(np.float64), y, groups, members[0].meta["c"]),
                   auc_needed_for_targets=required_auc(refusal=0.70, false_refusal=0.15))
@@ -437,30 +414,6 @@ def fit(args: argparse.Namespace) -> int:
     print(json.dumps({k: v for k, v in report.items() if k != "layer_auc"}, indent=1))
     print("layer AUC:", report["layer_auc"])
     return 0
-
-
-def roc_plot(oof: np.ndarray, y: np.ndarray, sources: np.ndarray, path: Path, auc: float) -> Path:
-    """Out-of-fold ROC per source, with the issue's operating point (refuse >= 70% of unanswerable
-    questions at <= 15% false refusals) marked: a curve that passes below it cannot meet the targets."""
-    from sklearn.metrics import roc_curve
-
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 5))
-    for src, m in source_pairs(y, sources).items():
-        # "refuse" is the positive class and a lower P(answerable) refuses first:
-        # x = answerable refused (false refusal), y = unanswerable refused
-        fr, rr, _ = roc_curve(y[m] == 0, -oof[m])
-        ax.plot(fr, rr, label=f"{src} (n={int(m.sum())})")
-    ax.plot([0, 1], [0, 1], ls=":", c="grey")
-    ax.scatter([0.15], [0.70], marker="*", s=160, c="crimson", zorder=3, label="target (15% FR, 70% refusal)")
-    ax.set_xlabel("false refusal (answerable refused)")
-    ax.set_ylabel("refusal of unanswerable")
-    ax.set_title(f"answerability probe, out-of-fold (AUC {auc:.3f})")
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def main() -> int:
@@ -491,7 +444,8 @@ def main() -> int:
                         "decision is fitted on, so that the probe its calibration run reads has not seen them")
     f.add_argument("--views", nargs="+", default=["last"], choices=["last", "question"],
                    help="with a views folder: a probe per view, joined by mean logit (one probe set file)")
-    f.add_argument("--out", type=Path, default=PACKAGED_PROBE)
+    f.add_argument("--out", type=Path, default=None,
+                   help="the probe file written (default: the shipped probe of the model the states were read from)")
     f.add_argument("--report", type=Path, default=ROOT / "benchmarks" / "probe" / "training.json")
     v = sub.add_parser("views", help="the training rows as one resumable job: reader pairs, then their prefill views")
     add_draw_arguments(v)
@@ -512,7 +466,7 @@ def main() -> int:
     cu.add_argument("--eval", nargs="+", required=True, help="NAME=FOLDER of a test split's views (`views --data`)")
     cu.add_argument("--layer", type=int, default=18)
     cu.add_argument("--draws", type=int, default=3, help="random subsets per size below the full one")
-    cu.add_argument("--probe", type=Path, default=PACKAGED_PROBE.with_name(DEFAULT_MODEL.probe_file))
+    cu.add_argument("--probe", type=Path, default=PROBES_DIR / DEFAULT_MODEL.probe_file)
     cu.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "probe" / "learning_curve.json")
     ro = sub.add_parser("routes", help="one reader against a reader per hop plan, out of fold and on the test splits' views")
     add_draw_arguments(ro)
@@ -522,7 +476,7 @@ def main() -> int:
     ro.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "probe" / "routes.json")
     dt = sub.add_parser("dtypes", help="the shipped probe on one split's prompts read under two dtypes")
     dt.add_argument("--split", nargs="+", required=True, help="NAME=FOLDER_A,FOLDER_B: one split's views in two dtypes")
-    dt.add_argument("--probe", type=Path, default=PACKAGED_PROBE.with_name(DEFAULT_MODEL.probe_file))
+    dt.add_argument("--probe", type=Path, default=PROBES_DIR / DEFAULT_MODEL.probe_file)
     dt.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "probe" / "dtypes.json")
     sc = sub.add_parser("score")
     sc.add_argument("--data", type=Path, required=True, help="an evaluation file in CRAG format (e.g. data/squad200.jsonl)")

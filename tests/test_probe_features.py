@@ -128,6 +128,21 @@ def test_a_reader_per_route_reads_a_signal_whose_sign_the_route_flips(tmp_path):
         route_report(train, {"one": route["one"]}, {"test": test}, {"test": {"one": np.full(200, "other")}})
 
 
+
+def test_the_routes_read_each_rows_plan_from_its_question():
+    from agentic_rag.eval.probe_routes import plan_routes
+    from tests.test_chain import BRIDGE_Q, COMPARE_Q
+
+    views = _layered(4, 1.0, np.random.default_rng(5), multi_hop=2)
+    asked = {"q0": BRIDGE_Q, "q1": COMPARE_Q, "q2": "When was the Eiffel Tower built?", "q3": "Who wrote Hamlet?"}
+    train_routes, eval_routes = plan_routes(views, {"test": views}, asked)
+    assert list(train_routes["a reader per hop plan"]) == ["multi-hop", "multi-hop", "single", "single"]
+    assert list(train_routes["a reader per source (not known at run time)"]) == ["hotpotqa", "hotpotqa", "other", "other"]
+    assert set(train_routes["one reader"]) == {"all"} and set(eval_routes["test"]) == {"one reader", "a reader per hop plan"}
+    with pytest.raises(ValueError, match=r"no question in the draws or splits named for 1 of 4 views \(first: q3\)"):
+        plan_routes(views, {}, {k: v for k, v in asked.items() if k != "q3"})
+
+
 def test_a_probe_fitted_on_some_layers_reads_the_layer_it_was_fitted_on():
     views = _layered(200, 2.0, np.random.default_rng(2))
     probe, report = fit_probe(views["last"], views["y"], [str(g) for g in views["groups"]], "key", collected=[18])
@@ -186,6 +201,20 @@ def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_pat
 
     write_records([record().model_copy(update={"interaction_id": f"q{i}-answerable"}) for i in range(20)], tmp_path / "dev.jsonl")
     assert fit("last", exclude=(str(tmp_path / "dev.jsonl"),))["n"] == 220
+    # without --out a probe goes to the shipped file of the model its states came from, and to none for a model
+    # that ships no probe (the default once wrote the 0.5B's file whatever model the states were read from)
+    monkeypatch.setattr(sys, "argv", [script, "fit", "--data", str(folder), "--report", str(tmp_path / "r.json")])
+    with pytest.raises(SystemExit) as ended:
+        runpy.run_path(script, run_name="__main__")
+    assert "a model that ships no probe: give --out" in str(ended.value.code)
+    from agentic_rag.llm.packaged import DEFAULT_MODEL
+
+    np.savez(folder / "chunk_0000.npz", **views, model_key=np.array(DEFAULT_MODEL.sha256), packed=np.array(False),
+             prompt_tokens=np.full(240, 100), ms=np.full(240, 50))
+    monkeypatch.setattr("agentic_rag.reader.probe.PROBES_DIR", tmp_path / "probes")
+    with pytest.raises(SystemExit) as ended:
+        runpy.run_path(script, run_name="__main__")
+    assert not ended.value.code and load_probe(tmp_path / "probes" / DEFAULT_MODEL.probe_file).model_key == DEFAULT_MODEL.sha256
     # the learning curve from the same folder, set against the probe just fitted: its JSON, and its table under
     # the command that regenerates it
     curve_out = tmp_path / "curve.json"

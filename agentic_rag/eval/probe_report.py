@@ -4,6 +4,8 @@ them into the probe's training report)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from agentic_rag.reader.probe_training import auc, cross_validated_scores
@@ -16,6 +18,19 @@ def refusal_rates(p: np.ndarray, y: np.ndarray, threshold: float) -> dict[str, f
         return round(float((p[mask] < threshold).mean()), 3) if mask.any() else None
 
     return {"refusal_unanswerable": share(y == 0), "false_refusal": share(y == 1)}
+
+
+def refusal_table(p: np.ndarray, y: np.ndarray, sources: np.ndarray,
+                  thresholds: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7)) -> list[dict[str, float]]:
+    """``refusal_rates`` of each source at each threshold: a row per threshold."""
+    table = []
+    for t in thresholds:
+        row = {"threshold": t}
+        for src in sorted(set(sources)):
+            m = sources == src
+            row.update({f"{src}_{k}": v for k, v in refusal_rates(p[m], y[m], t).items() if v is not None})
+        table.append(row)
+    return table
 
 
 def source_pairs(y: np.ndarray, sources: np.ndarray) -> dict[str, np.ndarray]:
@@ -76,3 +91,29 @@ def _rank_auc(y: np.ndarray, s: np.ndarray) -> np.ndarray:
     pos = y.sum(axis=1)
     neg = y.shape[1] - pos
     return ((ranks * y).sum(axis=1) - pos * (pos + 1) / 2) / (pos * neg)
+
+
+def roc_plot(oof: np.ndarray, y: np.ndarray, sources: np.ndarray, path: Path, auc: float) -> Path:
+    """Out-of-fold ROC per source, with the issue's operating point (refuse >= 70% of unanswerable
+    questions at <= 15% false refusals) marked: a curve that passes below it cannot meet the targets."""
+    from sklearn.metrics import roc_curve
+
+    from agentic_rag.eval.plots import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for src, m in source_pairs(y, sources).items():
+        # "refuse" is the positive class and a lower P(answerable) refuses first:
+        # x = answerable refused (false refusal), y = unanswerable refused
+        fr, rr, _ = roc_curve(y[m] == 0, -oof[m])
+        ax.plot(fr, rr, label=f"{src} (n={int(m.sum())})")
+    ax.plot([0, 1], [0, 1], ls=":", c="grey")
+    ax.scatter([0.15], [0.70], marker="*", s=160, c="crimson", zorder=3, label="target (15% FR, 70% refusal)")
+    ax.set_xlabel("false refusal (answerable refused)")
+    ax.set_ylabel("refusal of unanswerable")
+    ax.set_title(f"answerability probe, out-of-fold (AUC {auc:.3f})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

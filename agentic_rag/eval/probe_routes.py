@@ -87,6 +87,31 @@ def route_report(train: dict[str, np.ndarray], train_routes: dict[str, np.ndarra
     return report
 
 
+def plan_routes(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.ndarray]],
+                questions: dict[str, str]) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+    """The routings compared (one reader; a reader per hop plan; per source, training rows only), from each view
+    row's question (``questions``: id -> text) read as the agent's anchor step reads it."""
+    from agentic_rag.eval.chain_report import question_plan
+
+    def plans(ids: np.ndarray) -> np.ndarray:
+        if missing := [str(i) for i in ids if str(i) not in questions]:
+            raise ValueError(f"no question in the draws or splits named for {len(missing)} of {len(ids)} views (first: "
+                             f"{missing[0]}): the draw sizes must be those the views were collected with")
+        return np.array(["multi-hop" if question_plan(questions[str(i)])[0].shape in MULTI_HOP else "single" for i in ids])
+
+    one, by_plan = "one reader", "a reader per hop plan"
+    hotpot = np.char.startswith(train["sources"].astype(str), "hotpotqa")
+    train_routes = {one: np.full(len(train["y"]), "all"), by_plan: plans(train["ids"]),
+                    "a reader per source (not known at run time)": np.where(hotpot, "hotpotqa", "other")}
+    return train_routes, {name: {one: np.full(len(v["y"]), "all"), by_plan: plans(v["ids"])} for name, v in evals.items()}
+
+
+def routes_heading(report: dict[str, Any]) -> str:
+    return (f"# One answerability reader, or one per hop plan\n\nThe reader `{' + '.join(report['reader'])}` (as shipped) "
+            f"fitted once on all {report['train_rows']} training views, or once per route; out of fold on the training "
+            "views (5 folds by article), and fitted on all of them and read on each test split's views.")
+
+
 def routes_table(report: dict[str, Any]) -> str:
     """The report as markdown: a row per routing; out of fold per source, then each test split."""
     sources = [s for s in report["rows_by_source"] if any(s in r["out_of_fold"] for r in report["routings"].values())]
