@@ -7,10 +7,11 @@ row of each run gzipped as ``<system>_results.jsonl.gz``. The run folders (telem
 under ``artifacts/runs/``.
 
 Usage: python scripts/bench_agent_vs_baseline.py [--datasets crag_example rgb40 squad200 rgb_negative100 hotpot_test]
-       [--preset NAME] [--out benchmarks/agent_vs_baseline] [--systems agent] [--resume]
+       [--preset NAME] [--out benchmarks/agent_vs_baseline] [--systems agent [agent_chain_check]] [--resume]
 
 ``--systems agent`` runs the agent again and pairs it with the baseline run already in its folder: a
-change to the agent alone leaves the baseline's answers as they were.
+change to the agent alone leaves the baseline's answers as they were. ``--systems ... agent_chain_check`` also
+runs the agent with ``CHAIN_CHECK`` on and pairs it with the agent (``comparison_chain_check.md``).
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ def seed_criteria(b: dict, a: dict) -> dict:
     }
 
 
+# each run of a split: its folder's name -> (the system, the settings it changes)
+RUNS = {"baseline": ("baseline", {}), "agent": ("agent", {}), "agent_chain_check": ("agent", {"CHAIN_CHECK": True})}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["crag_example", "rgb40"])
@@ -93,8 +98,10 @@ def main() -> int:
     ap.add_argument("--preset", default=None, help="settings preset of both systems (default: the defaults; "
                     "`--preset fast --out benchmarks/agent_vs_baseline/fast` for the 0.5B figures)")
     ap.add_argument("--override", nargs="*", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--systems", nargs="+", choices=("baseline", "agent"), default=["baseline", "agent"],
-                    help="the systems to run again; the others are read from their existing run folders")
+    ap.add_argument("--systems", nargs="+", choices=tuple(RUNS), default=["baseline", "agent"],
+                    help="the runs to make again; the others are read from their existing run folders. "
+                         "agent_chain_check (the agent with CHAIN_CHECK on) is paired with the agent in "
+                         "comparison_chain_check.md, wherever its folder holds a finished run")
     ap.add_argument("--rejudge-only", action="store_true", help="re-score the existing runs with the current judge")
     ap.add_argument("--resume", action="store_true", help="continue the runs a kill stopped (same settings), instead "
                     "of starting them again: the long splits (hotpot_test) take more than one sitting")
@@ -108,30 +115,33 @@ def main() -> int:
     overview_path = args.out / "overview.json"
     overview = json.loads(overview_path.read_text()) if overview_path.is_file() else {}
     for name in args.datasets:
-        run_dirs = []
-        for system in ("baseline", "agent"):
-            run_dir = runs_root / name / system
+        run_dirs = {}
+        for label, (system, changes) in RUNS.items():
+            run_dir = runs_root / name / label
+            optional = label == "agent_chain_check" and label not in args.systems
+            if optional and not (run_dir / "summary.json").is_file():
+                continue
             if args.rejudge_only:
                 rejudge_run(run_dir)
-            elif system not in args.systems:
+            elif label not in args.systems:
                 if not (run_dir / "summary.json").is_file():
-                    raise SystemExit(f"{run_dir} holds no finished {system} run to pair with: run it too (--systems)")
+                    raise SystemExit(f"{run_dir} holds no finished {label} run to pair with: run it too (--systems)")
             else:
-                res = run_eval(dataset_path(name, runs_root), system, settings, run_dir, resume=args.resume,
-                               overwrite=not args.resume)
+                res = run_eval(dataset_path(name, runs_root), system, settings.replace(**changes) if changes else settings,
+                               run_dir, resume=args.resume, overwrite=not args.resume)
                 print(json.dumps(res["summary"]), file=sys.stderr)
-            run_dirs.append(run_dir)
-        result = compare(run_dirs)
+            run_dirs[label] = run_dir
+        result = compare([run_dirs["baseline"], run_dirs["agent"]])
         dest = args.out / name
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "comparison.md").write_text(to_markdown(result, f"Agent vs baseline on {name}", write_plots(result, dest)))
-        for system, run_dir in zip(("baseline", "agent"), run_dirs):
-            copy_run_files(run_dir, dest, system)
+        for label, run_dir in run_dirs.items():
+            copy_run_files(run_dir, dest, label)
             # every row, so the judge's rules can be re-applied later without the model (--rejudge-only
             # reads the run folder; gunzip this into one to re-judge a committed run)
-            (dest / f"{system}_results.jsonl.gz").write_bytes(
+            (dest / f"{label}_results.jsonl.gz").write_bytes(
                 gzip.compress((run_dir / "results.jsonl").read_bytes(), compresslevel=9, mtime=0))
-        b, a = (json.loads((d / "summary.json").read_text()) for d in run_dirs)
+        b, a = (json.loads((run_dirs[label] / "summary.json").read_text()) for label in ("baseline", "agent"))
         overview[name] = {
             "questions": a["n"],
             "hallucination_baseline": b["hallucination"],
@@ -150,6 +160,15 @@ def main() -> int:
             "reader_refusals": reader_refusals(result["runs"][1]["rows"]),
             "seed_criteria": seed_criteria(b, a),
         }
+        if "agent_chain_check" in run_dirs:
+            chained = compare([run_dirs["agent"], run_dirs["agent_chain_check"]])
+            (dest / "comparison_chain_check.md").write_text(to_markdown(chained, f"CHAIN_CHECK on against off on {name}"))
+            on = json.loads((run_dirs["agent_chain_check"] / "summary.json").read_text())
+            overview[name]["chain_check"] = {
+                "score": on["score"], "paired_vs_agent": chained["paired"][0]["score_difference"],
+                "tokens_per_q": on["tokens_per_q"], "token_ratio": round(on["tokens_per_q"] / b["tokens_per_q"], 3)
+                if b["tokens_per_q"] else None,
+                "right_answers_kept": compare([run_dirs["baseline"], run_dirs["agent_chain_check"]])["paired"][0]["right_answers_kept"]}
     overview_path.write_text(json.dumps(overview, indent=2) + "\n")
     print(json.dumps(overview, indent=2))
     return 0

@@ -8,8 +8,8 @@
 #   bash scripts/hotpot_test_runs.sh save     # write the run folders' progress into in_progress/ (then commit it)
 #
 # The agent and the CHAIN_CHECK agent share one LLM cache, so the second recomputes only the calls the chain
-# check changes (a replay is exact). When the three are done, in_progress/ can go: the finished rows are in
-# benchmarks/agent_vs_baseline/hotpot_test/ and benchmarks/chain/.
+# check changes (a replay is exact). When the three are done, in_progress/ can go: the finished rows, the
+# comparisons and the overview are in benchmarks/agent_vs_baseline/hotpot_test/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=artifacts/runs/agent_vs_baseline
@@ -40,7 +40,5 @@ for run in $FOLDERS; do
   fi
 done
 
-python scripts/bench_agent_vs_baseline.py --datasets hotpot_test --systems baseline agent --resume \
+python scripts/bench_agent_vs_baseline.py --datasets hotpot_test --systems baseline agent agent_chain_check --resume \
   --override "LLM_CACHE_PATH=$CACHE"
-agentic-rag eval --dataset "$RUNS/hotpot_test.jsonl" --system agent --out "$RUNS/hotpot_test/agent_chain_check" \
-  --resume -o CHAIN_CHECK=true -o "LLM_CACHE_PATH=$CACHE"

@@ -204,3 +204,38 @@ def test_rows_holding_a_line_separator_read_back_whole(tmp_path, separator):
         write_row(rows, {"id": f"q{i}", "question_id": f"q{i}", "prediction": f"a{separator}b"})
     assert [r["id"] for r in read_results(rows)] == ["q0", "q1", "q2"]
     assert keep_questions(rows, ["q0", "q2"]) == 1 and [r["id"] for r in read_rows(rows)] == ["q0", "q2"]
+
+
+def test_the_benchmark_pairs_the_chain_check_run_with_the_agent_wherever_it_was_made(tmp_path, settings, monkeypatch):
+    """scripts/bench_agent_vs_baseline.py on run folders already made (--rejudge-only reads them, no model):
+    baseline and agent are paired as always; a finished agent_chain_check run is paired with the agent too,
+    copied beside the others and summed up in the overview, and a split without one is left as it was."""
+    import runpy
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs = tmp_path / "artifacts" / "runs" / "agent_vs_baseline"
+    data = dataset(tmp_path)
+    for split, labels in (("with_chain", ("baseline", "agent", "agent_chain_check")), ("without", ("baseline", "agent"))):
+        for label in labels:
+            system = "baseline" if label == "baseline" else "agent"
+            s = settings.replace(CHAIN_CHECK=True) if label == "agent_chain_check" else settings
+            run_eval(data, system, s, runs / split / label, progress=False, extra_config={"llm": fake()})
+    out = tmp_path / "bench"
+    script = str(root / "scripts" / "bench_agent_vs_baseline.py")
+    monkeypatch.setattr(sys, "argv", [script, "--rejudge-only", "--datasets", "with_chain", "without", "--out", str(out),
+                                      "--override", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"])
+    with pytest.raises(SystemExit) as ended:
+        runpy.run_path(script, run_name="__main__")
+    assert not ended.value.code
+    overview = json.loads((out / "overview.json").read_text())
+    chained = overview["with_chain"]["chain_check"]
+    assert set(chained) == {"score", "paired_vs_agent", "tokens_per_q", "token_ratio", "right_answers_kept"}
+    assert chained["paired_vs_agent"]["ci95_low"] <= chained["paired_vs_agent"]["diff"] <= chained["paired_vs_agent"]["ci95_high"]
+    assert "chain_check" not in overview["without"]
+    assert (out / "with_chain" / "agent_chain_check_results.jsonl.gz").is_file()
+    assert (out / "with_chain" / "comparison_chain_check.md").read_text().startswith(
+        "# CHAIN_CHECK on against off on with_chain\n\n| metric | agent | agent_chain_check |")
+    assert not (out / "without" / "comparison_chain_check.md").exists()
+    assert json.loads((out / "with_chain" / "agent_chain_check_config.json").read_text())["settings"]["CHAIN_CHECK"] is True

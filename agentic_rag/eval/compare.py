@@ -77,6 +77,10 @@ def paired_ids(*runs_rows: list[dict[str, Any]]) -> list[str]:
 
 def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
     runs = [load_run(d) for d in run_dirs]
+    for key in (lambda r: Path(r["dir"]).name, lambda r: r["dir"]):  # runs of one system: told apart by their folders
+        if len({r["name"] for r in runs}) < len(runs):
+            for r in runs:
+                r["name"] = key(r)
     base = runs[0]
     by_run = [{r["id"]: r for r in run["rows"]} for run in runs]
     common = paired_ids(*(run["rows"] for run in runs))
