@@ -18,9 +18,6 @@ from agentic_rag.eval.probe_curve import READERS, auc_interval, reader_p
 from agentic_rag.eval.probe_report import auc_difference
 from agentic_rag.reader.probe_training import auc, grouped_folds
 
-MULTI_HOP = ("bridge", "comparison")
-
-
 def routed_p(train: dict[str, np.ndarray], train_route: np.ndarray, rows: np.ndarray, views: dict[str, np.ndarray],
              route: np.ndarray, members: tuple[str, ...], layer: int) -> np.ndarray:
     """P(answerable) of every row of ``views``, each read by the reader fitted on the training ``rows`` of
@@ -48,7 +45,7 @@ def route_report(train: dict[str, np.ndarray], train_routes: dict[str, np.ndarra
                  evals: dict[str, dict[str, np.ndarray]], eval_routes: dict[str, dict[str, np.ndarray]],
                  layer: int = 18) -> dict[str, Any]:
     """Per routing (the first is the one reader the others are set against): out-of-fold AUC on the training
-    rows, by source and by plan, and AUC on each test split with the paired difference to the first routing.
+    rows, by source, and AUC on each test split with the paired difference to the first routing.
     A routing missing from ``eval_routes`` (by source: unknown at run time) is read out of fold only."""
     members = READERS["last@{layer} + question@{layer}"]
     sources = train["sources"].astype(str)
@@ -97,7 +94,7 @@ def plan_routes(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.ndar
         if missing := [str(i) for i in ids if str(i) not in questions]:
             raise ValueError(f"no question in the draws or splits named for {len(missing)} of {len(ids)} views (first: "
                              f"{missing[0]}): the draw sizes must be those the views were collected with")
-        return np.array(["multi-hop" if question_plan(questions[str(i)])[0].shape in MULTI_HOP else "single" for i in ids])
+        return np.array(["multi-hop" if question_plan(questions[str(i)])[0].multi_hop else "single" for i in ids])
 
     one, by_plan = "one reader", "a reader per hop plan"
     hotpot = np.char.startswith(train["sources"].astype(str), "hotpotqa")
