@@ -56,8 +56,8 @@ from agentic_rag.datasets.probe_sets import (
     squad_records,
 )
 from agentic_rag.eval.probe_report import auc_by_source, learning_curve, refusal_rates, refusal_table, required_auc, roc_plot
-from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL, packaged_model_for_key
-from agentic_rag.reader.probe import PROBES_DIR
+from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL
+from agentic_rag.reader.probe import PROBES_DIR, packaged_probe_for_key
 from agentic_rag.reader.probe_training import VIEW_C, auc, fit_probe
 from agentic_rag.eval.answer_prompts import generator_prompt as recorded_prompt
 
@@ -378,10 +378,9 @@ def fit(args: argparse.Namespace) -> int:
     y, groups = data["y"], [str(g) for g in data["groups"]]
     model_key = str(data["model_key"]) if "model_key" in data else FAST_MODEL.sha256
     if args.out is None:  # the shipped probe of the model the views were read from, never another model's file
-        spec = packaged_model_for_key(model_key)
-        if spec is None:
+        args.out = packaged_probe_for_key(model_key)
+        if args.out is None:
             raise SystemExit("error: these views were read from a model that ships no probe: give --out")
-        args.out = PROBES_DIR / spec.probe_file
     layers = [int(x) for x in args.layers.split(",")] if args.layers else None
     sources = np.array([source_of(str(i), g) for i, g in zip(data["ids"], groups)])
     counts = {str(s): int((sources == s).sum()) for s in sorted(set(sources))}

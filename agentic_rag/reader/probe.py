@@ -177,10 +177,17 @@ def configured_probe_path(settings: Any, model_path: str) -> Path:
 def packaged_probe_for(model_path: str) -> Path:
     """The shipped probe of the packaged model a folder was converted from (the 0.5B's otherwise,
     which the model check then turns down for a foreign model)."""
-    from agentic_rag.llm.packaged import converted_source_key, packaged_model_for_key
+    from agentic_rag.llm.packaged import converted_source_key
 
-    spec = packaged_model_for_key(converted_source_key(Path(model_path)))
-    return PROBES_DIR / spec.probe_file if spec else PACKAGED_PROBE
+    return packaged_probe_for_key(converted_source_key(Path(model_path))) or PACKAGED_PROBE
+
+
+def packaged_probe_for_key(source_key: str | None) -> Path | None:
+    """The shipped probe of the packaged model with this source key (None for a model that ships none)."""
+    from agentic_rag.llm.packaged import packaged_model_for_key
+
+    spec = packaged_model_for_key(source_key)
+    return PROBES_DIR / spec.probe_file if spec else None
 
 
 @lru_cache(maxsize=8)
