@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from agentic_rag.eval.plots import plot_targets
-from agentic_rag.eval.reader_report import cross_reader_section, probe_section
+from agentic_rag.eval.bench_sections import GENERATORS, agent_section, cross_reader_section, probe_section
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -81,55 +81,6 @@ def llm_section(report: dict) -> list[str]:
                    f"{pre.get('tokens_per_s')} tokens/s ({pre.get('prompt_tokens')} prompt tokens) | "
                    f"{dec.get('tokens_per_s')} tokens/s ({dec.get('new_tokens')} new tokens, greedy) |")
     return out + [""]
-
-
-def _ci(p: dict) -> str:
-    return f"{p['diff']} ({p['ci95_low']} to {p['ci95_high']})"
-
-
-def agent_section(o: dict, tag: str = "") -> list[str]:
-    folder = f"agent_vs_baseline/{tag}/" if tag else "agent_vs_baseline/"
-    option = f" --preset {tag} --out benchmarks/agent_vs_baseline/{tag}" if tag else ""
-    out = [
-        f"## Agent vs baseline, {GENERATORS.get(tag, tag)} (`scripts/bench_agent_vs_baseline.py{option}`)",
-        "",
-        "Same packaged model, prompt, retrieval and context budget; per-question tables in",
-        f"`{folder}<dataset>/comparison.md`. RGB40: 20 questions, each as answerable (positive snippets",
-        "plus 2 noise) and negative-rejection (noise only, gold \"i don't know\"); rgb_negative100: 100 negatives. "
-        "Kept: the baseline's right answers the agent also gets right. Reader: refusals by the answerability reader "
-        "(`ABSTAIN_NOT_ANSWERABLE`) of answerable (drafts right) and unanswerable questions (\"-\": not counted then).",
-        "",
-        "| dataset | questions | hallucinated (baseline) | hallucinated (agent) | tokens/Q baseline | tokens/Q agent | ratio | CRAG score baseline | CRAG score agent | score diff (95% CI) | kept | reader: answerable (right) / unanswerable |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, v in o.items():
-        p, r = v["paired"], v.get("reader_refusals")
-        kept = f"{v['right_answers_kept']:.0%} of {v['baseline_right_answers']}" if v.get("baseline_right_answers") else "-"
-        reader = f"{r['answerable']} ({r['answerable_draft_right']}) / {r['unanswerable']}" if r else "-"
-        out.append(f"| {name} | {v['questions']} | {v['hallucinated_questions_baseline']} | {v['hallucinated_questions_agent']} | "
-                   f"{v['tokens_per_q_baseline']} | {v['tokens_per_q_agent']} | {v['token_ratio']} | {v['score_baseline']} | "
-                   f"{v['score_agent']} | {_ci(p)} | {kept} | {reader} |")
-    chained = [(name, v["chain_check"]) for name, v in o.items() if v.get("chain_check")]
-    out += ["", f"With `CHAIN_CHECK` on (`--systems ... agent_chain_check`), paired with the agent (by question type: "
-            f"`{folder}<dataset>/comparison_chain_check.md`):", "", "| dataset | CRAG score | diff vs the agent (95% CI) | "
-            "tokens/Q | ratio to baseline | kept |", "|---|---|---|---|---|---|"] if chained else []
-    out += [f"| {name} | {c['score']} | {_ci(c['paired_vs_agent'])} | {c['tokens_per_q']} | {c['token_ratio']} | "
-            f"{c['right_answers_kept']:.0%} |" for name, c in chained]
-    out += ["", "Acceptance criteria of the design, per dataset:", "",
-            "| dataset | criterion | baseline | agent | holds |", "|---|---|---|---|---|"]
-    for name, v in o.items():
-        for crit, c in v.get("seed_criteria", {}).items():
-            out.append(f"| {name} | {crit} | {c['baseline']} | {c['agent']} | {'yes' if c['holds'] else 'no'} |")
-    ok = all(
-        v["hallucinated_questions_agent"] < v["hallucinated_questions_baseline"] and v["token_ratio"] <= 1.2 for v in o.values()
-    )
-    out += ["", f"Issue criterion (fewer hallucinated questions at <= 1.2x tokens/Q, on every dataset): {'holds' if ok else 'does not hold'}.", ""]
-    return out
-
-
-GENERATORS = {"": "the default generator (Qwen2.5-Coder-1.5B)",
-              "fast": "preset fast (Qwen2.5-Coder-0.5B, `--preset fast`)",
-              "qwen-1.5b": "the 1.5B generator, before it became the default (`--preset qwen-1.5b`)"}
 
 
 def abstention_section(reports: list[tuple[str, dict]]) -> list[str]:

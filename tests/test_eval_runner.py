@@ -240,7 +240,9 @@ def test_the_benchmark_pairs_the_chain_check_run_with_the_agent_wherever_it_was_
     assert not (out / "without" / "comparison_chain_check.md").exists()
     assert json.loads((out / "with_chain" / "agent_chain_check_config.json").read_text())["settings"]["CHAIN_CHECK"] is True
     # benchmarks/README.md shows it beside the agent's row, for the split that has it
-    section = "\n".join(runpy.run_path(str(root / "scripts" / "bench_report.py"))["agent_section"](overview))
+    from agentic_rag.eval.bench_sections import agent_section
+
+    section = "\n".join(agent_section(overview))
     score = chained["paired_vs_agent"]
     assert f"| with_chain | {chained['score']} | {score['diff']} ({score['ci95_low']} to {score['ci95_high']}) |" in section
     assert "| without |" not in section.partition("`CHAIN_CHECK` on")[2].partition("Acceptance criteria")[0]
