@@ -238,6 +238,9 @@ def test_the_benchmark_pairs_the_chain_check_run_with_the_agent_wherever_it_was_
     assert (out / "with_chain" / "comparison_chain_check.md").read_text().startswith(
         "# CHAIN_CHECK on against off on with_chain\n\n| metric | agent | agent_chain_check |")
     assert not (out / "without" / "comparison_chain_check.md").exists()
+    # the baseline's comparison shows it as a third run: its right answers kept from the baseline, per type
+    assert "| metric | baseline | agent | agent_chain_check |" in (out / "with_chain" / "comparison.md").read_text()
+    assert "| metric | baseline | agent | meaning |" in (out / "without" / "comparison.md").read_text()
     assert json.loads((out / "with_chain" / "agent_chain_check_config.json").read_text())["settings"]["CHAIN_CHECK"] is True
     # benchmarks/README.md shows it beside the agent's row, for the split that has it
     from agentic_rag.eval.bench_sections import agent_section
