@@ -16,6 +16,7 @@ signals are then None, never 0 (0 would read as certainty), and ``logprobs`` say
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Sequence
 
 LOGPROB_SIGNALS = ("lp_mean", "lp_min", "p_first")
@@ -29,13 +30,13 @@ def request_kwargs(model: Any, settings: Any) -> dict[str, Any]:
     without it, and OpenAI and vLLM accept it."""
     if not settings.baug.REQUEST_LOGPROBS:
         return {}
-    from langchain_openai import ChatOpenAI
-
-    from agentic_rag.llm.local import ChatLocalTransformers
-
-    if isinstance(model, ChatOpenAI):
+    # a model of a module never imported is not what this one is: importing the OpenAI client just to
+    # say no would add seconds to every in-process run's first question
+    openai_chat = getattr(sys.modules.get("langchain_openai"), "ChatOpenAI", None)
+    if openai_chat is not None and isinstance(model, openai_chat):
         return {"logprobs": True, "top_logprobs": 0}
-    return {"logprobs": True} if isinstance(model, ChatLocalTransformers) else {}
+    local = getattr(sys.modules.get("agentic_rag.llm.local"), "ChatLocalTransformers", None)
+    return {"logprobs": True} if local is not None and isinstance(model, local) else {}
 
 
 def token_logprobs(message: Any) -> list[float] | None:
