@@ -76,6 +76,12 @@ def test_a_fresh_run_starts_its_own_trace_and_a_resumed_one_continues_it(tmp_pat
     assert trace_ids() == first  # rerun: the old rows are gone, not doubled
     run_eval(data, "agent", settings, out, n=3, resume=True, progress=False, extra_config={"llm": fake()})
     assert trace_ids()[: len(first)] == first and "toy-2" in trace_ids()[len(first):]
+    # each sitting's code is on record, with the row it started from: a run resumed across commits says so
+    from agentic_rag.eval.provenance import code_version
+
+    segments = json.loads((out / "config.json").read_text())["segments"]
+    assert [(s["code"], s["from_row"]) for s in segments] == [(code_version(), 0), (code_version(), 2)]
+    assert code_version() is None or len(code_version().partition("+")[0]) == 12  # a clean clone has a commit
     # a trace kept elsewhere is the user's own log: never removed
     shared = tmp_path / "shared.jsonl"
     shared.write_text('{"question_id": "earlier"}\n')

@@ -1,6 +1,6 @@
 """What a run records about where its answers came from: the model's identity (weights hash or
 endpoint), the answerability probe and decision files it read, whether the backend returned token
-log-probabilities, package versions and file hashes (config.json).
+log-probabilities, package versions, file hashes and the code's commit per sitting (config.json).
 
 A resume compares these with the folder's own (eval/resume.py): two runs of the same settings on other
 weights are not the same run.
@@ -31,6 +31,34 @@ def package_versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def code_version() -> str | None:
+    """The commit of the checkout this package runs from ("+changes" when its files differ from it), or
+    None outside a git checkout (an installed wheel: its version is in ``versions``)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "agentic_rag",
+                                "graphs", "prompts"], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+changes" if dirty else "")
+
+
+def run_segments(old: dict[str, Any] | None, done: int) -> list[dict[str, Any]]:
+    """Which code wrote which rows of a run resumed across sittings: the folder's earlier segments (a
+    folder from before segments were recorded: one of unknown code) and this sitting's, from row ``done``."""
+    from datetime import datetime, timezone
+
+    earlier = list((old or {}).get("segments") or ([{"code": None, "from_row": 0}] if done else []))
+    return [*earlier, {"code": code_version(), "from_row": done,
+                       "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}]
 
 
 def model_identity(settings: Settings) -> dict[str, Any]:

@@ -63,15 +63,16 @@ def _identity(config: dict[str, Any], key: str) -> Any:
     return value
 
 
-def check_resumable(out: Path, config: dict[str, Any]) -> None:
+def check_resumable(out: Path, config: dict[str, Any]) -> dict[str, Any] | None:
     """Refuse to resume a run under other settings: the folder would silently mix two systems' rows
-    (a calibration sweep resumed after a preset changed would report the old figures as new)."""
+    (a calibration sweep resumed after a preset changed would report the old figures as new). The
+    folder's config, when it has a readable one."""
     try:
         old = parse_json((out / "config.json").read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return
+        return None
     if not isinstance(old, dict):  # as unreadable as broken JSON: nothing to compare with
-        return
+        return None
     new = json.loads(json.dumps(config, default=str))
     diffs = {k: (_identity(old, k), _identity(new, k)) for k in ("system", "dataset_sha256", "model", "probe", "decision")}
     a, b = old.get("settings") if isinstance(old.get("settings"), dict) else {}, new.get("settings") or {}
@@ -85,6 +86,7 @@ def check_resumable(out: Path, config: dict[str, Any]) -> None:
             f"{f' and {more} more' if more > 0 else ''}); resume with the same settings, or give a new --out "
             "to start another run"
         )
+    return old
 
 
 def resume_command(prog: str, args: list[str], out: str | Path) -> str:

@@ -27,7 +27,7 @@ from agentic_rag.eval.llm_judge import llm_judge, undecided
 from agentic_rag.eval.lock import RunFolderBusy, RunLock, describe
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.provenance import (
-    decision_identity, file_sha256, logprob_report, model_identity, package_versions, probe_identity,
+    decision_identity, file_sha256, logprob_report, model_identity, package_versions, probe_identity, run_segments,
 )
 from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import done_ids, load_rows, read_results, set_aside_bad_lines
@@ -145,8 +145,7 @@ def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, syste
         "versions": package_versions(),
         "bad_records": [str(b) for b in report.bad],
     }
-    if done:
-        check_resumable(out, config)
+    config["segments"] = run_segments(check_resumable(out, config) if done else None, len(done))
     if resume and Path(settings.paths.TELEMETRY_PATH).resolve() == own_telemetry.resolve():
         keep_questions(own_telemetry, done)
     replace_file(out / "config.json", json.dumps(config, indent=2))
