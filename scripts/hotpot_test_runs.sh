@@ -5,7 +5,8 @@
 # (benchmarks/agent_vs_baseline/hotpot_test/in_progress/, gzipped), from where the next machine restores it.
 #
 #   bash scripts/hotpot_test_runs.sh          # restore what is saved and not here, then run (or resume) all three
-#   bash scripts/hotpot_test_runs.sh save     # write the run folders' progress into in_progress/ (then commit it)
+#   bash scripts/hotpot_test_runs.sh save     # write the run folders' progress and the LLM cache into in_progress/
+#                                             (stop the runs first, then commit it)
 #
 # The agent and the CHAIN_CHECK agent share one LLM cache, so the second recomputes only the calls the chain
 # check changes (a replay is exact). When the three are done, in_progress/ can go: the finished rows, the
@@ -27,6 +28,8 @@ if [ "${1:-}" = save ]; then
     done
     echo "$run: $(wc -l < "$RUNS/hotpot_test/$run/results.jsonl") results saved in $SAVED/$run"
   done
+  # the agent's calls, which the CHAIN_CHECK agent replays: lost with the machine, they would cost hours again
+  [ -s "$CACHE" ] && gzip -9 -n -c "$CACHE" > "$SAVED/llm_cache.sqlite.gz" && echo "LLM cache saved in $SAVED"
   exit 0
 fi
 
@@ -39,6 +42,10 @@ for run in $FOLDERS; do
     echo "$run: $(wc -l < "$RUNS/hotpot_test/$run/results.jsonl") results restored from $SAVED/$run"
   fi
 done
+
+if [ -s "$SAVED/llm_cache.sqlite.gz" ] && [ ! -s "$CACHE" ]; then
+  gunzip -c "$SAVED/llm_cache.sqlite.gz" > "$CACHE" && echo "LLM cache restored from $SAVED"
+fi
 
 python scripts/bench_agent_vs_baseline.py --datasets hotpot_test --systems baseline agent agent_chain_check --resume \
   --override "LLM_CACHE_PATH=$CACHE"
