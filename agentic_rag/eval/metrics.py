@@ -186,7 +186,7 @@ def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, An
         hal = sum(r["judgement"] == "incorrect" for r in rs) / len(rs)
         answerable, unans = gold_groups(rs)
         out[name] = {"n": len(rs), "accuracy": round(acc, 4), "hallucination": round(hal, 4),
-                     "missing": round(1 - acc - hal, 4), "score": round(acc - hal, 4),
+                     "missing": round(sum(r["judgement"] == "missing" for r in rs) / len(rs), 4), "score": round(acc - hal, 4),
                      "refusal_rate_unanswerable": _rate(sum(is_refusal(r) for r in unans), len(unans)),
                      "false_refusal_rate": _rate(sum(is_refusal(r) for r in answerable), len(answerable)),
                      "tokens_per_q": round(statistics.fmean(r["tokens"].get("total", 0) for r in rs), 1)}
