@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from typing import Any
 
 from agentic_rag.eval.provenance import signal_gaps
@@ -110,10 +111,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     if n == 0:
         return {"n": 0, **left_out}
-    count = lambda label: sum(r["judgement"] == label for r in rows)  # noqa: E731
     latencies = sorted(r["latency_ms"] for r in rows)
     tokens = [r["tokens"].get("total", 0) for r in rows]
-    acc, hal, miss = count("accurate") / n, count("incorrect") / n, count("missing") / n
+    acc, hal, miss = judgement_shares(rows)
     answerable, unans = gold_groups(rows)
     signals = [r.get("signals") or {} for r in rows]
     answered_signals = [s for r, s in zip(rows, signals) if not is_refusal(r) and "overlap_est" in s]
@@ -173,6 +173,12 @@ BREAKDOWN_FIGURES = ("n", "accuracy", "hallucination", "missing", "score", "refu
 PRE_GENERATION_REFUSALS = checks.PRE_GENERATION_REFUSALS
 
 
+def judgement_shares(rows: list[dict[str, Any]]) -> tuple[float, float, float]:
+    """The shares judged accurate, incorrect and missing, each counted (1 - the other two would print -0.0)."""
+    counts = Counter(r["judgement"] for r in rows)
+    return counts["accurate"] / len(rows), counts["incorrect"] / len(rows), counts["missing"] / len(rows)
+
+
 def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:
     """CRAG scores and refusal rates per value of a record field (empty when the data does not have it); a
     rate is None in a group without questions of its kind."""
@@ -182,11 +188,10 @@ def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, An
             groups.setdefault(str(r[field]), []).append(r)
     out = {}
     for name, rs in sorted(groups.items()):
-        acc = sum(r["judgement"] == "accurate" for r in rs) / len(rs)
-        hal = sum(r["judgement"] == "incorrect" for r in rs) / len(rs)
+        acc, hal, miss = judgement_shares(rs)
         answerable, unans = gold_groups(rs)
         out[name] = {"n": len(rs), "accuracy": round(acc, 4), "hallucination": round(hal, 4),
-                     "missing": round(sum(r["judgement"] == "missing" for r in rs) / len(rs), 4), "score": round(acc - hal, 4),
+                     "missing": round(miss, 4), "score": round(acc - hal, 4),
                      "refusal_rate_unanswerable": _rate(sum(is_refusal(r) for r in unans), len(unans)),
                      "false_refusal_rate": _rate(sum(is_refusal(r) for r in answerable), len(answerable)),
                      "tokens_per_q": round(statistics.fmean(r["tokens"].get("total", 0) for r in rs), 1)}
