@@ -11,6 +11,11 @@ def _ci(p: dict) -> str:
     return f"{p['diff']} ({p['ci95_low']} to {p['ci95_high']})"
 
 
+def _share(kept: float | None) -> str:
+    """Right answers kept, as a percentage ("-" where the baseline had none to keep)."""
+    return "-" if kept is None else f"{kept:.0%}"
+
+
 def agent_section(o: dict, tag: str = "") -> list[str]:
     folder = f"agent_vs_baseline/{tag}/" if tag else "agent_vs_baseline/"
     option = f" --preset {tag} --out benchmarks/agent_vs_baseline/{tag}" if tag else ""
@@ -28,7 +33,7 @@ def agent_section(o: dict, tag: str = "") -> list[str]:
     ]
     for name, v in o.items():
         p, r = v["paired"], v.get("reader_refusals")
-        kept = f"{v['right_answers_kept']:.0%} of {v['baseline_right_answers']}" if v.get("baseline_right_answers") else "-"
+        kept = f"{_share(v['right_answers_kept'])} of {v['baseline_right_answers']}" if v.get("baseline_right_answers") else "-"
         reader = f"{r['answerable']} ({r['answerable_draft_right']}) / {r['unanswerable']}" if r else "-"
         out.append(f"| {name} | {v['questions']} | {v['hallucinated_questions_baseline']} | {v['hallucinated_questions_agent']} | "
                    f"{v['tokens_per_q_baseline']} | {v['tokens_per_q_agent']} | {v['token_ratio']} | {v['score_baseline']} | "
@@ -38,7 +43,7 @@ def agent_section(o: dict, tag: str = "") -> list[str]:
             f"`{folder}<dataset>/comparison_chain_check.md`):", "", "| dataset | CRAG score | diff vs the agent (95% CI) | "
             "tokens/Q | ratio to baseline | kept |", "|---|---|---|---|---|---|"] if chained else []
     out += [f"| {name} | {c['score']} | {_ci(c['paired_vs_agent'])} | {c['tokens_per_q']} | {c['token_ratio']} | "
-            f"{c['right_answers_kept']:.0%} |" for name, c in chained]
+            f"{_share(c['right_answers_kept'])} |" for name, c in chained]
     out += ["", "Acceptance criteria of the design, per dataset:", "",
             "| dataset | criterion | baseline | agent | holds |", "|---|---|---|---|---|"]
     for name, v in o.items():
