@@ -19,6 +19,11 @@ CACHE=artifacts/runs/hotpot_test_llm_cache.sqlite
 FILES="results.jsonl config.json telemetry.jsonl"
 FOLDERS="baseline agent agent_chain_check"
 
+case "${1:-}" in
+  ""|save) ;;
+  *) echo "error: unknown argument '$1' (give none to run, or 'save')" >&2; exit 2 ;;
+esac
+
 if [ "${1:-}" = save ]; then
   for run in $FOLDERS; do
     [ -s "$RUNS/hotpot_test/$run/results.jsonl" ] || continue
