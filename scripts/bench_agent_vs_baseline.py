@@ -92,6 +92,13 @@ def seed_criteria(b: dict, a: dict) -> dict:
 RUNS = {"baseline": ("baseline", {}), "agent": ("agent", {}), "agent_chain_check": ("agent", {"CHAIN_CHECK": True})}
 
 
+def _frontier_figures(paired: dict) -> dict | None:
+    """A pair's kept frontier (eval/frontier.kept_frontier) without its curve: the run's point, the ceiling
+    with every draft answered, and the AUC of P(right)."""
+    f = paired.get("kept_frontier")
+    return {k: f[k] for k in ("cut", "as_run", "every_draft", "auc")} if f else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["crag_example", "rgb40"])
@@ -160,6 +167,8 @@ def main() -> int:
             "right_answers_kept": result["paired"][0]["right_answers_kept"],
             "baseline_right_answers": result["paired"][0]["right_answers_of_base"],
             "reader_refusals": reader_refusals(result["runs"][1]["rows"]),
+            # the same drafts at every cut of P(right): how many right answers the cut could keep at most
+            "kept_frontier": _frontier_figures(result["paired"][0]),
             "seed_criteria": seed_criteria(b, a),
         }
         if "agent_chain_check" in run_dirs:
@@ -170,7 +179,8 @@ def main() -> int:
                 "score": on["score"], "paired_vs_agent": chained["paired"][0]["score_difference"],
                 "tokens_per_q": on["tokens_per_q"], "token_ratio": round(on["tokens_per_q"] / b["tokens_per_q"], 3)
                 if b["tokens_per_q"] else None,
-                "right_answers_kept": result["paired"][1]["right_answers_kept"]}
+                "right_answers_kept": result["paired"][1]["right_answers_kept"],
+                "kept_frontier": _frontier_figures(result["paired"][1])}
     overview_path.write_text(json.dumps(overview, indent=2) + "\n")
     print(json.dumps(overview, indent=2))
     return 0

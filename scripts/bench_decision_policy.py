@@ -33,7 +33,7 @@ from pathlib import Path
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
-from agentic_rag.eval.frontier import cut_curve, operating_bounds
+from agentic_rag.eval.frontier import cut_curve, operating_bounds, p_right_by_question
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.plots import (
@@ -50,7 +50,6 @@ from agentic_rag.eval.rows import gold_groups
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.gate.fitted import cut_for
 from agentic_rag.reader.probe_training import auc
-from agentic_rag.telemetry import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 # the decision issue's refusal targets on SQuAD 2.0: refuse >= 75% of unanswerable at <= 12% false refusal
@@ -60,10 +59,7 @@ MAX_FALSE_REFUSAL, MIN_REFUSAL = 0.12, 0.75
 def with_p_right(rows: list[dict], run_dir: Path) -> list[dict]:
     """The fitted run's rows, each with the P(right) its last round's telemetry gave (None where the
     decision was made before any draft was judged)."""
-    last: dict[str, float] = {}
-    for rec in read_rows(run_dir / "telemetry.jsonl"):
-        if rec.get("p_right") is not None:
-            last[rec["question_id"]] = float(rec["p_right"])
+    last = p_right_by_question(run_dir)
     return [{**r, "p_right": last.get(r["id"])} for r in rows]
 
 

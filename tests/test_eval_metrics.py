@@ -184,6 +184,59 @@ def test_compare_lists_the_right_answers_lost_and_the_question_types(tmp_path):
     assert result["runs"][1]["summary"]["by_question_type"]["bridge"]["tokens_per_q"] == 100.0
 
 
+def test_compare_shows_what_the_fitted_cut_trades_between_right_answers_kept_and_twins_answered(tmp_path):
+    """A run under the fitted decision (P(right) in its telemetry) paired with the baseline: every cut of
+    P(right) replayed on the run's own drafts, a withheld draft scored as it would have been judged, a
+    question refused before any draft or by another layer never moving."""
+    import json
+
+    from agentic_rag.eval.compare import compare, to_markdown, write_plots
+
+    def folder(name, rows, p_right=None):
+        d = tmp_path / name
+        d.mkdir()
+        rows = [{**r, "id": str(i), "query": f"question {i}", "prediction": r.get("draft") or "p", "reason": "R",
+                 "score": {"accurate": 1, "missing": 0, "incorrect": -1}[r["judgement"]]} for i, r in enumerate(rows)]
+        (d / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+        (d / "summary.json").write_text(json.dumps({"system": name, **summarize(rows)}))
+        if p_right is not None:
+            (d / "config.json").write_text(json.dumps({"settings": {"WRONG_ANSWER_COST": 1.0}}))
+            telemetry = [{"question_id": str(i), "round": k, "p_right": p * k / 2} for i, p in p_right.items() for k in (1, 2)]
+            (d / "telemetry.jsonl").write_text("\n".join(json.dumps(t) for t in telemetry))
+        return d
+
+    def drafted(gold, status, judgement, draft):
+        return {**row(gold, status, judgement), "draft": draft}
+
+    base = folder("baseline", [row("paris", "ok", "accurate"), row("rome", "ok", "accurate"), row("oslo", "ok", "accurate"),
+                               row("lima", "ok", "accurate"), row("i don't know", "ok", "incorrect"),
+                               row("i don't know", "ok", "incorrect")])
+    agent = [drafted("paris", "ok", "accurate", "Paris."),  # kept, P 0.9
+             drafted("rome", "refuse", "missing", "It is Rome."),  # a right draft withheld at P 0.4
+             drafted("oslo", "refuse", "missing", "It is Bergen."),  # a wrong draft withheld at P 0.3
+             row("lima", "refuse", "missing"),  # refused before any draft: never moves
+             drafted("i don't know", "refuse", "missing", "It is Nice."),  # a twin's draft withheld at P 0.2
+             drafted("i don't know", "refuse", "missing", "It is Pisa.")]  # cleared the cut, refused by another layer
+    with_p = folder("agent", agent, {0: 0.9, 1: 0.4, 2: 0.3, 4: 0.2, 5: 0.7})
+    result = compare([base, with_p])
+    f = result["paired"][0]["kept_frontier"]
+    assert (f["cut"], f["right_of_base"], f["unanswerable"]) == (0.5, 4, 2)
+    assert f["as_run"] == {"threshold": 0.5, "right_answers_kept": 0.25, "unanswerable_answered": 0.0}
+    assert f["every_draft"] == {"threshold": -1.0, "right_answers_kept": 0.5, "unanswerable_answered": 0.5}  # the ceiling
+    at = {c["threshold"]: (c["right_answers_kept"], c["unanswerable_answered"]) for c in f["by_tenth"]}
+    assert at[0.1] == (0.5, 0.5) and at[0.3] == (0.5, 0.0) and at[0.4] == (0.25, 0.0) and at[0.9] == (0.0, 0.0)
+    # the drafts that keep a right answer (0.9, 0.4) against the twins' (0.2, and 0.7 refused by another layer)
+    assert f["auc"] == 0.75
+    text = to_markdown(result, plots=write_plots(result, tmp_path / "out"))
+    section = text.split("## agent: right answers of baseline kept against unanswerable questions answered")[1]
+    assert "P(right) > 0.5" in section and "| as run (0.5) | 0.25 | 0.0 |" in section
+    assert "| every draft answered | 0.5 | 0.5 |" in section and "AUC 0.75" in section
+    assert "kept_frontier.png" in text and (tmp_path / "out" / "kept_frontier.png").read_bytes()[:4] == b"\x89PNG"
+    # a run under the threshold policy has no P(right): no section, no plot
+    plain = compare([base, folder("thresholds", agent)])
+    assert plain["paired"][0]["kept_frontier"] is None and "by the cut of P(right)" not in to_markdown(plain)
+
+
 def test_abstain_r1_names_match_the_definitions():
     rows = [row("a", "ok", "accurate", f1=1.0), row("a", "refuse", "missing"), row("i don't know", "refuse", "missing"),
             row("i don't know", "ok", "incorrect")]

@@ -99,8 +99,22 @@ def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
             if kind := by_run[0][i].get("question_type"):
                 kinds.setdefault(str(kind), []).append(i)
         stats.append({"run": run["name"], "vs": base["name"], **_paired(common, by_run[0], rows), "changes": flips,
-                      "by_question_type": {k: _paired(ids, by_run[0], rows) for k, ids in sorted(kinds.items())}})
+                      "by_question_type": {k: _paired(ids, by_run[0], rows) for k, ids in sorted(kinds.items())},
+                      "kept_frontier": _kept_frontier(run, common, by_run[0], rows)})
     return {"runs": runs, "common_ids": common, "paired": stats}
+
+
+def _kept_frontier(run: dict[str, Any], ids: list[str], base: dict[str, dict[str, Any]],
+                   rows: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The trade a fitted decision's cut makes (eval/frontier.kept_frontier), for a run that has one."""
+    from agentic_rag.eval.frontier import kept_frontier, p_right_by_question
+    from agentic_rag.gate.fitted import cut_for
+
+    p_right = p_right_by_question(run["dir"])
+    if not p_right:
+        return None
+    cost = (read_object(Path(run["dir"]) / "config.json").get("settings") or {}).get("WRONG_ANSWER_COST")
+    return kept_frontier(base, rows, ids, p_right, cut_for(float(cost))) if cost is not None else None
 
 
 def _paired(ids: list[str], base: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -114,11 +128,13 @@ def _paired(ids: list[str], base: dict[str, dict[str, Any]], other: dict[str, di
 
 
 def write_plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
-    from agentic_rag.eval.plots import plot_pareto, plot_risk_coverage
+    from agentic_rag.eval.plots import plot_kept_frontier, plot_pareto, plot_risk_coverage
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    frontiers = {f"{p['run']} vs {p['vs']}": p["kept_frontier"] for p in result["paired"] if p.get("kept_frontier")}
     return [plot_pareto(result["runs"], out_dir / "pareto_overlap_tokens.png"),
-            plot_risk_coverage(result["runs"], out_dir / "risk_coverage.png")]
+            plot_risk_coverage(result["runs"], out_dir / "risk_coverage.png"),
+            *([plot_kept_frontier(frontiers, out_dir / "kept_frontier.png")] if frontiers else [])]
 
 
 def paired_sentence(p: dict[str, Any], bold: bool = False) -> str:
@@ -133,6 +149,24 @@ def paired_sentence(p: dict[str, Any], bold: bool = False) -> str:
 
 
 ANSWER_CHARS, QUERY_CHARS, GOLD_CHARS = 90, 70, 40  # characters of each text shown per cell of the per-question table
+
+
+def _frontier_lines(p: dict[str, Any]) -> list[str]:
+    f = p["kept_frontier"]
+    run, vs = md_escape(p["run"]), md_escape(p["vs"])
+
+    def row(label: str, at: dict[str, float]) -> list[Any]:
+        return [label, at["right_answers_kept"], at["unanswerable_answered"]]
+
+    return [f"## {run}: right answers of {vs} kept against unanswerable questions answered, by the cut of P(right)", "",
+            f"{run}'s fitted decision answers when P(right) > {f['cut']} (`WRONG_ANSWER_COST`). The same drafts cut at "
+            f"other values: each of the {f['right_of_base']} right answers of {vs} and the {f['unanswerable']} unanswerable "
+            "questions keeps the last draft and P(right) the run wrote, so this is the trade of these drafts, not an "
+            "operating point. With every draft answered, the share kept is at its ceiling (the drafts that are right); "
+            f"P(right) tells the drafts that keep a right answer from those of unanswerable questions at AUC {f['auc']}.", "",
+            *markdown_table(["P(right) cut", f"right answers of {vs} kept", "unanswerable answered"],
+                            [row(f"as run ({f['cut']})", f["as_run"]), row("every draft answered", f["every_draft"]),
+                             *(row(f"{at['threshold']:g}", at) for at in f["by_tenth"])])]
 
 
 def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[Path] | None = None) -> str:
@@ -159,6 +193,8 @@ def to_markdown(result: dict[str, Any], title: str = "Comparison", plots: list[P
              f"{q['score_difference']['ci95_high']:+.3f})",
              f"{q['right_answers_of_base'] - len(q['right_answers_lost'])} of {q['right_answers_of_base']}"]
             for kind, q in p["by_question_type"].items()])
+    for p in [p for p in result["paired"] if p.get("kept_frontier")]:
+        lines += ["", *_frontier_lines(p)]
     maps = [{row["id"]: row for row in r["rows"]} for r in runs]
     for p, m in zip(result["paired"], maps[1:]):
         if p.get("right_answers_lost"):

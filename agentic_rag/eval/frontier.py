@@ -9,10 +9,11 @@ else), so its curves are the operating frontier of the readings this machine's m
 
 from __future__ import annotations
 
+from pathlib import Path
 from statistics import fmean
 from typing import Any, Callable
 
-from agentic_rag.eval.rows import gold_groups, is_refusal
+from agentic_rag.eval.rows import gold_groups, gold_is_idk, is_refusal
 from agentic_rag.gate.judge import COMBINE_PARTS
 
 # each reading the replay can cut: the single readings, and the means VERIFIER_COMBINE offers
@@ -66,15 +67,72 @@ def cut_curve(rows: list[dict[str, Any]], score: Callable[[dict[str, Any]], floa
     (decided before any draft was scored) or where the run refused it although its score cleared
     ``cut`` (another layer refused it)."""
     def refused_at(t: float) -> Callable[[dict[str, Any]], bool]:
-        def refused(row: dict[str, Any]) -> bool:
-            value = score(row)
-            if value is None or (is_refusal(row) and value > cut):
-                return is_refusal(row)
-            return value <= t
-        return refused
+        return lambda row: refused_at_cut(row, score(row), cut, t)
 
     groups = gold_groups(rows)
     return [{"threshold": t, **_rates(groups, refused_at(t))} for t in thresholds]
+
+
+def refused_at_cut(row: dict[str, Any], value: float | None, cut: float, threshold: float) -> bool:
+    """Whether a question would be refused had the decision cut its score ``value`` at ``threshold``
+    instead of ``cut``: as the run decided it where it has no score, or where another layer refused it
+    although its score cleared ``cut``."""
+    if value is None or (is_refusal(row) and value > cut):
+        return is_refusal(row)
+    return value <= threshold
+
+
+def p_right_by_question(run_dir: str | Path) -> dict[str, float]:
+    """The P(right) the fitted decision gave each question's last judged draft, from the run's telemetry
+    (none for a question decided before any draft was judged, or a run under the threshold policy)."""
+    from agentic_rag.telemetry import read_rows
+
+    path = Path(run_dir) / "telemetry.jsonl"
+    last: dict[str, float] = {}
+    for rec in read_rows(path) if path.is_file() else []:
+        if rec.get("p_right") is not None:
+            last[str(rec["question_id"])] = float(rec["p_right"])
+    return last
+
+
+def kept_frontier(base: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]], ids: list[str],
+                  p_right: dict[str, float], cut: float) -> dict[str, Any] | None:
+    """What the fitted decision's cut trades, on the questions ``ids`` of two runs: the right answers of
+    ``base`` that ``other`` keeps against the unanswerable questions ``other`` answers, had it cut P(right)
+    at every value instead of at ``cut``.
+
+    Each question keeps the last draft and P(right) the run wrote: a draft refused at ``cut`` and answered
+    at a lower one is scored as its draft would have been judged (``withheld_right_answer``), and a lower
+    cut cannot show what an answer in an earlier round would have saved, so the curve is the trade of the
+    run's own drafts, not an operating point. The AUC is P(right)'s, between the drafts that keep a right
+    answer of ``base`` and those of the unanswerable questions; the ceiling is ``kept`` with every draft
+    answered. None where no question has a P(right) (a run under the threshold policy) or nothing to keep."""
+    from agentic_rag.eval.refusals import withheld_right_answer
+    from agentic_rag.reader.probe_training import auc
+
+    right = [i for i in ids if base[i]["judgement"] == "accurate"]
+    unanswerable = [i for i in ids if gold_is_idk(other[i])]
+    if not right or not unanswerable or not any(i in p_right for i in ids):
+        return None
+
+    def right_draft(row: dict[str, Any]) -> bool:
+        return row["judgement"] == "accurate" if not is_refusal(row) else bool(withheld_right_answer(row))
+
+    keeps = {i: right_draft(other[i]) for i in right}
+
+    def at(t: float) -> dict[str, float]:
+        answered = {i: not refused_at_cut(other[i], p_right.get(i), cut, t) for i in [*right, *unanswerable]}
+        return {"threshold": round(t, 4),
+                "right_answers_kept": round(sum(answered[i] and keeps[i] for i in right) / len(right), 4),
+                "unanswerable_answered": round(sum(answered[i] for i in unanswerable) / len(unanswerable), 4)}
+
+    scored = [(1, p_right[i]) for i in right if keeps[i] and i in p_right] + \
+             [(0, p_right[i]) for i in unanswerable if i in p_right]
+    area = auc([y for y, _ in scored], [s for _, s in scored])
+    return {"cut": round(cut, 4), "right_of_base": len(right), "unanswerable": len(unanswerable),
+            "auc": None if area != area else round(area, 3),  # NaN: one side has no scored draft
+            "as_run": at(cut), "every_draft": at(-1.0), "by_tenth": [at(k / 10) for k in range(1, 10)],
+            "curve": [at(t) for t in [-1.0, *sorted({p_right[i] for i in ids if i in p_right}), 1.0]]}
 
 
 def operating_bounds(refusal: list[float | None], false_refusal: list[float | None], max_false_refusal: float,

@@ -107,6 +107,23 @@ def plot_refusal_tradeoff(curves: dict[str, list[dict[str, Any]]], points: dict[
     return finish_axes(plt, fig, ax, path, title, "false refusal (answerable questions)", "refusal on unanswerable")
 
 
+def plot_kept_frontier(frontiers: dict[str, dict[str, Any]], path: Path) -> Path:
+    """Right answers of the base run kept against unanswerable questions answered, one curve per pair of
+    runs over every cut of the fitted decision's P(right) (``eval.frontier.kept_frontier``), a marker
+    where the run cut it."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.0, 4.0))
+    for name, f in frontiers.items():
+        pts = sorted((c["unanswerable_answered"], c["right_answers_kept"]) for c in f["curve"])
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], lw=1.2, label=f"{name}, every cut (AUC {f['auc']})")
+        ax.scatter([f["as_run"]["unanswerable_answered"]], [f["as_run"]["right_answers_kept"]], s=45, zorder=3,
+                   color=line.get_color(), label=f"{name}, cut {f['cut']} as run")
+    ax.set_xlim(0, 1)
+    ax.legend(fontsize=7, loc="lower right")
+    return finish_axes(plt, fig, ax, path, "What the cut of P(right) trades", "unanswerable questions answered",
+                       "right answers of the base run kept")
+
+
 def plot_pareto(runs: list[dict[str, Any]], path: Path) -> Path:
     """Evidence consistency (mean overlap of answered questions) against tokens per question."""
     plt = pyplot()
