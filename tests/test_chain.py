@@ -229,6 +229,33 @@ def test_a_run_keeps_the_chain_and_trace_shows_it_and_a_twin_is_refused_naming_i
     assert lines["bridge-twin"][1] == "hop 2 (answer) MISSING: no page about Shirley Temple states the answer the draft gives"
 
 
+def test_the_evidence_a_system_packs_is_what_its_generator_reads_and_its_gold_pages_are_counted(agent_settings):
+    """eval/evidence.py stops each graph where its context is packed (no model call): the bundle is the
+    one a run's generator reads, and the gold pages it holds are counted per group."""
+    from agentic_rag.eval.evidence import evidence_recall, gold_held, packed_evidence
+    from agentic_rag.runner import answer
+    from agentic_rag.testing.fakes import ScriptedChat
+    from agentic_rag.testing.records import record
+
+    rec = record(BRIDGE_Q, dict((FILM, PERSON, OTHER)))
+    rec.gold_page_urls = ["toy://0", "toy://1"]  # the film's page and Shirley Temple's
+    settings = agent_settings.replace(GATE_POLICY="thresholds", VERIFIER_ENABLED=False)
+    for system, node in (("agent", "supervise"), ("baseline", "pack")):
+        packed = packed_evidence(system, rec, settings)
+        run = answer(system, settings, record=rec, extra_config={"llm": ScriptedChat(replies=["Chief of Protocol."] * 4)})
+        read = next(e["bundle"] for e in run.events if e["node"] == node)
+        assert [p["chunk_id"] for p in packed["passages"]] == [p["chunk_id"] for p in read["passages"]]
+        assert packed["context_tokens"] == read["context_tokens"] > 0
+    held = {s: gold_held(rec, packed_evidence(s, rec, settings)) for s in ("agent", "baseline")}
+    assert held["baseline"] == (2, 2)  # three pages: the baseline packs them all
+    report = evidence_recall([rec, record(BRIDGE_Q, dict((FILM, OTHER)))], ("agent", "baseline"), settings,
+                             groups=lambda r: ["plan:bridge"])  # the second record has no gold pages: not counted
+    for system, (n, gold) in held.items():
+        figures = report[system]["all"]
+        assert figures["records"] == 1 and report[system]["plan:bridge"] == figures
+        assert figures.get("all_gold", 0) == (n == gold) and figures.get("some_gold", 0) == (0 < n < gold)
+
+
 def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would_change():
     from agentic_rag.eval.chain_report import chain_outcomes
 
