@@ -325,6 +325,7 @@ class WorkerState(TypedDict, total=False):
     held_ids: list[str]
     extra_terms: list[str]
     hop_query: str  # set: this worker searches for it alone, not for the question
+    follow_mentions: bool  # a bridge question: hop 1 follows the names its passages give to their pages
     record: dict[str, Any]
     index_dir: str
     deadline_at: float

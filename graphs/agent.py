@@ -62,6 +62,7 @@ def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | st
         "held_ids": list(state.get("held_ids", [])),
         "extra_terms": list(state.get("extra_terms", [])),
         "deadline_at": state.get("started_at", 0.0) + settings.budget.WALL_TIME_S,
+        "follow_mentions": (state.get("hop_plan") or {}).get("shape") == "bridge",
     }
     sends = [Send(str(Node.WORKER), {**payload, "anchor": anchor}) for anchor in anchors[: settings.agent.MAX_WORKERS]]
     if state.get("hop_query"):  # a bridge entity's own page: a query of its own, the question's words would drown it

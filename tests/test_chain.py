@@ -256,6 +256,41 @@ def test_the_evidence_a_system_packs_is_what_its_generator_reads_and_its_gold_pa
         assert figures.get("all_gold", 0) == (n == gold) and figures.get("some_gold", 0) == (0 < n < gold)
 
 
+def test_a_bridge_questions_worker_follows_a_name_its_passages_give_to_that_page():
+    """Four pages that name the question's anchor outrank Shirley Temple's, which names neither it nor
+    the question's words: a worker keeps the best four and loses her page. Following the names its
+    passages give, the film's page names her, and her page keeps a place of its own on that mention.
+    The agent asks that only of a bridge question's workers."""
+    from agentic_rag.anchors.matching import Anchor
+    from agentic_rag.retrievers.source import resolve_index
+    from agentic_rag.retrievers.worker import WORKER_PASSAGES, explore, named_pages
+    from agentic_rag.runner import graph_input
+    from agentic_rag.testing.records import record
+    from graphs.agent import dispatch_workers
+
+    pages = dict((FILM, PERSON, OTHER))
+    pages.update({f"Distractor {i}": text for i, text in enumerate([
+        "A Kiss for Corliss is a 1949 American comedy film, the sequel to Kiss and Tell, with Corliss Archer again.",
+        "Corliss Archer is a fictional teenage girl created by F. Hugh Herbert for the stage play Kiss and Tell.",
+        "Kiss and Tell is a 1943 Broadway play by F. Hugh Herbert about Corliss Archer and her family.",
+        "Janet Waldo voiced Corliss Archer on the radio in the 1940s, in the series that followed Kiss and Tell."])})
+    settings = Settings.load()
+    index = resolve_index(graph_input(record=record(BRIDGE_Q, pages)), settings)
+    film = next(p for p in index.pages if p.page_name == FILM[0])
+    assert [index.page(p).page_name for p in named_pages(index, FILM[1], film.page_id)] == ["Shirley Temple"]
+    anchor = Anchor(text="Corliss Archer", type="person", score=0.9)
+    plain = explore(anchor, BRIDGE_Q, index, settings)
+    assert len(plain["passages"]) == WORKER_PASSAGES and "Shirley Temple" not in [p["page_name"] for p in plain["passages"]]
+    following = explore(anchor, BRIDGE_Q, index, settings, follow_mentions=True)
+    assert [p["page_name"] for p in following["passages"]] == [p["page_name"] for p in plain["passages"]] + ["Shirley Temple"]
+    assert following["passages"][-1]["mentioned"] and following["path_score"] == plain["path_score"]
+    state = {"question": BRIDGE_Q, "anchors": [anchor.to_dict()], "started_at": 0.0}
+    config = {"configurable": {"settings": settings}}
+    for shape, follows in (("bridge", True), ("comparison", False), ("single", False)):
+        sends = dispatch_workers({**state, "hop_plan": {"shape": shape}}, config)
+        assert [send.arg["follow_mentions"] for send in sends] == [follows]
+
+
 def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would_change():
     from agentic_rag.eval.chain_report import chain_outcomes
 

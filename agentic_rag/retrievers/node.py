@@ -32,5 +32,6 @@ def worker_node(state: WorkerState, config: RunnableConfig) -> dict[str, Any]:
             round_no=state.get("round", 1),
             extra_terms=state.get("extra_terms") or None,
             hop_query=state.get("hop_query", ""),
+            follow_mentions=state.get("follow_mentions", False),
         )
     return {"paths": [path]}

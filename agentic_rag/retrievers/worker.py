@@ -5,10 +5,18 @@ Pruning is two-stage: *rough* (lexical: the passage holds the anchor, or enough 
 content words) then *fine* (semantic: cosine of passage to question >= ``FINE_MIN_SIM``). Hop 1
 follows the kept passages' neighbouring sections and in-corpus hyperlinks and prunes again. The path
 reports how much of it is new against evidence already held, and why it stopped.
+
+For a bridge question (anchors/hops.py) hop 1 also follows the names a kept passage gives: the pages
+of the index whose title it names. Plain-text pages carry no hyperlinks, and the page a bridge
+question needs second (the film's star, the song's writer) is about an entity the question never
+names: neither the anchor nor the question's words are on it, so search ranks it low and the rough
+prune drops it. The mention is its link to the question, so it passes the rough prune on that and
+takes a place of its own in the path (``MENTION_PASSAGES``), beside the best-scored passages.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -18,12 +26,16 @@ from agentic_rag.anchors.matching import Anchor, anchor_in_text
 from agentic_rag.configuration import Settings
 from agentic_rag.retrieval.hybrid import HybridIndex, Passage, tokenize
 from agentic_rag.retrievers.source import retrieve
+from agentic_rag.text import fold
 
 HOP_DECAY = 0.5  # a hop-1 passage inherits this share of its parent's fused score (fraction)
 WORKER_PASSAGES = 4  # passages a worker keeps after pruning (passages); hop 1 starts from these
 # Rough prune: the share of the question's content words (fraction, 0-1) a passage must hold when it
 # lacks the anchor; low on purpose, the fine prune (FINE_MIN_SIM, a setting) does the real cut.
 ROUGH_MIN_OVERLAP = 0.2
+MENTION_PASSAGES = 2  # a bridge question's path keeps up to this many pages its passages name (passages)
+_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")  # "Alien (film)" is named "Alien"
+MIN_TITLE_CHARS = 4  # a shorter title ("Jaws" passes, "It" not) is named by chance too often (characters)
 
 
 def path_order(passage: dict[str, Any]) -> tuple[float, str]:
@@ -36,6 +48,32 @@ def content_overlap(question_tokens: set[str], text: str) -> float:
     if not question_tokens:
         return 0.0
     return len(question_tokens & set(tokenize(text))) / len(question_tokens)
+
+
+def named_pages(index: HybridIndex, text: str, exclude: str = "") -> list[str]:
+    """The ids of the index's pages whose title ``text`` names as whole words (a title's qualifier in
+    brackets aside), other than ``exclude``: the links a plain-text page does not carry."""
+    folded = fold(text)
+    out = []
+    for page in index.pages:
+        title = fold(_QUALIFIER.sub("", page.page_name or ""))
+        if (page.page_id != exclude and len(title) >= MIN_TITLE_CHARS and title in folded
+                and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", folded)):
+            out.append(page.page_id)
+    return out
+
+
+def _named_chunks(index: HybridIndex, parents: list[dict[str, Any]]) -> dict[str, float]:
+    """The first chunk of each page the ``parents`` name and do not already hold, with the fused score of
+    the first parent naming it."""
+    held = {p["page_id"] for p in parents}
+    out: dict[str, float] = {}
+    for parent in parents:
+        for page in named_pages(index, parent["text"], parent["page_id"]):
+            chunk = index.chunk(f"{page}:0")
+            if page not in held and chunk is not None:
+                out.setdefault(chunk.chunk_id, parent["fused_score"])
+    return out
 
 
 def worker_query(question: str, anchor: Anchor | None) -> str:
@@ -54,7 +92,9 @@ def explore(
     round_no: int = 1,
     extra_terms: list[str] | None = None,
     hop_query: str = "",
+    follow_mentions: bool = False,
 ) -> dict[str, Any]:
+    """``follow_mentions``: hop 1 also reaches the pages the kept passages name (a bridge question)."""
     t0 = time.perf_counter()
     query = hop_query or worker_query(question, anchor)
     if extra_terms and not hop_query:
@@ -68,22 +108,33 @@ def explore(
     pruned = len(rejected)
     terminated_by = "complete"
     if kept and (deadline is None or time.time() < deadline):
+        parents = kept[:WORKER_PASSAGES]
+        # the pages the path's best passages name: found by search already (kept, however low it ranks them,
+        # or turned down by the prune) or reached below, each keeps a place on the mention
+        named = _named_chunks(index, sorted(kept, key=path_order)[:WORKER_PASSAGES]) if follow_mentions else {}
+        kept = [{**p, "mentioned": True} if p["chunk_id"] in named else p for p in kept]
+        kept += [{**{k: v for k, v in r.items() if k != "pruned_by"}, "mentioned": True}
+                 for r in rejected if r["chunk_id"] in named]
+        pruned -= sum(r["chunk_id"] in named for r in rejected)
+        rejected = [r for r in rejected if r["chunk_id"] not in named]
         seen = {p["chunk_id"] for p in kept} | {c.chunk_id for c in candidates}
         reached: list[tuple] = []
-        for parent in kept[:WORKER_PASSAGES]:
+        for parent in parents:
             for chunk in index.neighbours(parent["chunk_id"]) + index.linked_chunks(parent["page_id"]):
                 if chunk.chunk_id in seen:
                     continue
                 seen.add(chunk.chunk_id)
                 reached.append((chunk, parent["fused_score"] * HOP_DECAY))
+        reached += [(index.chunk(c), score * HOP_DECAY) for c, score in named.items() if c not in seen]
         hop_passages = index.score_chunks(reached, query, qv)
-        hop_kept, hop_rejected = _prune(hop_passages, anchor, q_tokens, qv, index, settings, hop=1)
+        hop_kept, hop_rejected = _prune(hop_passages, anchor, q_tokens, qv, index, settings, hop=1, linked=set(named))
         kept.extend(hop_kept)
         pruned += len(hop_rejected)
     elif deadline is not None and time.time() >= deadline:
         terminated_by = "time"
     kept.sort(key=path_order)
-    kept = kept[:WORKER_PASSAGES]
+    named_kept = [p for p in kept if p.get("mentioned")][:MENTION_PASSAGES]
+    kept = [p for p in kept if not p.get("mentioned")][:WORKER_PASSAGES] + named_kept
     path_score = max((p["path_score"] for p in kept), default=0.0)
     new = [p for p in kept if p["chunk_id"] not in held_ids]
     new_hits_ratio = len(new) / len(kept) if kept else 0.0
@@ -117,8 +168,10 @@ def _prune(
     index: HybridIndex,
     settings: Settings,
     hop: int,
+    linked: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Passages kept and passages turned down, each scored the same way (``pruned_by`` says which stage)."""
+    """Passages kept and passages turned down, each scored the same way (``pruned_by`` says which stage).
+    A ``linked`` chunk was reached because a kept passage names its page: that is its lexical evidence."""
     kept: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     for passage in passages:
@@ -135,7 +188,11 @@ def _prune(
             # path score blends semantic fit with the lexical evidence of the anchor (both 0-1)
             path_score=round(0.7 * max(sim, 0.0) + 0.3 * (1.0 if has_anchor else overlap), 4),
         )
-        if not has_anchor and overlap < ROUGH_MIN_OVERLAP:
+        if passage.chunk.chunk_id in linked:
+            row["mentioned"] = True
+        if row.get("mentioned"):  # named by a kept passage: its link to the question, however it scores
+            kept.append(row)
+        elif not has_anchor and overlap < ROUGH_MIN_OVERLAP:
             rejected.append({**row, "pruned_by": "rough"})  # neither the anchor nor enough of the question's words
         elif sim < settings.agent.FINE_MIN_SIM:
             rejected.append({**row, "pruned_by": "fine"})  # semantically off the question
