@@ -349,6 +349,8 @@ def main() -> int:
                         ("Anchors met by a bridge page (`scripts/bench_bridges.py`)", "bridges.md")):
         if (BENCH / name).is_file():
             lines += written_section(f"## {title}", name)
+    for f in sorted((BENCH / "evidence").glob("*.md")):
+        lines += written_section(f"## Gold pages in the context: {f.stem} (`scripts/bench_evidence.py`)", f"evidence/{f.name}")
     for f in sorted((BENCH / "decision").glob("served_*.md")):
         lines += written_section(f"## The agent in-process and served: {f.stem} (`scripts/bench_served.py`)", f"decision/{f.name}")
     if (rc := _load("resume_check.json")) is not None:
