@@ -6,12 +6,12 @@ content words) then *fine* (semantic: cosine of passage to question >= ``FINE_MI
 follows the kept passages' neighbouring sections and in-corpus hyperlinks and prunes again. The path
 reports how much of it is new against evidence already held, and why it stopped.
 
-For a bridge question (anchors/hops.py) hop 1 also follows the names a kept passage gives: the pages
-of the index whose title it names. Plain-text pages carry no hyperlinks, and the page a bridge
+For a bridge question (anchors/hops.py) hop 1 also follows the names the path's best passages give:
+the pages of the index whose title they name. Plain-text pages carry no hyperlinks, and the page a bridge
 question needs second (the film's star, the song's writer) is about an entity the question never
 names: neither the anchor nor the question's words are on it, so search ranks it low and the rough
-prune drops it. The mention is its link to the question, so it passes the rough prune on that and
-takes a place of its own in the path (``MENTION_PASSAGES``), beside the best-scored passages.
+prune drops it. The mention is its link to the question, so it passes both prunes on that and takes a
+place of its own in the path (``MENTION_PASSAGES``), beside the best-scored passages.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def explore(
     hop_query: str = "",
     follow_mentions: bool = False,
 ) -> dict[str, Any]:
-    """``follow_mentions``: hop 1 also reaches the pages the kept passages name (a bridge question)."""
+    """``follow_mentions``: hop 1 also reaches the pages the best kept passages name (a bridge question)."""
     t0 = time.perf_counter()
     query = hop_query or worker_query(question, anchor)
     if extra_terms and not hop_query:
@@ -188,10 +188,8 @@ def _prune(
             # path score blends semantic fit with the lexical evidence of the anchor (both 0-1)
             path_score=round(0.7 * max(sim, 0.0) + 0.3 * (1.0 if has_anchor else overlap), 4),
         )
-        if passage.chunk.chunk_id in linked:
-            row["mentioned"] = True
-        if row.get("mentioned"):  # named by a kept passage: its link to the question, however it scores
-            kept.append(row)
+        if passage.chunk.chunk_id in linked:  # named by a kept passage: its link to the question, however it scores
+            kept.append({**row, "mentioned": True})
         elif not has_anchor and overlap < ROUGH_MIN_OVERLAP:
             rejected.append({**row, "pruned_by": "rough"})  # neither the anchor nor enough of the question's words
         elif sim < settings.agent.FINE_MIN_SIM:
