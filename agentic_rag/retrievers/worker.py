@@ -52,15 +52,17 @@ def content_overlap(question_tokens: set[str], text: str) -> float:
 
 def named_pages(index: HybridIndex, text: str, exclude: str = "") -> list[str]:
     """The ids of the index's pages whose title ``text`` names as whole words (a title's qualifier in
-    brackets aside), other than ``exclude``: the links a plain-text page does not carry."""
+    brackets aside), other than ``exclude``: the links a plain-text page does not carry. A name that
+    several of those pages carry names none of them: "Computational complexity theory (paragraph 4)" and
+    "(paragraph 13)" are one article's paragraphs, "Double Jeopardy (1999 film)" and "(1955 film)" two films."""
     folded = fold(text)
-    out = []
+    found: dict[str, list[str]] = {}
     for page in index.pages:
         title = fold(_QUALIFIER.sub("", page.page_name or ""))
         if (page.page_id != exclude and len(title) >= MIN_TITLE_CHARS and title in folded
                 and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", folded)):
-            out.append(page.page_id)
-    return out
+            found.setdefault(title, []).append(page.page_id)
+    return [pages[0] for pages in found.values() if len(pages) == 1]
 
 
 def _named_chunks(index: HybridIndex, parents: list[dict[str, Any]]) -> dict[str, float]:
