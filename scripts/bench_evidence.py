@@ -70,7 +70,7 @@ def main() -> int:
     records = records[: args.n]
     from tqdm import tqdm
 
-    plans = {r.query: question_plan(r.query)[0].shape for r in records}  # a question and its twins share one
+    plans = {r.query: question_plan(r.query)[0].shape for r in records}  # as the agent's anchor step plans each
     with tqdm(total=len(records), desc="packing", unit="q") as bar:
         report = evidence_recall(records, SYSTEMS, settings, on_record=bar.update,
                                  groups=lambda r: [f"type:{r.question_type or 'unknown'}", f"plan:{plans[r.query]}"])
