@@ -237,7 +237,11 @@ def test_the_benchmark_pairs_the_chain_check_run_with_the_agent_wherever_it_was_
     assert not ended.value.code
     overview = json.loads((out / "overview.json").read_text())
     chained = overview["with_chain"]["chain_check"]
-    assert set(chained) == {"score", "paired_vs_agent", "tokens_per_q", "token_ratio", "right_answers_kept"}
+    assert set(chained) == {"score", "paired_vs_agent", "tokens_per_q", "token_ratio", "right_answers_kept", "kept_frontier"}
+    # the fitted decision's trade, where the run has one: the run's point, the ceiling and P(right)'s AUC
+    for frontier in (chained["kept_frontier"], overview["with_chain"]["kept_frontier"]):
+        assert frontier is None or (set(frontier) == {"cut", "as_run", "every_draft", "auc"}
+                                    and frontier["as_run"]["right_answers_kept"] <= frontier["every_draft"]["right_answers_kept"])
     assert chained["paired_vs_agent"]["ci95_low"] <= chained["paired_vs_agent"]["diff"] <= chained["paired_vs_agent"]["ci95_high"]
     assert "chain_check" not in overview["without"]
     assert (out / "with_chain" / "agent_chain_check_results.jsonl.gz").is_file()
