@@ -235,6 +235,13 @@ def test_compare_shows_what_the_fitted_cut_trades_between_right_answers_kept_and
     # a run under the threshold policy has no P(right): no section, no plot
     plain = compare([base, folder("thresholds", agent)])
     assert plain["paired"][0]["kept_frontier"] is None and "by the cut of P(right)" not in to_markdown(plain)
+    # a damaged telemetry line is passed over, a damaged config.json shows no trade; the rows are still compared
+    with (with_p / "telemetry.jsonl").open("a") as telemetry:
+        telemetry.write("\n" + json.dumps({"question_id": "1", "round": 3, "p_right": "high"}) + "\n" + json.dumps({"p_right": 0.3}))
+    assert compare([base, with_p])["paired"][0]["kept_frontier"] == f
+    (with_p / "config.json").write_text(json.dumps({"settings": {"WRONG_ANSWER_COST": "one"}}))
+    damaged = compare([base, with_p])["paired"][0]
+    assert damaged["kept_frontier"] is None and damaged["right_answers_kept"] == 0.25
 
 
 def test_abstain_r1_names_match_the_definitions():

@@ -113,8 +113,11 @@ def _kept_frontier(run: dict[str, Any], ids: list[str], base: dict[str, dict[str
     p_right = p_right_by_question(run["dir"])
     if not p_right:
         return None
-    cost = (read_object(Path(run["dir"]) / "config.json").get("settings") or {}).get("WRONG_ANSWER_COST")
-    return kept_frontier(base, rows, ids, p_right, cut_for(float(cost))) if cost is not None else None
+    settings = read_object(Path(run["dir"]) / "config.json").get("settings")
+    cost = settings.get("WRONG_ANSWER_COST") if isinstance(settings, dict) else None
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return None  # a damaged or foreign config.json: the rows are still compared, the trade is not shown
+    return kept_frontier(base, rows, ids, p_right, cut_for(float(cost)))
 
 
 def _paired(ids: list[str], base: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]) -> dict[str, Any]:

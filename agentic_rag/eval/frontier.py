@@ -90,8 +90,9 @@ def p_right_by_question(run_dir: str | Path) -> dict[str, float]:
     path = Path(run_dir) / "telemetry.jsonl"
     last: dict[str, float] = {}
     for rec in read_rows(path) if path.is_file() else []:
-        if rec.get("p_right") is not None:
-            last[str(rec["question_id"])] = float(rec["p_right"])
+        value = rec.get("p_right")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and rec.get("question_id") is not None:
+            last[str(rec["question_id"])] = float(value)  # a damaged line's value is not read as a probability
     return last
 
 
