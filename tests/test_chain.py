@@ -263,7 +263,7 @@ def test_a_bridge_questions_worker_follows_a_name_its_passages_give_to_that_page
     The agent asks that only of a bridge question's workers."""
     from agentic_rag.anchors.matching import Anchor
     from agentic_rag.retrievers.source import resolve_index
-    from agentic_rag.retrievers.worker import WORKER_PASSAGES, explore, named_pages
+    from agentic_rag.retrievers.worker import WORKER_PASSAGES, explore
     from agentic_rag.runner import graph_input
     from agentic_rag.testing.records import record
     from graphs.agent import dispatch_workers
@@ -277,11 +277,11 @@ def test_a_bridge_questions_worker_follows_a_name_its_passages_give_to_that_page
     settings = Settings.load()
     index = resolve_index(graph_input(record=record(BRIDGE_Q, pages)), settings)
     film = next(p for p in index.pages if p.page_name == FILM[0])
-    assert [index.page(p).page_name for p in named_pages(index, FILM[1], film.page_id)] == ["Shirley Temple"]
+    assert [index.page(p).page_name for p in index.named_pages(FILM[1], film.page_id)] == ["Shirley Temple"]
     # one article's paragraphs (SQuAD) share a title: a paragraph naming the article names none of them
     paragraphs = {f"Warsaw (paragraph {i})": f"Warsaw is the capital of Poland. Fact {i} about the city." for i in range(3)}
     squad = resolve_index(graph_input(record=record("What is the capital of Poland?", paragraphs)), settings)
-    assert all(named_pages(squad, p.text, p.page_id) == [] for p in squad.chunks)
+    assert all(squad.named_pages(p.text, p.page_id) == [] for p in squad.chunks)
     anchor = Anchor(text="Corliss Archer", type="person", score=0.9)
     plain = explore(anchor, BRIDGE_Q, index, settings)
     assert len(plain["passages"]) == WORKER_PASSAGES and "Shirley Temple" not in [p["page_name"] for p in plain["passages"]]

@@ -28,12 +28,15 @@ from agentic_rag.retrieval.chunks import Chunk, Page, chunk_page
 from agentic_rag.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
 from agentic_rag.retrieval.embeddings import Embedder
 from agentic_rag.retrieval.vectorstore import build_store, nearest_rows
+from agentic_rag.text import fold
 
 INDEX_FORMAT = 1
 _WORD = re.compile(r"(?u)\b\w+\b")
 _STOP = frozenset(STOPWORDS_EN)
 
 BonusFn = Callable[[Chunk], float]
+_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")  # "Alien (film)" is named "Alien"
+MIN_TITLE_CHARS = 4  # a shorter title ("Jaws" passes, "It" not) is named by chance too often (characters)
 
 
 class BrokenIndexError(UserError, ValueError):
@@ -100,6 +103,7 @@ class HybridIndex:
         self.embedder = embedder
         self._pages_by_id = {p.page_id: p for p in pages}
         self._page_by_url = {p.page_url: p.page_id for p in pages if p.page_url}
+        self._titles: list[tuple[str, str]] | None = None  # (page id, title as text names it): named_pages builds it
         self._row = {c.chunk_id: i for i, c in enumerate(chunks)}
         if vector_index is None:
             vector_index = faiss.IndexFlatIP(embedder.dim)
@@ -165,6 +169,22 @@ class HybridIndex:
             if target and target != page_id:
                 out.extend(c for c in (self.chunk(f"{target}:{i}") for i in range(per_page)) if c is not None)
         return out
+
+    def named_pages(self, text: str, exclude: str = "") -> list[str]:
+        """Ids of the pages of this index whose title ``text`` names as whole words (a title's qualifier in
+        brackets aside), other than ``exclude``: the links a plain-text page does not carry. A name that
+        several of those pages carry names none of them: "Computational complexity theory (paragraph 4)"
+        and "(paragraph 13)" are one article's paragraphs, "Double Jeopardy (1999 film)" and "(1955 film)"
+        two films."""
+        if self._titles is None:  # folded once per index, not per passage read
+            self._titles = [(p.page_id, title) for p in self.pages
+                            if len(title := fold(_QUALIFIER.sub("", p.page_name or ""))) >= MIN_TITLE_CHARS]
+        folded = fold(text)
+        found: dict[str, list[str]] = {}
+        for page_id, title in self._titles:
+            if page_id != exclude and title in folded and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", folded):
+                found.setdefault(title, []).append(page_id)
+        return [pages[0] for pages in found.values() if len(pages) == 1]
 
     def score_chunks(
         self, chunks: list[tuple[Chunk, float]], query: str, query_vector: np.ndarray

@@ -7,16 +7,16 @@ follows the kept passages' neighbouring sections and in-corpus hyperlinks and pr
 reports how much of it is new against evidence already held, and why it stopped.
 
 For a bridge question (anchors/hops.py) hop 1 also follows the names the path's best passages give:
-the pages of the index whose title they name. Plain-text pages carry no hyperlinks, and the page a bridge
-question needs second (the film's star, the song's writer) is about an entity the question never
-names: neither the anchor nor the question's words are on it, so search ranks it low and the rough
-prune drops it. The mention is its link to the question, so it passes both prunes on that and takes a
-place of its own in the path (``MENTION_PASSAGES``), beside the best-scored passages.
+the pages of the index whose title they name (``HybridIndex.named_pages``, the in-text twin of its
+links). Plain-text pages carry no hyperlinks, and the page a bridge question needs second (the film's
+star, the song's writer) is about an entity the question never names: neither the anchor nor the
+question's words are on it, so search ranks it low and the rough prune drops it. The mention is its
+link to the question, so it passes both prunes on that and takes a place of its own in the path
+(``MENTION_PASSAGES``), beside the best-scored passages.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
@@ -26,7 +26,6 @@ from agentic_rag.anchors.matching import Anchor, anchor_in_text
 from agentic_rag.configuration import Settings
 from agentic_rag.retrieval.hybrid import HybridIndex, Passage, tokenize
 from agentic_rag.retrievers.source import retrieve
-from agentic_rag.text import fold
 
 HOP_DECAY = 0.5  # a hop-1 passage inherits this share of its parent's fused score (fraction)
 WORKER_PASSAGES = 4  # passages a worker keeps after pruning (passages); hop 1 starts from these
@@ -34,8 +33,6 @@ WORKER_PASSAGES = 4  # passages a worker keeps after pruning (passages); hop 1 s
 # lacks the anchor; low on purpose, the fine prune (FINE_MIN_SIM, a setting) does the real cut.
 ROUGH_MIN_OVERLAP = 0.2
 MENTION_PASSAGES = 2  # a bridge question's path keeps up to this many pages its passages name (passages)
-_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")  # "Alien (film)" is named "Alien"
-MIN_TITLE_CHARS = 4  # a shorter title ("Jaws" passes, "It" not) is named by chance too often (characters)
 
 
 def path_order(passage: dict[str, Any]) -> tuple[float, str]:
@@ -50,28 +47,13 @@ def content_overlap(question_tokens: set[str], text: str) -> float:
     return len(question_tokens & set(tokenize(text))) / len(question_tokens)
 
 
-def named_pages(index: HybridIndex, text: str, exclude: str = "") -> list[str]:
-    """The ids of the index's pages whose title ``text`` names as whole words (a title's qualifier in
-    brackets aside), other than ``exclude``: the links a plain-text page does not carry. A name that
-    several of those pages carry names none of them: "Computational complexity theory (paragraph 4)" and
-    "(paragraph 13)" are one article's paragraphs, "Double Jeopardy (1999 film)" and "(1955 film)" two films."""
-    folded = fold(text)
-    found: dict[str, list[str]] = {}
-    for page in index.pages:
-        title = fold(_QUALIFIER.sub("", page.page_name or ""))
-        if (page.page_id != exclude and len(title) >= MIN_TITLE_CHARS and title in folded
-                and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", folded)):
-            found.setdefault(title, []).append(page.page_id)
-    return [pages[0] for pages in found.values() if len(pages) == 1]
-
-
 def _named_chunks(index: HybridIndex, parents: list[dict[str, Any]]) -> dict[str, float]:
     """The first chunk of each page the ``parents`` name and do not already hold, with the fused score of
     the first parent naming it."""
     held = {p["page_id"] for p in parents}
     out: dict[str, float] = {}
     for parent in parents:
-        for page in named_pages(index, parent["text"], parent["page_id"]):
+        for page in index.named_pages(parent["text"], parent["page_id"]):
             chunk = index.chunk(f"{page}:0")
             if page not in held and chunk is not None:
                 out.setdefault(chunk.chunk_id, parent["fused_score"])
