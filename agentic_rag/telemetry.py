@@ -105,6 +105,13 @@ def parse_json(text: str | bytes) -> Any:
         raise json.JSONDecodeError(why, text if isinstance(text, str) else "", 0) from None
 
 
+def json_number(value: Any) -> int | float | None:
+    """``value`` when it reads as a number, else None: ``true`` and ``false`` are no numbers, though Python
+    counts them as ints. Every reading of a number from a row, a signal or a config that a damaged file
+    may have filled with anything goes through here."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Every complete row; a line cut by a killed writer is skipped."""
     if not Path(path).is_file():

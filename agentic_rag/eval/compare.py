@@ -16,6 +16,7 @@ from agentic_rag.eval.metrics import BREAKDOWN_FIGURES, metric_label
 from agentic_rag.eval.results import read_object, read_results
 from agentic_rag.eval.rows import usable_gold
 from agentic_rag.errors import replace_file
+from agentic_rag.telemetry import json_number
 
 SUMMARY_KEYS = (
     "n", "accuracy", "hallucination", "missing", "score", "em_short", "f1_short",
@@ -114,8 +115,8 @@ def _kept_frontier(run: dict[str, Any], ids: list[str], base: dict[str, dict[str
     if not p_right:
         return None
     settings = read_object(Path(run["dir"]) / "config.json").get("settings")
-    cost = settings.get("WRONG_ANSWER_COST") if isinstance(settings, dict) else None
-    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+    cost = json_number(settings.get("WRONG_ANSWER_COST")) if isinstance(settings, dict) else None
+    if cost is None:
         return None  # a damaged or foreign config.json: the rows are still compared, the trade is not shown
     return kept_frontier(base, rows, ids, p_right, cut_for(float(cost)))
 

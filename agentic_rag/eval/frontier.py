@@ -85,13 +85,11 @@ def refused_at_cut(row: dict[str, Any], value: float | None, cut: float, thresho
 def p_right_by_question(run_dir: str | Path) -> dict[str, float]:
     """The P(right) the fitted decision gave each question's last judged draft, from the run's telemetry
     (none for a question decided before any draft was judged, or a run under the threshold policy)."""
-    from agentic_rag.telemetry import read_rows
+    from agentic_rag.telemetry import json_number, read_rows
 
-    path = Path(run_dir) / "telemetry.jsonl"
     last: dict[str, float] = {}
-    for rec in read_rows(path) if path.is_file() else []:
-        value = rec.get("p_right")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and rec.get("question_id") is not None:
+    for rec in read_rows(Path(run_dir) / "telemetry.jsonl"):  # none when the run wrote no telemetry
+        if (value := json_number(rec.get("p_right"))) is not None and rec.get("question_id") is not None:
             last[str(rec["question_id"])] = float(value)  # a damaged line's value is not read as a probability
     return last
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from agentic_rag.telemetry import json_number
+
 STOP, RETRIEVE_MORE, REFLECT, ABSTAIN = "STOP", "RETRIEVE_MORE", "REFLECT", "ABSTAIN"
 ACTIONS = (STOP, RETRIEVE_MORE, REFLECT, ABSTAIN)
 
@@ -222,8 +224,7 @@ def gate_readings(scores: list[float], tier: str) -> dict[str, float | None]:
 
 def reading(signals: Mapping[str, Any], check: Check) -> float | None:
     """The check's reading, or None when it was not taken (a bool is no reading)."""
-    value = signals.get(check.signal)
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return json_number(signals.get(check.signal))
 
 
 def passes(check: Check, signals: Mapping[str, Any], settings: Any) -> bool:

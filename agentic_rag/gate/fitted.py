@@ -33,7 +33,7 @@ from typing import Any
 from agentic_rag.gate.checks import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP
 from agentic_rag.gate.decision import Decision, Flags, can_retrieve_more
 from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
-from agentic_rag.telemetry import parse_json
+from agentic_rag.telemetry import json_number, parse_json
 
 DECISION_FORMAT = "agentic-rag decision 1"
 DECISIONS_DIR = Path(__file__).resolve().parents[1] / "data" / "decisions"
@@ -155,9 +155,9 @@ class FittedModel:
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if (number := json_number(value)) is None or not math.isfinite(number):
         raise ValueError(f"{where} is not a finite number ({str(value)[:40]!r})")
-    return float(value)
+    return float(number)
 
 
 def _numbers(values: Any, where: str) -> list[float]:

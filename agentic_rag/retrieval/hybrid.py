@@ -8,6 +8,7 @@ score after fusion (the anchor boost) without touching this module.
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -103,7 +104,6 @@ class HybridIndex:
         self.embedder = embedder
         self._pages_by_id = {p.page_id: p for p in pages}
         self._page_by_url = {p.page_url: p.page_id for p in pages if p.page_url}
-        self._titles: list[tuple[str, str]] | None = None  # (page id, title as text names it): named_pages builds it
         self._row = {c.chunk_id: i for i, c in enumerate(chunks)}
         if vector_index is None:
             vector_index = faiss.IndexFlatIP(embedder.dim)
@@ -176,15 +176,23 @@ class HybridIndex:
         several of those pages carry names none of them: "Computational complexity theory (paragraph 4)"
         and "(paragraph 13)" are one article's paragraphs, "Double Jeopardy (1999 film)" and "(1955 film)"
         two films."""
-        if self._titles is None:  # folded once per index, not per passage read
-            self._titles = [(p.page_id, title) for p in self.pages
-                            if len(title := fold(_QUALIFIER.sub("", p.page_name or ""))) >= MIN_TITLE_CHARS]
         folded = fold(text)
         found: dict[str, list[str]] = {}
-        for page_id, title in self._titles:
-            if page_id != exclude and title in folded and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", folded):
+        for page_id, title, whole_words in self._titles:
+            if page_id != exclude and title in folded and whole_words.search(folded):
                 found.setdefault(title, []).append(page_id)
         return [pages[0] for pages in found.values() if len(pages) == 1]
+
+    @functools.cached_property
+    def _titles(self) -> list[tuple[str, str, re.Pattern[str]]]:
+        """(page id, title as a text names it, its whole-word pattern): folded and compiled once per index,
+        not for every passage a worker reads (a corpus index has more titles than ``re`` caches)."""
+        titles = []
+        for page in self.pages:
+            title = fold(_QUALIFIER.sub("", page.page_name or ""))
+            if len(title) >= MIN_TITLE_CHARS:
+                titles.append((page.page_id, title, re.compile(rf"(?<!\w){re.escape(title)}(?!\w)")))
+        return titles
 
     def score_chunks(
         self, chunks: list[tuple[Chunk, float]], query: str, query_vector: np.ndarray
