@@ -373,7 +373,7 @@ class BAUGSettings(_Section):
         True, "on/off", "Layer 3: hedging or filler in the answer becomes an abstention.", per_request=True
     )
     CHAIN_CHECK: bool = setting(False, "on/off", "A bridge or comparison answer must be stated hop by hop, each hop by "
-                                "a sentence of its own page (the chain is shown either way; off until measured).", per_request=True)
+                                "a sentence of its own page; the chain is shown either way.", per_request=True)
     HOPS_FOUND_MIN: float = setting(1.0, "fraction", "Share of a multi-hop answer's hops a page must state (CHAIN_CHECK).",
                                     ge=0.0, le=1.0, per_request=True)
     PERIOD_SCOPE: Literal["window", "content", "sentence"] = setting(
