@@ -50,7 +50,8 @@ def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
     rows = read_results(results_path)
     for row in rows:
         row["short_answer"] = reextracted_short_answer(row)
-        j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok")
+        j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok",
+                  question=row["query"])
         row.update(judgement=j.label, judge_rule=j.rule, score=j.score, em=j.em, f1=j.f1)
         if row.get("world_answer"):
             row["matches_world_answer"] = matches_world_answer(row)

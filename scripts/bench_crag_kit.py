@@ -124,7 +124,7 @@ def run(args) -> dict:
     questions = []
     for q, gold, pred, row in zip(queries, golds, predictions, timed.rows):
         refused = pred.strip().lower() == "i don't know"
-        verdict = judge(pred, pred, str(gold), [], refused)
+        verdict = judge(pred, pred, str(gold), [], refused, question=q)
         questions.append({
             "interaction_id": row["interaction_id"], "query": q, "gold": gold, "prediction": pred,
             "status": row["status"], "seconds": row.get("seconds"), "budget_s": row.get("budget_s"),

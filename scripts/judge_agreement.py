@@ -1,5 +1,10 @@
 """Agreement of the rule judge with hand labels (benchmarks/judge_agreement/labels.jsonl).
 
+``python scripts/judge_agreement.py sample`` draws the audit's stratified sample from the committed runs
+into audit_sample.jsonl, without hand labels; a person reads each row and adds ``hand_label`` and
+``note``, and the labelled rows are appended to labels.jsonl. ``python scripts/judge_agreement.py``
+(``report``) then writes the agreement.
+
 Each line holds a question, its gold answers, a system's answer and the label a person gave it after
 reading it (accurate / incorrect / missing). The script re-judges every answer with the current rules
 and writes the agreement table, each matching rule's false-positive and false-negative rate measured
@@ -9,77 +14,178 @@ A row whose gold cannot score an answer (``eval.rows.usable_gold``: empty, "nan"
 
 from __future__ import annotations
 
+import argparse
+import gzip
 import json
+import random
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
-from agentic_rag.eval.judge import MATCH_RULES, judge, rule_rates
+from agentic_rag.eval.judge import MATCH_RULES, judge, question_form, rule_rates
 from agentic_rag.eval.markdown import md_escape
-from agentic_rag.eval.rows import usable_gold
+from agentic_rag.eval.results import read_results_text
+from agentic_rag.eval.rows import is_refusal, usable_gold
 
-HERE = Path(__file__).resolve().parents[1] / "benchmarks" / "judge_agreement"
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "benchmarks" / "judge_agreement"
+RUNS = ROOT / "benchmarks" / "agent_vs_baseline"
+# rows to draw per audit type (the issue asks for at least 60 choices and 40 yes/no, 300 in all)
+QUOTAS = {"choice": 90, "yes_no": 60, "bridge": 70, "simple": 60, "crag": 16, "unanswerable": 50}
+
+
+def audit_type(question: str, gold: str, dataset: str) -> str:
+    """The judge's reading of what the gold asks for, with an open answer named by its family: a
+    HotpotQA bridge, a single-passage SQuAD or RGB question, a CRAG question of any type."""
+    form = question_form(question, gold)
+    if form != "open":
+        return form
+    family = dataset.removeprefix("fast/")
+    return "crag" if family.startswith("crag") else "bridge" if family.startswith("hotpot") else "simple"
+
+
+def answered_rows() -> list[dict]:
+    """Every answered row of the committed agent and baseline runs, as a labelling row: what a person
+    reads (question, gold, answer) and the judgement the committed run holds."""
+    out = []
+    for path in sorted(RUNS.glob("**/*_results.jsonl.gz")):
+        system = path.name.removesuffix("_results.jsonl.gz")
+        if system not in ("agent", "baseline"):
+            continue  # the CHAIN_CHECK runs repeat the agent's drafts
+        dataset = path.parent.relative_to(RUNS).as_posix()
+        for row in read_results_text(gzip.decompress(path.read_bytes()).decode("utf-8")):
+            if is_refusal(row):
+                continue  # a refusal is missing by construction: nothing for a person to read
+            out.append({"dataset": dataset, "system": system, "id": row["id"], "query": row["query"],
+                        "gold": str(row["gold"]), "alternatives": list(row.get("alternatives") or []),
+                        "prediction": row["prediction"] or "", "short_answer": row.get("short_answer") or "",
+                        "judge_at_labelling": row["judgement"], "rule_at_labelling": row["judge_rule"]})
+    return out
+
+
+def sample(seed: int, out: Path) -> int:
+    """Each audit type's quota, drawn with a fixed seed, the baseline and the agent taking turns, so the
+    sample holds both systems' answers to the same kinds of question; a row already labelled is not
+    drawn again. Half the rows are marked A (read while rules are written), half B (held out)."""
+    labelled = {(r["dataset"], r["system"], r["id"]) for r in map(json.loads, (HERE / "labels.jsonl").read_text().splitlines())}
+    strata: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for row in answered_rows():
+        if (row["dataset"].removeprefix("fast/"), row["system"], row["id"]) not in labelled and usable_gold(row["gold"]):
+            strata[audit_type(row["query"], row["gold"], row["dataset"])][row["system"]].append(row)
+    rng = random.Random(seed)
+    drawn = []
+    for kind, quota in QUOTAS.items():
+        pools = [rng.sample(rows, len(rows)) for _, rows in sorted(strata[kind].items())]
+        picked: list[dict] = []
+        while len(picked) < quota and any(pools):
+            picked += [pool.pop() for pool in pools if pool][: quota - len(picked)]
+        drawn += [{**row, "audit_type": kind} for row in picked]
+        print(f"{kind}: {len(picked)} of {sum(len(v) for v in strata[kind].values())}", file=sys.stderr)
+    rng.shuffle(drawn)
+    for i, row in enumerate(drawn):
+        row["half"] = "AB"[i % 2]
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in drawn))
+    print(f"{len(drawn)} rows -> {out}", file=sys.stderr)
+    return 0
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command")
+    draw = sub.add_parser("sample", help="draw the audit sample (no hand labels) into audit_sample.jsonl")
+    draw.add_argument("--seed", type=int, default=67)
+    draw.add_argument("--out", type=Path, default=HERE / "audit_sample.jsonl")
+    args = parser.parse_args()
+    if args.command == "sample":
+        return sample(args.seed, args.out)
+    return report()
+
+
+LABELS = ("accurate", "incorrect", "missing")
+
+
+def _pct(num: int, den: int) -> str:
+    return f"{num}/{den} ({num / den:.1%})" if den else "-"
+
+
+def report() -> int:
+    """Agreement per audit type, before (as the committed runs were judged) and now, each deciding rule's
+    false positives, each matching rule alone, and every disagreement, into README.md."""
     every = [json.loads(line) for line in (HERE / "labels.jsonl").read_text().splitlines() if line.strip()]
     rows = [r for r in every if usable_gold(r["gold"])]
     unusable = [r for r in every if not usable_gold(r["gold"])]
-    pairs = Counter()
-    rules = Counter()
-    disagree = []
     for r in rows:
-        j = judge(r["prediction"], r["short_answer"], r["gold"], r["alternatives"], False)
-        pairs[(r["hand_label"], j.label)] += 1
-        rules[j.rule] += 1
-        if j.label != r["hand_label"]:
-            disagree.append((r, j))
-    agree = sum(v for (h, j), v in pairs.items() if h == j)
-    newest = MATCH_RULES[-1][0]  # the rule added last: agreement before it, with the judge otherwise as now
-    without = sum(judge(r["prediction"], r["short_answer"], r["gold"], r["alternatives"], False,
-                        rules=MATCH_RULES[:-1]).label == r["hand_label"] for r in rows)
-    then = sum(r["judge_at_labelling"] == r["hand_label"] for r in rows)
-    sources = Counter(r["dataset"] for r in rows)
-    labels = ["accurate", "incorrect", "missing"]
+        r["now"] = judge(r["prediction"], r["short_answer"], r["gold"], r["alternatives"], False, question=r["query"])
+        r.setdefault("audit_type", audit_type(r["query"], r["gold"], r["dataset"]))
+        r.setdefault("half", "earlier")  # labelled in an earlier round, before this audit's rules
+    by_type: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_type[r["audit_type"]].append(r)
+    agree_then = sum(r["judge_at_labelling"] == r["hand_label"] for r in rows)
+    agree_now = sum(r["now"].label == r["hand_label"] for r in rows)
     lines = [
-        "# Rule judge vs hand labels",
-        "",
-        f"{len(rows)} answered, answerable questions (" + ", ".join(f"{k} {v}" for k, v in sources.items())
-        + "; RGB answerable variant and the CRAG examples, baseline and agent answers, and the answer issue 27 "
-        "reported), each read and labelled by hand. Generated by `scripts/judge_agreement.py`."
+        "# Rule judge vs hand labels", "",
+        f"{len(rows)} answers from the committed runs, each read and labelled by hand (accurate, incorrect, missing) "
+        "without the judge's verdict in view: " + ", ".join(f"{k} {v}" for k, v in Counter(r["dataset"] for r in rows).most_common())
+        + ". Generated by `scripts/judge_agreement.py` from `labels.jsonl`; `scripts/judge_agreement.py sample` drew the "
+        "stratified audit (`half` A and B) from every committed agent and baseline run's answered rows."
         + (f" Left out: {len(unusable)} whose gold cannot score an answer ("
            + ", ".join(f"{r['dataset']}/{r['system']}/{r['id']} gold {r['gold']!r}" for r in unusable) + ")." if unusable else ""),
         "",
-        f"Agreement now: {agree}/{len(rows)} ({agree / len(rows):.1%}); without `{newest}`, the rule added last: "
-        f"{without}/{len(rows)} ({without / len(rows):.1%}). Before, as each row was judged when it was "
-        f"labelled: {then}/{len(rows)} ({then / len(rows):.1%}). The `date` rule (month and day of the gold date, year when "
-        "given) and the `type_name` rule (a gold \"Hurricane Ivan\" named as \"Ivan\") were added after these "
-        "disagreements were seen, so the current figure is measured on the sample that motivated them.",
+        f"**Agreement now: {_pct(agree_now, len(rows))}. Before (as the committed runs were judged when the rows were "
+        f"labelled): {_pct(agree_then, len(rows))}.** The audit's rows were labelled before the claim rules "
+        "(`choice`, `yes_no`, `denied`, the stricter `false_premise`, `numeric` with units) were written; those rules were "
+        "written reading half A's disagreements only, and half B is the held-out check.",
         "",
-        "Rules that decided: " + ", ".join(f"`{k}` {v}" for k, v in rules.most_common()) + ".",
-        "False-positive checks of `full_name` and `type_name` on pairs of real gold answers: `full_name_pairs.md`, "
-        "`type_name_pairs.md` (`scripts/judge_name_pairs.py --rule ...`).",
-        "",
-        "| hand label, judge label -> | " + " | ".join(labels) + " |",
-        "|---|---|---|---|",
+        "| audit type | rows | before | now | now, half A | now, half B | now, earlier labels |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for h in labels:
-        lines.append(f"| {h} | " + " | ".join(str(pairs[(h, j)]) for j in labels) + " |")
+    for kind, group in sorted(by_type.items(), key=lambda kv: -len(kv[1])):
+        cells = [_pct(sum(r["judge_at_labelling"] == r["hand_label"] for r in group), len(group)),
+                 _pct(sum(r["now"].label == r["hand_label"] for r in group), len(group))]
+        for half in ("A", "B", "earlier"):
+            part = [r for r in group if r["half"] == half]
+            cells.append(_pct(sum(r["now"].label == r["hand_label"] for r in part), len(part)))
+        lines.append(f"| {kind} | {len(group)} | " + " | ".join(cells) + " |")
+    lines += ["", "Hand label against the judge now:", "", "| hand label, judge label -> | " + " | ".join(LABELS) + " |",
+              "|---|---|---|---|"]
+    pairs = Counter((r["hand_label"], r["now"].label) for r in rows)
+    lines += [f"| {h} | " + " | ".join(str(pairs[(h, j)]) for j in LABELS) + " |" for h in LABELS]
+    lines += ["", "## The rule that decided", "",
+              "Each row's deciding rule now; a rule's false positives are the rows it found accurate that a person did not "
+              "(rate over the rows it accepted).", "",
+              "| rule | rows decided | agree | accepted | false positives | false-positive rate |", "|---|---|---|---|---|---|"]
+    decided: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        decided[r["now"].rule].append(r)
+    for rule, group in sorted(decided.items(), key=lambda kv: -len(kv[1])):
+        accepted = [r for r in group if r["now"].label == "accurate"]
+        fp = sum(r["hand_label"] != "accurate" for r in accepted)
+        lines.append(f"| `{rule}` | {len(group)} | {sum(r['now'].label == r['hand_label'] for r in group)} | {len(accepted)} | "
+                     f"{fp} | {round(fp / len(accepted), 3) if accepted else '-'} |")
     lines += ["", "## Each matching rule alone", "",
               "A rule alone, on every row: it accepts a hand-incorrect answer (false positive, rate over the hand-incorrect "
               "rows) or leaves a hand-accurate one unaccepted (false negative, rate over the hand-accurate rows; "
-              "the rules complement each other, so the judge's own false negatives are the `all rules` row).", "",
+              "the rules complement each other, so the judge's own false negatives are the `all rules` row). The claim "
+              "rules run before these and are not in this table.", "",
               "| rule | accepts accurate | false positives | false-positive rate | false negatives | false-negative rate |",
               "|---|---|---|---|---|---|"]
     for r in rule_rates(rows):
         lines.append(f"| `{r['rule']}` | {r['true_positives']} | {r['false_positives']} | {r['false_positive_rate']} | "
                      f"{r['false_negatives']} | {r['false_negative_rate']} |")
-    lines += ["", "## Disagreements", ""]
-    lines += [f"- {r['dataset']}/{r['system']}/{md_escape(r['id'])}: hand {r['hand_label']}, judge {j.label} ({j.rule}): "
-              f"{md_escape(r['prediction'][:120])}"
-              for r, j in disagree] or ["none"]
+
+    def listed(r: dict, verdict: str) -> str:
+        return (f"- {r['audit_type']}, {r['dataset']}/{r['system']}/{md_escape(r['id'])} (half {r['half']}): hand {r['hand_label']}, "
+                f"judge {verdict}; gold {md_escape(r['gold'][:60])!s}: {md_escape(r['prediction'][:140])}"
+                + (f" ({md_escape(r['note'])})" if r.get("note") else ""))
+
+    lines += ["", "## Disagreements now", ""]
+    lines += [listed(r, f"{r['now'].label} (`{r['now'].rule}`)") for r in rows if r["now"].label != r["hand_label"]] or ["none"]
+    lines += ["", "## Disagreements before, that the judge now gets right", ""]
+    lines += [listed(r, f"{r['judge_at_labelling']} (`{r.get('rule_at_labelling', '?')}`), now `{r['now'].rule}`")
+              for r in rows if r["judge_at_labelling"] != r["hand_label"] and r["now"].label == r["hand_label"]] or ["none"]
     (HERE / "README.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    print("\n".join(lines[:20]))
     return 0
 
 

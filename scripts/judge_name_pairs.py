@@ -90,7 +90,7 @@ def sentence_firings(data: Path, rule: str) -> tuple[int, list[dict[str, str]]]:
             continue
         for sent in split_sentences(text):
             tried += 1
-            j = judge(sent, sent, golds[0], golds[1:], False)
+            j = judge(sent, sent, golds[0], golds[1:], False, question="")
             if j.rule == rule:
                 fired.append({"id": qid, "golds": " | ".join(golds), "sentence": sent[:240]})
     return tried, fired
@@ -126,7 +126,7 @@ def main() -> int:
             if gkey == pkey:
                 continue
             tried += 1
-            j = judge(pred, pred, shown[gkey], [], False)
+            j = judge(pred, pred, shown[gkey], [], False, question="")
             if j.rule == rule:
                 kind = "same_question" if pq & owners[gkey] else "cross_question"
                 fired[kind].append({"gold": shown[gkey], "prediction": pred})

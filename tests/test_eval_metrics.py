@@ -75,12 +75,12 @@ def test_calibration_rule_respects_the_false_refusal_cap():
 
 
 def test_judge_rules():
-    assert judge("Paris is the capital.", "Paris", "paris", [], False).label == "accurate"
-    assert judge("I don't know.", "", "paris", [], True).rule == "abstained"
-    assert judge("It is Lyon.", "Lyon", "i don't know", [], False).label == "incorrect"
-    assert judge("The premise is false: he never won.", "", "invalid question", [], False).label == "accurate"
-    assert judge("about 3,696 feet", "3,696 feet", "3696", [], False).rule in {"numeric", "contains"}
-    assert judge("Berlin", "Berlin", "paris", ["Berlin"], False).rule == "alias"
+    assert judge("Paris is the capital.", "Paris", "paris", [], False, question="").label == "accurate"
+    assert judge("I don't know.", "", "paris", [], True, question="").rule == "abstained"
+    assert judge("It is Lyon.", "Lyon", "i don't know", [], False, question="").label == "incorrect"
+    assert judge("The premise is false: he never won.", "", "invalid question", [], False, question="").label == "accurate"
+    assert judge("about 3,696 feet", "3,696 feet", "3696", [], False, question="").rule in {"numeric", "contains"}
+    assert judge("Berlin", "Berlin", "paris", ["Berlin"], False, question="").rule == "alias"
 
 
 @pytest.mark.parametrize("prediction, gold", [
@@ -92,7 +92,7 @@ def test_judge_rules():
     ("Pablo Diego Ruiz Picasso painted it.", "Pablo Picasso"),
 ])
 def test_a_full_name_that_extends_the_gold_name_is_accurate(prediction, gold):
-    j = judge(prediction, prediction, gold, [], False)
+    j = judge(prediction, prediction, gold, [], False, question="")
     assert (j.label, j.rule) == ("accurate", "full_name")
 
 
@@ -108,7 +108,7 @@ def test_a_full_name_that_extends_the_gold_name_is_accurate(prediction, gold):
     ("the manchester united football club", "manchester club"),  # not capitalised: not a name
 ])
 def test_the_full_name_rule_refuses_near_misses(prediction, gold):
-    assert judge(prediction, prediction, gold, [], False).rule != "full_name"
+    assert judge(prediction, prediction, gold, [], False, question="").rule != "full_name"
 
 
 def test_compare_writes_plots_and_a_paired_interval(tmp_path):
@@ -446,6 +446,6 @@ def test_risk_coverage_ranks_by_the_given_score_and_mean_risk_compares_over_comm
 def test_judge_contains_takes_a_plural_for_its_singular():
     # squad200: "approximately 1015 Kelvin" states the gold "1015 kelvins" and was scored a hallucination
     said = "At temperatures in excess of approximately 1015 Kelvin, both forces appear the same."
-    assert judge(said, said, "1015 kelvins", [], refused=False).label == "accurate"
-    assert judge("The grass is green.", "", "glas", [], refused=False).label == "incorrect"
-    assert judge("It is 1015 kelvins.", "", "1016 kelvins", [], refused=False).label == "incorrect"
+    assert judge(said, said, "1015 kelvins", [], refused=False, question="").label == "accurate"
+    assert judge("The grass is green.", "", "glas", [], refused=False, question="").label == "incorrect"
+    assert judge("It is 1015 kelvins.", "", "1016 kelvins", [], refused=False, question="").label == "incorrect"

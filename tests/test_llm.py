@@ -328,10 +328,10 @@ def test_llm_judge_guards_and_routing():
     with pytest.raises(SettingsError, match="own model"):
         judge_settings(own)
     near = "The capital is Lyon, near Paris."
-    assert undecided(judge(near, "Lyon", "paris city", [], False), False, near, ["paris city"]) is True
-    assert not undecided(judge("Paris", "Paris", "paris", [], False), False, "Paris", ["paris"])
-    assert not undecided(judge("Rome", "Rome", "paris", [], False), False, "Rome", ["paris"])
-    assert not undecided(judge("I don't know", "", "paris", [], True), True, "I don't know", ["paris"])
+    assert undecided(judge(near, "Lyon", "paris city", [], False, question=""), False, near, ["paris city"]) is True
+    assert not undecided(judge("Paris", "Paris", "paris", [], False, question=""), False, "Paris", ["paris"])
+    assert not undecided(judge("Rome", "Rome", "paris", [], False, question=""), False, "Rome", ["paris"])
+    assert not undecided(judge("I don't know", "", "paris", [], True, question=""), True, "I don't know", ["paris"])
 
 
 @pytest.mark.model

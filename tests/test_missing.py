@@ -180,5 +180,5 @@ def test_an_eval_row_keeps_what_the_refusal_says_is_missing():
     refused = build_record({"question": rec.query, "decision": {"action": "ABSTAIN", "reason": "ABSTAIN_MISSING_ANCHORS"},
                             "signals": {"missing_anchors": ["2019"], "sentences": []}, "validation": {"missing": []},
                             "draft": "", "bundle": {"passages": []}}, "agent", S, {"total": 0}, 1)
-    row = result_row(rec, refused, judge(refused.answer, "", rec.answer, [], refused=True))
+    row = result_row(rec, refused, judge(refused.answer, "", rec.answer, [], refused=True, question=""))
     assert row["missing"] == ["2019"] == refused.missing  # `trace` and a reader of results.jsonl see it

@@ -156,7 +156,7 @@ def test_every_metric_has_a_plain_name_where_it_is_printed(tmp_path):
 def test_the_judge_reads_a_gold_named_without_its_type_word(prediction, gold):
     from agentic_rag.eval.judge import judge
 
-    j = judge(prediction, prediction, gold, [], False)
+    j = judge(prediction, prediction, gold, [], False, question="")
     assert (j.label, j.rule) == ("accurate", "type_name")
 
 
@@ -171,7 +171,7 @@ def test_the_judge_reads_a_gold_named_without_its_type_word(prediction, gold):
 def test_the_type_name_rule_refuses_other_things_with_the_same_name(prediction, gold):
     from agentic_rag.eval.judge import judge
 
-    assert judge(prediction, prediction, gold, [], False).label == "incorrect"
+    assert judge(prediction, prediction, gold, [], False, question="").label == "incorrect"
 
 
 def test_rule_rates_count_each_rules_false_positives_and_negatives():

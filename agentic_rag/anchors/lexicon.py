@@ -316,6 +316,15 @@ UNITS = _entries("unit", 0.85, [
     ("elevation", "altitude"),
 ])
 
+# every written form of a unit of measure, to the measure it names ("km" -> kilometers): the judge reads a
+# gold "8 km" as met by "8 kilometers"
+MEASURE_VARIANTS: dict[str, str] = {
+    variant: e.canonical for e in UNITS
+    if e.canonical in {"feet", "miles", "kilometers", "meters", "centimeters", "inches", "pounds", "kilograms", "tons",
+                       "square miles", "square kilometers", "acres", "mph", "km/h", "degrees", "celsius", "fahrenheit", "percent"}
+    for variant in e.variants
+}
+
 # Measures that only count as anchors next to a number or a measuring cue ("in meters", "how many
 # miles"): "darius miles" and "the feet of" are no units.
 MEASURE_UNITS = frozenset("""

@@ -31,7 +31,7 @@ import numpy as np
 from agentic_rag.gate.fitted import (
     CANDIDATE_FEATURES, VERIFIER_FEATURE, DecisionFile, FittedModel, cut_for, feature_value, model_key,
 )
-from agentic_rag.errors import replace_file
+from agentic_rag.errors import replace_file, write_output
 
 MIN_DRAFTS = 30  # drafts a development split must give before a decision is fitted on it
 MIN_PER_CLASS = 5  # right and wrong drafts each, at least (cross-validation needs both in every fold)
@@ -56,7 +56,7 @@ def judgement_of(row: dict[str, Any]) -> str:
     if gold_is_idk(row):
         return "unanswerable"
     answer = strip_markup(row["draft"]) or row["draft"]
-    j = judge(answer, short_answer(row["query"], answer), row["gold"], row.get("alternatives") or [], False)
+    j = judge(answer, short_answer(row["query"], answer), row["gold"], row.get("alternatives") or [], False, question=row["query"])
     return "right" if j.label == "accurate" else "wrong"
 
 
@@ -333,7 +333,7 @@ def fit_from_rows(rows: list[dict[str, Any]], settings, out_dir: Path, dev: dict
     out_dir.mkdir(parents=True, exist_ok=True)
     decision_path = decision_path or out_dir / "decision.json"
     decision_path.parent.mkdir(parents=True, exist_ok=True)
-    replace_file(decision_path, json.dumps(decision.to_dict(), indent=1) + "\n")
+    write_output(decision_path, json.dumps(decision.to_dict(), indent=1) + "\n")  # a --decision-file the user named
     replace_file(out_dir / "drafts.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     y = [int(r["right"]) for r in records]
     name = decision.meta["model_identity"].get("model", "model") if decision.meta.get("model_identity") else "model"

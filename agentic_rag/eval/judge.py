@@ -3,11 +3,22 @@
 Rules, in order, and the one that fired is stored with the decision:
 1. ``abstained``: any refusal is *missing*, never wrong (CRAG counts "I don't know" as 0).
 2. ``gold_idk``: the gold is "i don't know" and the system answered: incorrect.
-3. ``false_premise``: gold "invalid question": accurate only if the prediction says the premise fails.
+3. ``false_premise``: gold "invalid question": accurate only if the prediction states that the premise
+   fails ("there is no ...", "X never released ...", "the premise is false"), in its first sentence.
+   Otherwise ``false_premise_missed``.
+The claim is read before any word is matched (``agentic_rag.claims``): an answer that names the gold is
+not the gold's answer when it picks the other option or denies it.
+- ``yes_no``: a gold "yes" or "no" is met by the answer's polarity (its opening yes/no, else its first
+  sentence's negation or claim of likeness); ``yes_no_other`` when it gives the other, ``yes_no_open``
+  when it gives neither.
+- ``choice``: a question that offers two options ("Who is older, X or Y?") whose gold picks one is met by
+  an answer that asserts that option ("X is older than Y"); ``choice_other`` when it asserts the other,
+  ``choice_open`` when it names the options without picking one ("Both X and Y ...").
 4. ``exact`` / ``alias``: normalised prediction equals the gold or an alternative answer.
 5. ``contains``: a normalised gold (or alias) appears inside the prediction as whole words, a plural
    standing for its singular ("1015 Kelvin" for "1015 kelvins").
-6. ``numeric``: the numbers agree within ``NUMERIC_REL_TOL``; ``date``: the gold date's month and day
+6. ``numeric``: the numbers agree within ``NUMERIC_REL_TOL`` (a gold "Nearly 3,000" or "8 km" too, the
+   unit read as its measure: "8 kilometers"); ``date``: the gold date's month and day
    are in the prediction (month names or abbreviations), and its year too when the prediction names one.
 7. ``token_f1``: token F1 against the best gold >= ``F1_ACCURATE``.
 8. ``full_name``: the prediction names a person by a longer form of the gold's name: a run of
@@ -18,8 +29,9 @@ Rules, in order, and the one that fired is stored with the decision:
 9. ``type_name``: the gold is a name with a type word at its head or tail ("Hurricane Ivan", "Mississippi
    River", "Apple Inc") and the prediction names it without that word, as a run of capitalised words of
    its own ("Ivan formed in early September ..."): the type word is what the question asked for.
-Otherwise incorrect (``no_match``). ``MATCH_RULES`` lists rules 4-9 by name, so each can be measured
-alone (``scripts/judge_agreement.py``).
+A match whose every mention of the gold is denied ("X never won", "it was not X") is
+incorrect (``denied``). Otherwise incorrect (``no_match``). ``MATCH_RULES`` lists rules 4-9 by name, so
+each can be measured alone (``scripts/judge_agreement.py``).
 """
 
 from __future__ import annotations
@@ -29,10 +41,14 @@ import string
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from typing import Literal
 
 from bm25s.stopwords import STOPWORDS_EN
 
+from agentic_rag.anchors.lexicon import MEASURE_VARIANTS
 from agentic_rag.anchors.matching import written_dates
+from agentic_rag.claims import choice_options, chosen_option, denied_everywhere, gold_option, names_an_option, polarity, without_preamble
+from agentic_rag.text import split_sentences
 from agentic_rag.datasets.crag import IDK, INVALID_QUESTION
 
 NUMERIC_REL_TOL = 0.01  # relative tolerance for numeric answers (fraction)
@@ -45,7 +61,13 @@ _ABSTAIN = re.compile(
     r"insufficient (information|evidence)|no (relevant )?information|not (mentioned|specified|stated) in)\b",
     re.IGNORECASE,
 )
-_INVALID = re.compile(r"\b(invalid question|false premise|premise (is )?(false|wrong|incorrect)|never)\b", re.IGNORECASE)
+# a statement that the question's premise fails: named as such, or the thing it presumes denied
+_PREMISE_FAILS = re.compile(
+    r"\b(invalid question|false premise|(the )?premise (of the question )?(is|was) (false|wrong|incorrect|mistaken|invalid)"
+    r"|(is|was) not (true|the case|correct|accurate)|no such|does not exist|did not exist|never (existed|happened|occurred|took place)"
+    r"|there (is|are|was|were|has been|have been) no|(has|have|had|did|does|do|is|are|was|were) (not|never) \w+|never \w+ed)\b",
+    re.IGNORECASE,
+)
 _NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
 
 
@@ -87,12 +109,32 @@ def _numbers(text: str) -> list[float]:
     return [float(x.replace(",", "")) for x in _NUMBER.findall(text)]
 
 
+# words before a gold number that say it is rounded ("Nearly 3,000"): the number is the answer
+_ROUGHLY = r"(?:nearly|about|approximately|around|almost|roughly|some|over|more than|at least|up to|c|ca|circa)"
+_QUANTITY = re.compile(rf"^(?:{_ROUGHLY} )?(-?\d+(?:\.\d+)?)(?: (.+))?$")
+
+
+def _unit(words: str) -> str | None:
+    """The measure a unit's words name ("kilometres", "km" -> kilometers), or None for no known measure."""
+    return MEASURE_VARIANTS.get(words.strip())
+
+
 def _numeric_match(prediction: str, gold: str) -> bool:
-    g = _numbers(gold)
-    if len(g) != 1 or normalize(gold) != normalize(_NUMBER.findall(gold)[0]):
-        return False  # only for golds that are a bare number
-    target = g[0]
-    return any(abs(x - target) <= NUMERIC_REL_TOL * max(1.0, abs(target)) for x in _numbers(prediction))
+    """A gold that is a number, rounded or not, with or without a unit of measure ("8 km", "Nearly 3,000"):
+    the prediction gives that number, and where the gold has a unit, the same measure right after it
+    ("approximately 8 kilometers")."""
+    m = _QUANTITY.match(normalize(gold))
+    if not m or (m.group(2) and _unit(m.group(2)) is None):
+        return False
+    target, unit = float(m.group(1)), _unit(m.group(2) or "")
+    said = normalize(prediction)
+    for x in _NUMBER.finditer(said):
+        if abs(float(x.group(0).replace(",", "")) - target) > NUMERIC_REL_TOL * max(1.0, abs(target)):
+            continue
+        after = said[x.end():].split()
+        if unit is None or any(_unit(" ".join(after[:n])) == unit for n in (1, 2, 3)):
+            return True
+    return False
 
 
 def _date_match(prediction: str, gold: str) -> bool:
@@ -220,9 +262,53 @@ MATCH_RULES = (
 )
 
 
-def judge(prediction: str, short_answer: str, gold: str, alternatives: list[str], refused: bool,
-          rules: tuple = MATCH_RULES) -> Judgement:
-    """The judgement of one answer; ``rules`` (a subset of ``MATCH_RULES``) measures the judge without one."""
+QuestionForm = Literal["unanswerable", "false_premise", "yes_no", "choice", "open"]
+
+
+def question_form(question: str, gold: str) -> QuestionForm:
+    """What the gold asks the answer to be, as the judge reads it: a refusal, a statement that the premise
+    fails, a yes or no, one of two options the question offers, or an open answer (the matching rules)."""
+    g = normalize(gold)
+    if g == normalize(IDK):
+        return "unanswerable"
+    if g == normalize(INVALID_QUESTION):
+        return "false_premise"
+    if g in ("yes", "no"):
+        return "yes_no"
+    options = choice_options(question) if question else None
+    return "choice" if options and gold_option(gold, options) is not None else "open"
+
+
+def states_false_premise(prediction: str) -> bool:
+    """Whether the answer's first claim (its first sentence up to a ";" or a "but") says the question's
+    premise fails: a "never" further on, in an answer that answers, is no such statement."""
+    text = without_preamble(prediction).replace("n't", " not")
+    first = (split_sentences(text) or [text])[0]
+    claim = re.split(r";|:|,? but |, and |, while |, whereas |, which |, who ", first, maxsplit=1)[0]
+    return bool(_PREMISE_FAILS.search(claim))
+
+
+def _claim(question: str, prediction: str, gold: str) -> tuple[str, bool] | None:
+    """(rule, accurate) when the gold asks for a yes/no or one of the question's two options, read from
+    the answer's claim; None when the gold is of neither kind (the matching rules then decide)."""
+    if normalize(gold) in ("yes", "no"):
+        said = polarity(prediction)
+        if said is None:
+            return "yes_no_open", False
+        return ("yes_no", True) if said == normalize(gold) else ("yes_no_other", False)
+    options = choice_options(question) if question else None
+    if options is None or (wanted := gold_option(gold, options)) is None:
+        return None
+    picked = chosen_option(prediction, options)
+    if picked is None:
+        return ("choice_open", False) if names_an_option(prediction, options) else None
+    return ("choice", True) if picked == wanted else ("choice_other", False)
+
+
+def judge(prediction: str, short_answer: str, gold: str, alternatives: list[str], refused: bool, *,
+          question: str, rules: tuple = MATCH_RULES) -> Judgement:
+    """The judgement of one answer to ``question``; ``rules`` (a subset of ``MATCH_RULES``) measures the
+    judge without one. An empty question (a gold tried against another gold) reads no choice."""
     golds = [g for g in [gold, *alternatives] if str(g).strip()]
     gold_norm = normalize(gold)
     best_em = max((float(normalize(short_answer) == normalize(g)) for g in golds), default=0.0)
@@ -232,11 +318,17 @@ def judge(prediction: str, short_answer: str, gold: str, alternatives: list[str]
     if gold_norm == normalize(IDK):
         return Judgement("incorrect", "gold_idk", -1, 0.0, 0.0)
     if gold_norm == normalize(INVALID_QUESTION):
-        ok = bool(_INVALID.search(prediction))
-        return Judgement("accurate" if ok else "incorrect", "false_premise", 1 if ok else -1, float(ok), float(ok))
+        ok = states_false_premise(prediction)
+        return Judgement("accurate" if ok else "incorrect", "false_premise" if ok else "false_premise_missed",
+                         1 if ok else -1, float(ok), float(ok))
+    if claim := _claim(question, prediction, gold):
+        rule, ok = claim
+        return Judgement("accurate" if ok else "incorrect", rule, 1 if ok else -1, best_em, best_f1)
     for name, rule in rules:
         for g in golds:
             if rule(prediction, short_answer, g):
+                if denied_everywhere(prediction, g):
+                    return Judgement("incorrect", "denied", -1, best_em, best_f1)
                 return Judgement("accurate", "alias" if name == "exact" and g != gold else name, 1, best_em, best_f1)
     return Judgement("incorrect", "no_match", -1, best_em, best_f1)
 

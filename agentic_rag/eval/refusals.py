@@ -35,7 +35,8 @@ def withheld_right_answer(row: dict[str, Any]) -> bool | None:
     draft = str(row.get("draft") or "").strip()
     if not draft:
         return None
-    return judge(draft, draft, str(row.get("gold", "")), list(row.get("alternatives") or []), refused=False).label == "accurate"
+    return judge(draft, draft, str(row.get("gold", "")), list(row.get("alternatives") or []), refused=False,
+                 question=str(row.get("query", ""))).label == "accurate"
 
 
 def only_stop_words(piece: str) -> bool:

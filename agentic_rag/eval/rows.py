@@ -114,7 +114,8 @@ def matches_world_answer(row: dict[str, Any]) -> bool:
     snippets sometimes state it in other words): still scored against the label, counted apart."""
     if row["status"] != "ok":
         return False
-    j = judge(row["prediction"], row["short_answer"], row["world_answer"], row.get("world_alternatives") or [], False)
+    j = judge(row["prediction"], row["short_answer"], row["world_answer"], row.get("world_alternatives") or [], False,
+              question=row.get("query", ""))
     return j.label == "accurate"
 
 

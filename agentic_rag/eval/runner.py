@@ -20,11 +20,11 @@ from tqdm import tqdm
 from agentic_rag.budget import tokens_used
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import BadRecordWarner, CragRecord, DataError, ReadReport, iter_records, resolve_dataset
-from agentic_rag.errors import UserError, no_links, replace_file, writable_folder
+from agentic_rag.errors import FolderMark, UserError, no_links, replace_file, replaceable_folder, writable_folder
 from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import llm_judge, undecided
-from agentic_rag.eval.lock import RunFolderBusy, RunLock, describe
+from agentic_rag.eval.lock import LOCK_NAME, RunFolderBusy, RunLock, describe
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.provenance import (
     decision_identity, file_sha256, logprob_report, model_identity, package_versions, probe_identity, run_segments,
@@ -38,6 +38,10 @@ from agentic_rag.runner import answer, warm_up
 from agentic_rag.telemetry import append_line, keep_questions, write_lines
 
 REJECTED_NAME = "results.rejected.jsonl"  # damaged lines of results.jsonl, set aside by a resume
+# what tells a run folder from a folder that holds a results.jsonl or a report.md of someone else's: its
+# config.json (a run killed before writing it leaves only its lock)
+RUN_FOLDER = FolderMark("a run folder", "config.json", frozenset({"system", "dataset", "settings"}),
+                        before_mark=frozenset({LOCK_NAME}))
 
 
 class RunFolderError(UserError, OSError):
@@ -48,7 +52,7 @@ def question_row(system: str, settings: Settings, extra_config: dict[str, Any] |
     """Answer and judge one question: its result row (a module function, so a Ray worker can run it)."""
     result = answer(system, settings, record=rec, extra_config=extra_config)
     refused = result.status != "ok"
-    j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused)
+    j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused, question=rec.query)
     judge_usage: dict[str, Any] = {}
     judge_error = None
     if settings.eval.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
@@ -84,7 +88,8 @@ def run_eval(
     """Answer and judge every selected question; ``executor`` (default: ``workers`` threads here) says
     where the questions run, while this process alone writes the run folder (holding its lock).
     A folder that holds results is continued with ``resume`` or replaced with ``overwrite``, never
-    emptied otherwise. ``on_start`` is called once the folder is accepted, before the first question."""
+    emptied otherwise, and only a run folder (``RUN_FOLDER``) or an empty one is written at all.
+    ``on_start`` is called once the folder is accepted, before the first question."""
     # the dataset is read before the run folder is touched: an unusable one leaves an earlier run intact
     report = ReadReport(str(dataset))
     warner = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
@@ -96,6 +101,7 @@ def run_eval(
         raise DataError(f"no records in {report.path}" + (f" ({len(report.bad)} bad lines skipped)" if report.bad else ""))
     out = Path(out_dir)
     writable_folder(out, f"the run folder {out}")
+    replaceable_folder(out, RUN_FOLDER)
     no_links(out, f"the run folder {out}")
     try:
         lock = RunLock(out).acquire()

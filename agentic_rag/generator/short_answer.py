@@ -4,9 +4,11 @@ A sentence is a poor thing to score: "Richard's fiancée was Berengaria." agains
 is an exact-match miss and a low F1 whatever the answer's quality. The span is what the answer adds to
 the question: the first name, number, date or noun phrase of its first sentence holding a word the
 question does not (compared by stem, as the grounding checks compare), with the names coordinated
-with it ("X and Y"). In a choice ("X or Y?") naming an option *is* the answer, so the option named
-first is taken. Spans are cut on spaCy's token boundaries, so a span never ends in a half word or a
-dangling "the".
+with it ("X and Y"). A choice ("X or Y?") is answered by the option the answer asserts, and a yes/no
+question by the answer's polarity, both read as the judge reads them (``agentic_rag.claims``): "Jed Hoyer
+is older than John William Henry II" answers "Jed Hoyer", not the first name it holds. A preamble ("Based
+on the information provided, ...") is no part of the claim. Spans are cut on spaCy's token boundaries,
+so a span never ends in a half word or a dangling "the".
 """
 
 from __future__ import annotations
@@ -15,15 +17,14 @@ import re
 
 from agentic_rag.anchors.matching import RE_DATE_OR_YEAR, normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
+from agentic_rag.claims import asks_yes_no, choice_options, chosen_option, polarity, without_preamble, words
 from agentic_rag.prompts import INVALID_QUESTION
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.text import dangling_words, split_sentences, stem, strip_markup
 
-_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
 _UNIT_TAIL = re.compile(r"\s+(?:" + "|".join(sorted(STOP_WORDS)) + r")$", re.IGNORECASE)  # "32.9% of": no unit
 _INVALID = re.compile(r"\binvalid question|false premise\b", re.IGNORECASE)
-_LEADS = re.compile(r"^(the answer is|according to (the )?sources?( \d+)?,?|based on (the )?sources?,?)\s*", re.IGNORECASE)
 _CONJUNCTIONS = {"and", "or", "&"}
 _JOINERS = {",", *_CONJUNCTIONS}  # what may stand between coordinated names
 
@@ -33,8 +34,10 @@ def short_answer(question: str, answer: str, kind: str = "other") -> str:
     text = strip_markup(answer)
     if not text:
         return ""
-    if kind == "yes_no" and (m := _YES_NO.match(text)):
-        return m.group(1).lower()
+    if (kind == "yes_no" or asks_yes_no(question)) and (said := polarity(text)):
+        return said
+    if (options := choice_options(question)) and (picked := chosen_option(text, options)) is not None:
+        return option_span(text, options[picked]) or options[picked]
     for kinds, pattern in ((("date", "time_window"), RE_DATE_OR_YEAR), (("numeric",), _NUMBER_UNIT)):
         # a date or number the question already names is its premise ("Who became king in 1643?")
         if kind in kinds and (m := next((m for m in pattern.finditer(text) if m.group(0).strip() not in question), None)):
@@ -42,8 +45,22 @@ def short_answer(question: str, answer: str, kind: str = "other") -> str:
     if kind != "yes_no" and _INVALID.search(text):
         return INVALID_QUESTION
     sentences = split_sentences(text)
-    first = _LEADS.sub("", sentences[0] if sentences else text).rstrip(" .")
+    first = without_preamble(sentences[0] if sentences else text).rstrip(" .")
     return answer_span(question, first) or first
+
+
+def option_span(answer: str, option: str) -> str:
+    """The answer's own naming of the option it picks ("Universal Pictures" where the question wrote
+    "universal pictures"): its first name or noun phrase holding the option's words."""
+    nlp = get_nlp()
+    wanted = (set(words(option)) - STOP_WORDS) or set(words(option))
+    if nlp is None or not wanted:
+        return ""
+    for sentence in split_sentences(answer) or [answer]:
+        for span in _candidate_spans(nlp(without_preamble(sentence))):
+            if wanted <= set(words(span.text)):
+                return _trimmed(span)
+    return ""
 
 
 def answer_span(question: str, sentence: str) -> str:
@@ -70,8 +87,9 @@ def answer_span(question: str, sentence: str) -> str:
     new = [i for i, s in enumerate(spans) if adds(s)]
     if new:
         start = new[0]
-    elif options := _options(question):  # naming an option is the answer: the first span naming one
-        start = next((i for i, s in enumerate(spans) if {stem(t) for t in content(s)} & options), None)
+    elif options := choice_options(question):  # naming an option is the answer: the first span naming one
+        named = {stem(w) for option in options for w in words(option)} - STOP_WORDS
+        start = next((i for i, s in enumerate(spans) if {stem(t) for t in content(s)} & named), None)
         if start is None:
             return ""
     else:
@@ -87,17 +105,6 @@ def answer_span(question: str, sentence: str) -> str:
     if new:  # the words before the first one the question lacks are its premise ("Richard's fiancée")
         span = doc[next(t.i for t in span if adds(doc[t.i:t.i + 1])):span.end]
     return _trimmed(span)
-
-
-def _options(question: str) -> set[str]:
-    """The stems of the two options of a choice ("... owned by Time Warner or Universal Pictures?"): the
-    words after its last "or", and as many words before it."""
-    head, sep, tail = normalize_text(question).rstrip(" ?.").rpartition(" or ")
-    if not sep:
-        return set()
-    right = tokenize(tail)
-    left = tokenize(head)[-len(right):] if right else []
-    return {stem(t) for t in left + right}
 
 
 def _candidate_spans(doc) -> list:
