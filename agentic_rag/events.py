@@ -121,7 +121,8 @@ SUMMARIES: dict[str, Summary] = {
     "flags": _as_is,
     "extension_flags": _as_is,
     "extension_error": _as_is,
-    "decision": lambda d, limit: {k: d.get(k) for k in ("action", "reason", "explanation", "final_check") if k in d},
+    "decision": lambda d, limit: {k: d.get(k) for k in ("action", "reason", "explanation", "final_check", "p_right")
+                                  if d.get(k) is not None},
     "extra_terms": _as_is,
     "hop_query": _as_is,
     "reflected": _as_is,

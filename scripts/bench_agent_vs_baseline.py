@@ -29,38 +29,13 @@ from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.datasets.crag import DataError
 from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.compare import compare, copy_run_files, to_markdown, write_plots
-from agentic_rag.eval.judge import judge
-from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.refusals import reader_refusals
-from agentic_rag.eval.report import write_report
-from agentic_rag.eval.results import read_results
-from agentic_rag.eval.rows import matches_world_answer, reextracted_short_answer
+from agentic_rag.eval.rejudge import rejudge_run, restore_run
 from agentic_rag.eval.runner import run_eval
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SHARED = ROOT.parent / "shared" / "data"
-
-
-def rejudge_run(out_dir: str | Path) -> dict[str, Any]:
-    """Re-score a finished run with the current judge and short-answer extractor (no model call); rewrites
-    results and summary."""
-    out = Path(out_dir)
-    results_path = out / "results.jsonl"
-    rows = read_results(results_path)
-    for row in rows:
-        row["short_answer"] = reextracted_short_answer(row)
-        j = judge(row["prediction"], row["short_answer"], row["gold"], row["alternatives"], row["status"] != "ok",
-                  question=row["query"])
-        row.update(judgement=j.label, judge_rule=j.rule, score=j.score, em=j.em, f1=j.f1)
-        if row.get("world_answer"):
-            row["matches_world_answer"] = matches_world_answer(row)
-    results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
-    summary = run_summary(old.get("system", rows[0].get("system", "")) if rows else "", rows, old.get("bad_records", 0))
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    write_report(out, summary, rows)
-    return summary
 
 
 def dataset_path(name: str, work: Path) -> str:
@@ -111,7 +86,8 @@ def main() -> int:
                     help="the runs to make again; the others are read from their existing run folders. "
                          "agent_chain_check (the agent with CHAIN_CHECK on) is paired with the agent in "
                          "comparison_chain_check.md, wherever its folder holds a finished run")
-    ap.add_argument("--rejudge-only", action="store_true", help="re-score the existing runs with the current judge")
+    ap.add_argument("--rejudge-only", action="store_true", help="re-score the existing runs with the current judge "
+                    "(a run not under ARTIFACTS_DIR is restored from its committed rows first)")
     ap.add_argument("--resume", action="store_true", help="continue the runs a kill stopped (same settings), instead "
                     "of starting them again: the long splits (hotpot_test) take more than one sitting")
     args = ap.parse_args()
@@ -128,9 +104,14 @@ def main() -> int:
         for label, (system, changes) in RUNS.items():
             run_dir = runs_root / name / label
             optional = label == "agent_chain_check" and label not in args.systems
-            if optional and not (run_dir / "summary.json").is_file():
+            if optional and not (run_dir / "summary.json").is_file() and not (
+                    args.rejudge_only and (args.out / name / f"{label}_results.jsonl.gz").is_file()):
                 continue
             if args.rejudge_only:
+                if not (run_dir / "results.jsonl").is_file():  # a clean checkout: the committed run's rows
+                    if optional and not (args.out / name / f"{label}_results.jsonl.gz").is_file():
+                        continue
+                    restore_run(args.out / name, label, run_dir)
                 rejudge_run(run_dir)
             elif label not in args.systems:
                 if not (run_dir / "summary.json").is_file():

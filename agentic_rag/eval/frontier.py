@@ -84,14 +84,69 @@ def refused_at_cut(row: dict[str, Any], value: float | None, cut: float, thresho
 
 def p_right_by_question(run_dir: str | Path) -> dict[str, float]:
     """The P(right) the fitted decision gave each question's last judged draft, from the run's telemetry
-    (none for a question decided before any draft was judged, or a run under the threshold policy)."""
+    (none for a question decided before any draft was judged, or a run under the threshold policy). A run
+    folder restored from its committed files has no telemetry: there the P is replayed from each row's
+    last signals with the decision file the run recorded, where that file is still the same."""
     from agentic_rag.telemetry import json_number, read_rows
 
     last: dict[str, float] = {}
     for rec in read_rows(Path(run_dir) / "telemetry.jsonl"):  # none when the run wrote no telemetry
         if (value := json_number(rec.get("p_right"))) is not None and rec.get("question_id") is not None:
             last[str(rec["question_id"])] = float(value)  # a damaged line's value is not read as a probability
-    return last
+    return last or replayed_p_right(run_dir)
+
+
+def replayed_p_right(run_dir: str | Path) -> dict[str, float]:
+    """Each judged draft's P(right) from the run's rows: the one its last decide event kept, else computed
+    again from its last signals by the decision the run's config.json names, when the file there still
+    has the SHA-256 the run recorded (another decision would give other figures). Only drafts the fitted
+    decision itself decided have a P: its last decision is ``STOP_FITTED`` or a refusal it explains (a
+    hedge or a failed input check is refused by rule before the decision is read)."""
+    from agentic_rag.eval.results import read_results
+    from agentic_rag.gate.fitted import VERIFIER_FEATURE
+
+    decision = _recorded_decision(Path(run_dir))
+    out: dict[str, float] = {}
+    for row in read_results(Path(run_dir) / "results.jsonl"):
+        signals = row.get("signals") or {}
+        if (kept := last_decision(row).get("p_right")) is not None:
+            out[str(row["id"])] = float(kept)
+        elif decision is not None and fitted_last(row):
+            model = decision.verified if signals.get(VERIFIER_FEATURE) is not None and decision.verified else decision.base
+            out[str(row["id"])] = round(model.probability(signals), 4)
+    return out
+
+
+def _recorded_decision(run_dir: Path):
+    """The decision file a run's config.json names, if it is still the file the run read (same SHA-256)."""
+    import hashlib
+    import json
+
+    from agentic_rag.gate.fitted import DECISIONS_DIR, load_decision
+
+    try:
+        named = json.loads((run_dir / "config.json").read_text()).get("decision") or {}
+        path = Path(str(named["path"]))
+        if not path.is_file():  # recorded on another checkout: the shipped file of that name
+            path = DECISIONS_DIR / path.name
+        if hashlib.sha256(path.read_bytes()).hexdigest() != named.get("sha256"):
+            return None
+        return load_decision(path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def last_decision(row: dict[str, Any]) -> dict[str, Any]:
+    decided = [e.get("decision") or {} for e in row.get("events") or () if e.get("node") == "decide"]
+    return decided[-1] if decided else {}
+
+
+def fitted_last(row: dict[str, Any]) -> bool:
+    """Whether the row's last decision was the fitted decision's (see ``replayed_p_right``)."""
+    from agentic_rag.gate.fitted import FITTED_EXPLANATION_OPENS, STOP_FITTED_REASON
+
+    last = last_decision(row)
+    return last.get("reason") == STOP_FITTED_REASON or str(last.get("explanation", "")).startswith(FITTED_EXPLANATION_OPENS)
 
 
 def kept_frontier(base: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]], ids: list[str],

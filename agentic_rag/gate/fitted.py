@@ -344,6 +344,10 @@ def policy_in_force(settings) -> str:
     return "fitted" if decision_in_force(settings) is not None else "thresholds"
 
 
+STOP_FITTED_REASON = "STOP_FITTED"
+FITTED_EXPLANATION_OPENS = "The fitted decision gives"  # how every refusal the fitted decision makes begins
+
+
 @dataclass(frozen=True)
 class FittedDecision(Decision):
     """A decision with the probability behind it; a refusal carries its own explanation."""
@@ -370,11 +374,11 @@ def decide_fitted(signals: dict[str, Any], flags: Flags, settings,
         if settings.baug.REFLECT_ENABLED and not flags.reflected and flags.can_generate:
             return FittedDecision(REFLECT, "REFLECT_LOW_FAITH", round(p, 4))
         if settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED and verified is not None:
-            return FittedDecision(STOP, "STOP_FITTED", round(p, 4), verify=True)
+            return FittedDecision(STOP, STOP_FITTED_REASON, round(p, 4), verify=True)
     if p > cut:
-        return FittedDecision(STOP, "STOP_FITTED", round(p, 4))
+        return FittedDecision(STOP, STOP_FITTED_REASON, round(p, 4))
     reason, why = driver(model, signals)
-    explanation = (f"The fitted decision gives {p:.0%} that this draft is right, and answering needs more than "
+    explanation = (f"{FITTED_EXPLANATION_OPENS} {p:.0%} that this draft is right, and answering needs more than "
                    f"{cut:.0%} (a wrong answer costs {cost:g} against +1 for a right one); what lowered it most: {why}.")
     return FittedDecision(ABSTAIN, reason, round(p, 4), explanation)
 
