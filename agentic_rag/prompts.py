@@ -122,7 +122,7 @@ def render(name: str, **values: str) -> str:
 def messages_for(template: str, **values: str) -> list:
     """``template`` names a prompt pair: ``<template>_system.txt`` and ``<template>_user.txt``."""
     return [
-        SystemMessage(content=load_prompt(f"{template}_system").strip()),
+        SystemMessage(content=render(f"{template}_system").strip()),  # "{{" in a system prompt is a literal brace
         HumanMessage(content=render(f"{template}_user", **values).strip()),
     ]
 

@@ -316,30 +316,16 @@ def test_llm_cache_replays_identical_calls_with_usage(tmp_path, monkeypatch, mod
 # --- optional LLM judge for evaluation (through the openai backend) ------------------------------
 
 
-def test_llm_judge_guards_and_routing():
-    from agentic_rag.configuration import SettingsError
-    from agentic_rag.eval.judge import judge
-    from agentic_rag.eval.llm_judge import judge_settings, undecided
-
-    with pytest.raises(SettingsError, match="EVAL_JUDGE_BASE_URL"):
-        judge_settings(Settings.load(overrides={"EVAL_LLM_JUDGE": True}))
-    own = Settings.load(overrides={"LLM_BACKEND": "openai", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m",
-                                   "EVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "EVAL_JUDGE_MODEL": "m"})
-    with pytest.raises(SettingsError, match="own model"):
-        judge_settings(own)
-    near = "The capital is Lyon, near Paris."
-    assert undecided(judge(near, "Lyon", "paris city", [], False, question=""), False, near, ["paris city"]) is True
-    assert not undecided(judge("Paris", "Paris", "paris", [], False, question=""), False, "Paris", ["paris"])
-    assert not undecided(judge("Rome", "Rome", "paris", [], False, question=""), False, "Rome", ["paris"])
-    assert not undecided(judge("I don't know", "", "paris", [], True, question=""), True, "I don't know", ["paris"])
-
-
 @pytest.mark.model
 def test_llm_judge_against_a_real_server(settings, model_dir, openai_server):
+    """A real model behind `transformers serve` grades by CRAG's protocol: its reply holds a score."""
+    from agentic_rag.eval.judge import judge
     from agentic_rag.eval.llm_judge import llm_judge
 
-    s = settings.replace(EVAL_LLM_JUDGE=True, EVAL_JUDGE_BASE_URL=openai_server, EVAL_JUDGE_MODEL=str(model_dir))
-    j, usage = llm_judge("What is the capital of France?", "Paris", [], "The capital city is Paris.", s)
+    s = settings.replace(EVAL_JUDGE="llm", EVAL_JUDGE_BASE_URL=openai_server, EVAL_JUDGE_MODEL=str(model_dir))
+    said = "The capital city is Paris."
+    ruled = judge(said, said, "Paris", [], False, question="What is the capital of France?")
+    j, usage = llm_judge("What is the capital of France?", "Paris", [], said, ruled, s)
     assert j.label in {"accurate", "incorrect"} and j.rule == "llm_judge"
     assert usage["eval_judge"]["calls"] == 1 and usage["eval_judge"]["total_tokens"] > 0
 

@@ -169,6 +169,8 @@ def eval_cmd(
     address: AddressOpt = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible random sample.")] = None,
     checkpoints: Annotated[bool, typer.Option("--checkpoints", help="Keep every graph step in RUN/checkpoints.sqlite (`trace --steps`).")] = False,
+    judge: Annotated[Optional[str], typer.Option("--judge", help="rule (the default) or llm: every answer graded by CRAG's "
+                                                 "protocol by the model at EVAL_JUDGE_BASE_URL / EVAL_JUDGE_MODEL.")] = None,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
@@ -180,7 +182,14 @@ def eval_cmd(
     if resume and overwrite:
         fail("give --resume or --overwrite, not both")
     interrupt_on_sigterm()
-    settings = load_settings(preset, override, needs_llm=True)
+    settings = load_settings(preset, [*(override or []), *([f"EVAL_JUDGE={judge}"] if judge else [])], needs_llm=True)
+    if settings.eval.EVAL_JUDGE == "llm":
+        from agentic_rag.eval.llm_judge import judge_settings
+
+        try:
+            judge_settings(settings)
+        except SettingsError as exc:
+            fail(f"settings error: {exc}")
     if executor == "ray" and (checkpoints or settings.paths.CHECKPOINT_PATH is not None):
         fail("checkpoints are written where the graph runs: use --executor local to keep them")
     pool = executor_for(executor, workers, settings, address)

@@ -44,6 +44,7 @@ REMOVED_SETTINGS: dict[str, tuple[Any, str]] = {
     "MIN_CHUNKS_REQUIRED": (1, "gate/confidence.py: tier 1 needs one passage at RELEVANCE_THRESHOLD"),
     "CRAG_BATCH_SIZE": (4, "crag_adapter.py KIT_BATCH_SIZE (UserModel(batch_size=...) still sets it)"),
     "CRAG_ANSWER_TOKENS": (75, "crag_adapter.py KIT_ANSWER_TOKENS, the kit's own cut"),
+    "EVAL_LLM_JUDGE": (False, "EVAL_JUDGE=llm, or eval --judge llm, has an LLM judge grade every answer"),
 }
 # shipped preset names kept for one release: old name -> the preset it now is
 RENAMED_PRESETS = {"qwen-1.5b": "default"}

@@ -449,7 +449,8 @@ class EvalSettings(_Section):
     """Evaluation and records: the evaluation judge, malformed input records, the trace's texts.
     None of them changes what a graph decides."""
 
-    EVAL_LLM_JUDGE: bool = setting(False, "on/off", "Send answers the rule judge cannot decide to an LLM judge (openai backend only).")
+    EVAL_JUDGE: Literal["rule", "llm"] = setting("rule", "choice", "Who judges each answer: the rule judge, or an LLM judge "
+                                                 "at EVAL_JUDGE_BASE_URL by CRAG's protocol (the rule verdict kept beside it).")
     EVAL_JUDGE_MODEL: str = setting("gpt-4o-mini", "model name", "Model name of the evaluation judge.")
     EVAL_JUDGE_BASE_URL: str | None = setting(None, "URL", "OpenAI-compatible endpoint of the evaluation judge.")
     EVAL_JUDGE_API_KEY: SecretStr | None = setting(None, "secret", "API key of the evaluation judge endpoint.")

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentic_rag.eval.provenance import signal_gaps
 from agentic_rag.eval.refusals import refusals_by_reason
-from agentic_rag.eval.rows import gold_groups, is_refusal, split_usable, stage_calls
+from agentic_rag.eval.rows import gold_groups, is_refusal, split_judged, split_usable, stage_calls
 from agentic_rag.gate import checks
 
 # every field of summary.json: key -> (plain name, what it means in one line). Rates are fractions of the
@@ -21,6 +21,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "n": ("questions scored", "questions in the metrics (those with a usable gold answer)"),
     "unusable_gold": ("unusable gold answers", "questions left out of every metric: their gold is empty, 'nan' or similar"),
     "unusable_gold_ids": ("ids with unusable gold", "the ids of those questions, to fix or drop in the data"),
+    "unjudged": ("unjudged answers", "answers the LLM judge (--judge llm) did not grade: its endpoint failed or its reply "
+                                     "held no score; left out of every metric, never counted accurate"),
+    "unjudged_ids": ("ids left unjudged", "the ids of those questions, to judge again"),
     "accuracy": ("accuracy", "judged accurate / all questions"),
     "hallucination": ("hallucination rate", "judged incorrect (answered wrongly) / all questions"),
     "missing": ("missing rate", "refused or said 'I don't know' / all questions"),
@@ -105,9 +108,13 @@ def wilson_interval(rate: float, n: int, z: float = 1.96) -> list[float] | None:
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """CRAG scores plus the abstention metrics (``METRICS`` defines each). Questions whose gold cannot
-    score an answer are counted and named, and left out of every other figure."""
+    score an answer, and answers an LLM judge left unjudged, are counted and named, and left out of every
+    other figure."""
     rows, unusable = split_usable(rows)
+    rows, unjudged = split_judged(rows)
     left_out = {"unusable_gold": len(unusable), "unusable_gold_ids": [r["id"] for r in unusable]} if unusable else {}
+    if unjudged:
+        left_out.update(unjudged=len(unjudged), unjudged_ids=[r["id"] for r in unjudged])
     n = len(rows)
     if n == 0:
         return {"n": 0, **left_out}

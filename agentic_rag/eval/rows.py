@@ -38,7 +38,7 @@ class ResultRow(BaseModel):
     prediction: str | None = ""
     status: str = "ok"
     reason: str = ""
-    judgement: Literal["accurate", "incorrect", "missing"] | None = None  # where present, a verdict
+    judgement: Literal["accurate", "incorrect", "missing", "unjudged"] | None = None  # where present, a verdict
     score: Annotated[float, Field(allow_inf_nan=False)] = 0.0
     em: Annotated[float, Field(allow_inf_nan=False)] | None = None
     f1: Annotated[float, Field(allow_inf_nan=False)] | None = None
@@ -137,6 +137,12 @@ def usable_gold(gold: Any) -> bool:
     """Whether a gold answer can score a prediction. The bundled CRAG example has gold "nan" (a missing
     value written as text): scored, every answer to it is wrong and every refusal a false refusal."""
     return str(gold if gold is not None else "").strip().lower() not in UNUSABLE_GOLD
+
+
+def split_judged(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows a judge graded, rows it left unjudged: an LLM judge that did not answer). An unjudged answer
+    is neither right nor wrong: it is counted apart, never scored."""
+    return [r for r in rows if r.get("judgement") != "unjudged"], [r for r in rows if r.get("judgement") == "unjudged"]
 
 
 def split_usable(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

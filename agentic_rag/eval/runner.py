@@ -23,7 +23,7 @@ from agentic_rag.datasets.crag import BadRecordWarner, CragRecord, DataError, Re
 from agentic_rag.errors import FolderMark, UserError, no_links, replace_file, replaceable_folder, writable_folder
 from agentic_rag.eval.executors import LocalExecutor
 from agentic_rag.eval.judge import judge
-from agentic_rag.eval.llm_judge import llm_judge, undecided
+from agentic_rag.eval.llm_judge import llm_judge
 from agentic_rag.eval.lock import LOCK_NAME, RunFolderBusy, RunLock, describe
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.provenance import (
@@ -33,7 +33,6 @@ from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import done_ids, load_rows, read_results, set_aside_bad_lines
 from agentic_rag.eval.resume import EvalInterrupted, check_resumable
 from agentic_rag.eval.rows import result_row
-from agentic_rag.llm.usage import LLMUnavailableError
 from agentic_rag.runner import answer, warm_up
 from agentic_rag.telemetry import append_line, keep_questions, write_lines
 
@@ -53,19 +52,14 @@ def question_row(system: str, settings: Settings, extra_config: dict[str, Any] |
     result = answer(system, settings, record=rec, extra_config=extra_config)
     refused = result.status != "ok"
     j = judge(result.answer, result.short_answer, rec.answer, rec.alternative_answers, refused, question=rec.query)
+    ruled = j
     judge_usage: dict[str, Any] = {}
-    judge_error = None
-    if settings.eval.EVAL_LLM_JUDGE and undecided(j, refused, result.answer, [rec.answer, *rec.alternative_answers]):
-        em, f1 = j.em, j.f1
-        try:
-            j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, settings)
-        except LLMUnavailableError as exc:  # the rule judge's verdict stands
-            judge_error = str(exc)
-        j.em, j.f1 = em, f1
+    if settings.eval.EVAL_JUDGE == "llm":
+        j, judge_usage = llm_judge(rec.query, rec.answer, rec.alternative_answers, result.answer, ruled, settings)
     row = result_row(rec, result, j)
     row["eval_judge_tokens"] = tokens_used(judge_usage)
-    if judge_error:
-        row["eval_judge_error"] = judge_error
+    if j is not ruled:
+        row.update(rule_judgement=ruled.label, rule_judge_rule=ruled.rule)
     return row
 
 
