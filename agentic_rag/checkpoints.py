@@ -12,10 +12,11 @@ import hashlib
 import sqlite3
 import threading
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.errors import UserError
+from agentic_rag.errors import UserError, sqlite_storage
 
 _SAVERS: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -126,15 +127,24 @@ def _blob_saver_class():
         """
 
         _blobs_ready = False
+        path = "checkpoint file"  # the file's path, set by ``saver``: a full disk under it names it
+
+        @contextmanager
+        def cursor(self, transaction: bool = True):
+            """The parent's cursor, every write of a step going through it, with a full or read-only disk
+            raised as the OSError it is (the run's one storage path: one line and the resume command)."""
+            with sqlite_storage(self.path), super().cursor(transaction) as cur:
+                yield cur
 
         def setup(self) -> None:
-            super().setup()
-            if not self._blobs_ready:
-                self.conn.execute(
-                    "CREATE TABLE IF NOT EXISTS blobs (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
-                    "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT, value BLOB, "
-                    "PRIMARY KEY (thread_id, checkpoint_ns, channel, version))")
-                self._blobs_ready = True
+            with sqlite_storage(self.path):
+                super().setup()
+                if not self._blobs_ready:
+                    self.conn.execute(
+                        "CREATE TABLE IF NOT EXISTS blobs (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+                        "channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT, value BLOB, "
+                        "PRIMARY KEY (thread_id, checkpoint_ns, channel, version))")
+                    self._blobs_ready = True
 
         def put(self, config, checkpoint, metadata, new_versions):
             conf = config["configurable"]
@@ -197,9 +207,10 @@ def saver(path: str | Path, max_bytes: int = MAX_CHECKPOINT_BYTES):
     with _LOCK:
         if key not in _SAVERS:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
-            conn = _connect(key)
-            _SAVERS[key] = _blob_saver_class()(conn, serde=ZlibSerde(source=key, max_bytes=max_bytes))
-            _SAVERS[key].setup()
+            made = _blob_saver_class()(_connect(key), serde=ZlibSerde(source=key, max_bytes=max_bytes))
+            made.path = key
+            made.setup()  # kept once set up: a file a full disk refused is tried afresh by the next saver
+            _SAVERS[key] = made
         _SAVERS[key].serde.max_bytes = max_bytes
         return _SAVERS[key]
 
@@ -249,7 +260,7 @@ def history(graph, path: str | Path, tid: str, max_bytes: int = MAX_CHECKPOINT_B
     try:
         snaps = list(graph.copy(update={"checkpointer": saver(path, max_bytes)})
                      .get_state_history({"configurable": {"thread_id": tid}}))
-    except sqlite3.OperationalError as exc:  # stopped by the progress handler, or a damaged file
+    except (sqlite3.OperationalError, OSError) as exc:  # stopped by the progress handler, a damaged file, a disk
         raise CheckpointRefused(f"{path} could not be read: {exc}") from None
     return sorted(snaps, key=lambda s: (s.metadata or {}).get("step", -1))
 

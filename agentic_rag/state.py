@@ -84,6 +84,7 @@ class AnswerRecord(BaseModel):
     reason: str = ""
     abstention_layer: str = ""  # one of gate.policy.LAYER_CODES' values, out_of_domain, invalid_selection or extension
     explanation: str = ""
+    p_right: float | None = None  # the fitted decision's P(the last draft is right), where it decided
     missing: list[str] = Field(default_factory=list)
     chain: list[dict[str, Any]] = Field(default_factory=list)  # a multi-hop answer's hops (gate/chain.py), each quoted or missing
     options: list[dict[str, Any]] = Field(default_factory=list)

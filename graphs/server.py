@@ -5,7 +5,9 @@ input without ``question`` used to start the run and come back as ``{"__error__"
 This middleware checks the input of every run-creating request against the graph's input JSON
 schema (``GraphInput`` in agentic_rag/state.py), and its settings, and an assistant's, against ``Settings``
 (the graphs' context schema; a request sets only the per-request ones) before a run exists, and answers 422
-naming the field or setting; a body of any request nested too deeply for the server's own code is 422 too.
+naming the field or setting. A body of any request that holds more values than MAX_REQUEST_ELEMENTS, or
+nests deeper than MAX_REQUEST_DEPTH, is 422 too, found on its bytes before any parser builds a value; the
+reading, parsing and checking run in a worker thread, so one large body holds no other client up.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from agentic_rag.telemetry import JSON_TOO_DEEP, parse_json
+from agentic_rag.telemetry import parse_json
 
 
 # POST /runs, /runs/wait, /runs/stream, /runs/batch, /runs/crons and the same under /threads/{id}
@@ -100,21 +103,69 @@ def settings_problem(payload: dict[str, Any]) -> str | None:
 
 
 MAX_REQUEST_DEPTH = 64  # levels of nesting a request body may have: far past any real input, config or metadata
+# strings, containers and separators a request body may hold: a record of MAX_RECORD_PAGES pages holds a few
+# hundred, and a parser turns each into an object (60 MB of `{}` were 20 million dicts, 9 GB of the server)
+MAX_REQUEST_ELEMENTS = 100_000
+_STRING_REST = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)  # after a string's opening quote: to its end
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"{}[]")
+_OPENERS = frozenset(b"{[")
+_TOO_MANY = f"the request holds more than {MAX_REQUEST_ELEMENTS:,} values, keys and separators (MAX_REQUEST_ELEMENTS)"
+_TOO_DEEP = f"the request is nested more than {MAX_REQUEST_DEPTH} levels deep"
 
 
-def nesting_problem(payload: Any) -> str | None:
-    """A body nested deeper than MAX_REQUEST_DEPTH (the server's own code recurses into it and fails with
-    500), found without recursing."""
-    stack = [(payload, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_REQUEST_DEPTH:
-            return f"the request is nested more than {MAX_REQUEST_DEPTH} levels deep"
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+def shape_problem(body: bytes) -> str | None:
+    """Why a request body is too large a value to parse (more than MAX_REQUEST_ELEMENTS strings, containers
+    and separators, or nesting past MAX_REQUEST_DEPTH), or None, read from its bytes before any parser
+    runs: a parser builds the whole value before anything could count it, and that value (millions of
+    ``{}`` within MAX_RECORD_BYTES) fills gigabytes and holds the server for minutes. One pass, linear in
+    the body's length; a string's text counts once, whatever it holds, so pages of HTML cost nothing.
+    A malformed body is None: the parser refuses it, at or before the point where this count stopped."""
+    elements, depth, pos = 0, 0, 0
+    while pos < len(body):
+        quote = body.find(b'"', pos)
+        end = len(body) if quote < 0 else quote
+        elements += sum(body.count(mark, pos, end) for mark in (b"{", b"[", b",")) + (quote >= 0)
+        if elements > MAX_REQUEST_ELEMENTS:  # before the brackets are walked: the walk is bounded by the count
+            return _TOO_MANY
+        depth = _deepened(depth, body[pos:end].translate(None, _NOT_BRACKETS))
+        if depth is None or depth > MAX_REQUEST_DEPTH:
+            return None if depth is None else _TOO_DEEP
+        if quote < 0:
+            return None
+        string = _STRING_REST.match(body, quote + 1)
+        if string is None:  # a string never closed: malformed
+            return None
+        pos = string.end()
     return None
+
+
+def _deepened(depth: int, brackets: bytes) -> int | None:
+    """The nesting after ``brackets`` from ``depth``: past MAX_REQUEST_DEPTH as soon as it gets there, None
+    when a bracket closes what was never opened (malformed: the parser says so)."""
+    for bracket in brackets:
+        depth += 1 if bracket in _OPENERS else -1
+        if depth < 0 or depth > MAX_REQUEST_DEPTH:
+            return None if depth < 0 else depth
+    return depth
+
+
+def body_problem(body: bytes, check: Callable[[Any], str | None] | None) -> str | None:
+    """Why a request body is refused, or None; the work of a worker thread (parsing a large body takes
+    seconds): its shape on the bytes first, then the route's check of the parsed value."""
+    if problem := shape_problem(body):
+        return problem
+    return check(_payload(body)) if check else None
+
+
+def _payload(body: bytes) -> Any:
+    """The body's value, or None for one that is not UTF-8 JSON (the server's own parser, UTF-8 only, refuses
+    it). ``json.loads`` alone would read UTF-16 too, whose bytes ``shape_problem`` does not read as text."""
+    if json.detect_encoding(body) not in ("utf-8", "utf-8-sig"):
+        return None
+    try:
+        return parse_json(body or b"null")
+    except ValueError:
+        return None
 
 
 def _check_of(path: str, method: str):
@@ -133,7 +184,8 @@ def _check_of(path: str, method: str):
 
 
 class RequireGraphInput:
-    """Pure ASGI middleware: reads a run request's body, checks it, and replays it to the server."""
+    """Pure ASGI middleware: reads a request's body (bounded in bytes), checks its shape and a run's input in
+    a worker thread, and replays it to the server."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -144,38 +196,41 @@ class RequireGraphInput:
         if check is None and not (http and scope.get("method") in ("POST", "PUT", "PATCH")):
             await self.app(scope, receive, send)
             return
-        chunks, more, size, cap = [], True, 0, _server_settings().eval.MAX_RECORD_BYTES
-        while more:
-            message = await receive()
-            size += len(message.get("body", b""))
-            if size <= cap:  # past the cap the rest is read and dropped: memory holds at most the cap
-                chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
+        cap = _server_settings().eval.MAX_RECORD_BYTES
+        body, size = await _read_capped(receive, cap)
         if size > cap:
             await _refuse(send, f"the request holds {size:,} bytes, more than {cap:,} (MAX_RECORD_BYTES)")
             return
-        body = b"".join(chunks)
-        try:
-            payload = parse_json(body or b"null")
-        except ValueError as exc:
-            if getattr(exc, "msg", "") == JSON_TOO_DEEP:  # deeper than a parser's stack: deeper than any bound
-                await _refuse(send, f"the request is nested more than {MAX_REQUEST_DEPTH} levels deep")
-                return
-            payload = None  # the server's own validation answers this
-        problem = nesting_problem(payload) or (check(payload) if check else None)
-        if problem:
+        if problem := await anyio.to_thread.run_sync(body_problem, body, check):
             await _refuse(send, problem)
             return
-        sent = False
+        await self.app(scope, _replay(body, receive), send)
 
-        async def replay():
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+async def _read_capped(receive, cap: int) -> tuple[bytes, int]:
+    """The body and its size; past ``cap`` the rest is read and dropped: memory holds at most the cap."""
+    chunks, more, size = [], True, 0
+    while more:
+        message = await receive()
+        size += len(message.get("body", b""))
+        if size <= cap:
+            chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks), size
+
+
+def _replay(body: bytes, receive):
+    """A ``receive`` that gives the server the body already read, then what the client sends next (a disconnect)."""
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 async def _refuse(send, problem: str) -> None:

@@ -95,9 +95,39 @@ def main() -> int:
     draw = sub.add_parser("sample", help="draw the audit sample (no hand labels) into audit_sample.jsonl")
     draw.add_argument("--seed", type=int, default=67)
     draw.add_argument("--out", type=Path, default=HERE / "audit_sample.jsonl")
+    llm = sub.add_parser("llm", help="grade every labelled answer with the LLM judge (CRAG's protocol) at --base-url")
+    llm.add_argument("--base-url", required=True, help="an OpenAI-compatible endpoint, e.g. agentic-rag serve's")
+    llm.add_argument("--model", required=True, help="the model name the endpoint serves")
+    llm.add_argument("--name", help="the name its figures are written under (default: the model name)")
     args = parser.parse_args()
     if args.command == "sample":
         return sample(args.seed, args.out)
+    if args.command == "llm":
+        return llm_agreement(args.base_url, args.model, args.name or args.model)
+    return report()
+
+
+def llm_agreement(base_url: str, model: str, name: str) -> int:
+    """Every labelled answer graded by the LLM judge; its verdicts beside the hand labels and the rule
+    judge's in llm_<name>.json, which the report reads. Resumes: a verdict already written is kept."""
+    from agentic_rag.configuration import Settings
+    from agentic_rag.eval.llm_judge import llm_judge
+
+    settings = Settings.load(overrides={"EVAL_JUDGE": "llm", "EVAL_JUDGE_BASE_URL": base_url, "EVAL_JUDGE_MODEL": model})
+    out = HERE / f"llm_{name}.json"
+    done = json.loads(out.read_text())["verdicts"] if out.is_file() else {}
+    rows = [r for r in map(json.loads, (HERE / "labels.jsonl").read_text().splitlines()) if usable_gold(r["gold"])]
+    for i, r in enumerate(rows):
+        key = f"{r['dataset']}|{r['system']}|{r['id']}"
+        if key in done and done[key]["label"] != "unjudged":
+            continue
+        ruled = judge(r["prediction"], r["short_answer"], r["gold"], r["alternatives"], False, question=r["query"])
+        j, _ = llm_judge(r["query"], r["gold"], r["alternatives"], r["prediction"], ruled, settings)
+        done[key] = {"label": j.label, "rule": j.rule}
+        if i % 20 == 0 or i == len(rows) - 1:
+            out.write_text(json.dumps({"model": model, "base_url": base_url, "verdicts": done}, indent=1) + "\n")
+            print(f"{i + 1}/{len(rows)}", file=sys.stderr)
+    out.write_text(json.dumps({"model": model, "base_url": base_url, "verdicts": done}, indent=1) + "\n")
     return report()
 
 
@@ -184,9 +214,39 @@ def report() -> int:
     lines += ["", "## Disagreements before, that the judge now gets right", ""]
     lines += [listed(r, f"{r['judge_at_labelling']} (`{r.get('rule_at_labelling', '?')}`), now `{r['now'].rule}`")
               for r in rows if r["judge_at_labelling"] != r["hand_label"] and r["now"].label == r["hand_label"]] or ["none"]
+    lines += llm_sections(rows, by_type)
     (HERE / "README.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:20]))
     return 0
+
+
+def llm_sections(rows: list[dict], by_type: dict[str, list[dict]]) -> list[str]:
+    """The LLM judges measured on the same rows (``llm`` subcommand): agreement over the rows each graded,
+    per audit type, with the rows it left unjudged counted apart."""
+    files = sorted(HERE.glob("llm_*.json"))
+    if not files:
+        return []
+    out = ["", "## LLM judges (`eval --judge llm`, CRAG's protocol)", "",
+           "Each labelled answer graded by `agentic_rag/eval/llm_judge.py` against a served model "
+           "(`python scripts/judge_agreement.py llm --base-url URL --model NAME`); agreement is over the rows it graded, "
+           "the unjudged ones counted apart.", "",
+           "| judge | graded | agreement | unjudged | " + " | ".join(sorted(by_type)) + " |",
+           "|---|---|---|---|" + "---|" * len(by_type)]
+    for path in files:
+        data = json.loads(path.read_text())
+        verdicts = data["verdicts"]
+
+        def verdict(r: dict) -> str | None:
+            return (verdicts.get(f"{r['dataset']}|{r['system']}|{r['id']}") or {}).get("label")
+
+        graded = [r for r in rows if verdict(r) not in (None, "unjudged")]
+        cells = [_pct(sum(verdict(r) == r["hand_label"] for r in graded), len(graded)),
+                 str(sum(verdict(r) == "unjudged" for r in rows))]
+        for kind in sorted(by_type):
+            part = [r for r in graded if r["audit_type"] == kind]
+            cells.append(_pct(sum(verdict(r) == r["hand_label"] for r in part), len(part)))
+        out.append(f"| `{md_escape(data['model'])}` | {len(graded)} | " + " | ".join(cells) + " |")
+    return out
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def main() -> int:
             run_dir = restore_run(args.folder, label, work / label)
         except FileNotFoundError as exc:
             raise SystemExit(f"error: {exc}") from None
-        summary = rejudge_run(run_dir)
+        summary, _ = rejudge_run(run_dir)
         copy_run_files(run_dir, args.folder, label)
         (args.folder / f"{label}_results.jsonl.gz").write_bytes(
             gzip.compress((run_dir / "results.jsonl").read_bytes(), compresslevel=9, mtime=0))

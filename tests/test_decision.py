@@ -250,6 +250,24 @@ def test_the_cost_of_a_wrong_answer_moves_the_cut(agent_settings, tmp_path):
     assert refused.status == "refuse" and "more than 75%" in refused.explanation
 
 
+def test_a_stated_risk_moves_the_cut_to_its_calibrated_threshold_and_says_so(agent_settings, tmp_path):
+    # P = 0.61 as above; the decision file holds thresholds calibrated for the risks 0.1 (0.70) and 0.3 (0.60)
+    s = fitted(agent_settings, tmp_path, intercept=-1.55, GREY_ZONE_WIDTH=0.0)
+    data = json.loads(Path(s.baug.DECISION_FILE).read_text())
+    data["meta"]["risk"] = {"calibration": {"dataset": "dev.jsonl", "questions": 300},
+                            "levels": {"0.1": {"threshold": 0.7, "delta": 0.1}, "0.3": {"threshold": 0.6, "delta": 0.1}}}
+    Path(s.baug.DECISION_FILE).write_text(json.dumps(data))
+    refused = run(s.replace(RISK=0.1), [SUPPORTED])[0]
+    assert refused.status == "refuse" and refused.p_right == round(1 / (1 + math.exp(1.55 - 4 * 0.5)), 4)
+    assert "answering needs P(right) >= 0.70 for the 10% risk you set (RISK=0.1); this draft has 0.61" in refused.explanation
+    assert run(s.replace(RISK=0.3), [SUPPORTED])[0].reason == "STOP_FITTED"
+    with pytest.raises(DecisionMismatchError, match=r"no threshold calibrated for RISK=0\.2 \(it holds: 0\.1, 0\.3\)"):
+        configured_decision(s.replace(RISK=0.2))
+    res = CliRunner().invoke(app, ["ask", "--dataset", "example", "--id", "@1", "-o", f"DECISION_FILE={s.baug.DECISION_FILE}",
+                                   "-o", "GATE_POLICY=fitted", "-o", "RISK=0.2"])
+    assert res.exit_code == 2 and "no threshold calibrated for RISK=0.2" in res.output and "Traceback" not in res.output
+
+
 @pytest.mark.parametrize("verdict,reason", [("yes", "STOP_FITTED"), ("no", "ABSTAIN_NOT_VERIFIED")])
 def test_the_grey_zone_asks_the_verifier_once_and_its_verdict_decides(agent_settings, tmp_path, verdict, reason):
     # P = sigmoid(-2 + 4 * 0.5) = 0.5: in the grey zone; no reflection, no retrieval left: the verifier decides

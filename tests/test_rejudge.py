@@ -45,7 +45,8 @@ def test_a_committed_run_judged_by_an_older_rule_is_scored_again_from_its_rows(t
                    judgement="accurate", judge_rule="contains", score=1)
     _commit(committed, rows, run)
     restored = restore_run(committed, "baseline", tmp_path / "restored")
-    summary = rejudge_run(restored)
+    summary, changed = rejudge_run(restored)
+    assert changed == 1
     again = [json.loads(line) for line in (restored / "results.jsonl").read_text().splitlines()]
     assert (again[0]["judgement"], again[0]["judge_rule"], again[0]["score"]) == ("incorrect", "choice_other", -1)
     assert again[0]["short_answer"] == "Mahesh Bhupathi"
@@ -78,3 +79,26 @@ def test_p_right_is_read_back_from_the_rows_where_the_run_left_no_telemetry(tmp_
     config["decision"]["sha256"] = "0" * 64
     (restored / "config.json").write_text(json.dumps(config))
     assert p_right_by_question(restored) == {rows[1]["id"]: 0.61}
+
+
+def test_the_rejudge_command_says_what_changed_and_refuses_a_folder_in_use(tmp_path, settings):
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
+    from agentic_rag.eval.lock import RunLock
+
+    run, committed, rows = _committed(tmp_path, settings)
+    rows[0].update(query="Which is older, Pistacia or Dracula?", gold="Dracula", alternatives=[], status="ok",
+                   prediction="Pistacia is older than Dracula.", judgement="accurate", judge_rule="contains", score=1)
+    _commit(committed, rows, run)
+    restored = restore_run(committed, "baseline", tmp_path / "restored")
+    res = CliRunner().invoke(app, ["rejudge", str(restored)])
+    assert res.exit_code == 0 and "1 judgements changed" in res.output
+    missing = CliRunner().invoke(app, ["rejudge", str(tmp_path / "nothing")])
+    assert missing.exit_code == 2 and "not a finished run folder" in missing.output and "Traceback" not in missing.output
+    held = RunLock(restored).acquire()
+    try:
+        busy = CliRunner().invoke(app, ["rejudge", str(restored)])
+    finally:
+        held.release()
+    assert busy.exit_code == 2 and "in use" in busy.output

@@ -166,7 +166,7 @@ def test_a_remote_reply_is_cut_before_any_text_processing():
 
 
 def test_served_requests_of_wrong_shapes_or_beyond_the_bounds_are_422_before_a_run(monkeypatch):
-    from graphs.server import _server_settings, input_problem, nesting_problem
+    from graphs.server import _server_settings, input_problem, shape_problem
 
     # a server of a model no decision ships for (a scripted model behind the openai backend, as the cases run it)
     for name, value in (("LLM_BACKEND", "openai"), ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"), ("LLM_MODEL", "scripted")):
@@ -176,10 +176,7 @@ def test_served_requests_of_wrong_shapes_or_beyond_the_bounds_are_422_before_a_r
     question = {"question": "Who won?"}
     assert "config must be an object" in input_problem({"input": question, "config": [1]}, False)
     assert "context must be an object" in input_problem({"input": question, "context": [1]}, False)
-    deep: list = []
-    for _ in range(990):
-        deep = [deep]
-    assert "nested more than" in nesting_problem({"metadata": deep})
+    assert "nested more than" in shape_problem(b'{"metadata": ' + b"[" * 990 + b"]" * 990 + b"}")
     pages = [{"page_name": f"p{i}", "page_result": "x"} for i in range(2000)]
     problem = input_problem({"input": {**question, "record": {"interaction_id": "r", "query": "q", "search_results": pages}}}, False)
     assert "2000 pages, more than the 50" in problem and "MAX_RECORD_PAGES" in problem
@@ -198,7 +195,7 @@ def test_a_record_of_many_pages_stops_at_its_deadline_and_old_indexes_go(tmp_pat
         made_pages(jobs)
     for i in range(5):
         (tmp_path / f"q{i}").mkdir()
-        (tmp_path / f"q{i}" / "manifest.json").write_text("{}")
+        (tmp_path / f"q{i}" / "manifest.json").write_text('{"format": 1, "embedding_model": "m", "files": {}}')
         time.sleep(0.01)
     assert evict_indexes(tmp_path, 3) == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["q2", "q3", "q4"]
 

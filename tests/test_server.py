@@ -4,6 +4,7 @@ the settings schema published for LangGraph Studio."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 
 import pytest
@@ -98,3 +99,91 @@ def test_served_graphs_publish_the_settings_and_take_them_as_context(server):
     assert status == 200 and body["result"]["reason"] == "ABSTAIN_QUESTION_TOO_LONG", body
     status, body = post(server, {"assistant_id": "agent", "input": question, "context": {"budget": {"MAX_ROUND": 1}}})
     assert status == 422 and "did you mean MAX_ROUNDS" in body["detail"]
+
+
+# --- a request's size once parsed: bounded on its bytes, parsed off the event loop ------------------------
+
+
+def _through_middleware(body: bytes, path: str = "/runs/wait") -> tuple[int, bool]:
+    """(status, whether the server behind was reached) of one POST through ``RequireGraphInput``, in process."""
+    import asyncio
+
+    from graphs.server import RequireGraphInput
+
+    reached = []
+
+    async def server(scope, receive, send):
+        reached.append((await receive())["body"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def exchange() -> list[dict]:
+        sent, incoming = [], [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive():
+            return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+        async def send(message):
+            sent.append(message)
+
+        await RequireGraphInput(server)({"type": "http", "path": path, "method": "POST"}, receive, send)
+        return sent
+
+    sent = asyncio.run(exchange())
+    return sent[0]["status"], bool(reached) and reached[0] == body
+
+
+def test_a_body_of_too_many_values_or_levels_is_refused_from_its_bytes_before_any_parser_runs(monkeypatch):
+    """Millions of ``{}`` fit in MAX_RECORD_BYTES and parse into as many dicts (60 MB took a server to
+    9.3 GB and two minutes): the count and the depth are read from the bytes, and a body past either
+    never reaches a parser."""
+    import graphs.server as server
+    from agentic_rag.testing.load import crowded_metadata
+
+    def parser_reached(*args):
+        raise AssertionError("a body past the bounds was parsed")
+
+    question = {"assistant_id": "agent", "input": {"question": "who won?"}}
+    crowded = crowded_metadata(question, 300_000)
+    with monkeypatch.context() as patched:
+        patched.setattr(server, "parse_json", parser_reached)
+        assert _through_middleware(crowded) == (422, False)
+    assert "MAX_REQUEST_ELEMENTS" in server.shape_problem(crowded_metadata(question, server.MAX_REQUEST_ELEMENTS + 1))
+    assert server.shape_problem(crowded_metadata(question, 1000)) is None
+    # text counts once per string, whatever it holds: a page of markup and commas is one value
+    page = json.dumps({**question, "record": {"search_results": [{"page_result": '<p a="b">x, [y] {z}</p>' * 50_000}]}})
+    assert server.shape_problem(page.encode()) is None
+    assert server.shape_problem(b"[" * 64 + b"]" * 64) is None
+    assert "nested more than 64" in server.shape_problem(b'{"metadata": ' + b"[" * 64 + b"]" * 64 + b"}")
+    for malformed in (b'{"a": "never closed', b"]" * 1000, b'"' * 1001):  # the parser's to refuse, at once
+        assert server.shape_problem(malformed) is None
+
+
+def test_request_bodies_are_read_and_checked_off_the_event_loop(monkeypatch):
+    """A body of MAX_RECORD_BYTES takes seconds to parse and check; on the event loop every other client
+    of the server waits for it (116 s, issue 72), so it is parsed in a worker thread."""
+    import threading
+
+    import graphs.server as server
+
+    parsed_on = []
+    real = server.parse_json
+    monkeypatch.setattr(server, "parse_json", lambda text: (parsed_on.append(threading.current_thread()), real(text))[1])
+    body = json.dumps({"assistant_id": "agent", "input": {"question": "who won?"}}).encode()
+    assert _through_middleware(body) == (200, True)  # checked, then replayed to the server unchanged
+    assert parsed_on and threading.main_thread() not in parsed_on  # asyncio.run's loop runs on the main thread
+
+
+@pytest.mark.system
+def test_served_graph_refuses_a_request_of_many_empty_objects_at_once(server):
+    """A real `langgraph dev`: 300,000 ``{}`` in ``metadata`` (900 kB, three times the bound) are 422 naming
+    the bound, in well under the seconds parsing them took, and the server answers the next client."""
+    from agentic_rag.testing.load import crowded_metadata
+
+    crowded = crowded_metadata({"assistant_id": "agent", "input": {"question": "who won?"}}, 300_000)
+    t0 = time.monotonic()
+    status, body = post(server, crowded, timeout=120)
+    assert status == 422 and time.monotonic() - t0 < 5, (status, time.monotonic() - t0)
+    assert "MAX_REQUEST_ELEMENTS" in body["detail"] and "\n" not in body["detail"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{server}/ok", timeout=5) as resp:
+        assert resp.status == 200

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 from rich.markup import escape
@@ -93,6 +94,39 @@ def _model_cache_writable(settings: Settings) -> None:
         writable_folder(cache, f"MODEL_CACHE_DIR {cache}")
 
 
+def answer_folders_writable(settings: Settings, system: str | None, record) -> None:
+    """The folders answering a question writes, each shown to take a file before the work: the telemetry of
+    BAUG's decisions (with a ``system`` to answer; a bare search writes none) and, for a record's own pages,
+    the index cache and its chunk vectors. An unwritable ARTIFACTS_DIR (the default `artifacts` of a
+    read-only working folder) is then one line naming the setting, as eval's run folder is."""
+    from agentic_rag.retrieval.embedding_cache import cache_folder
+    from agentic_rag.telemetry import telemetry_path
+
+    places = {}
+    if system is not None:
+        places[telemetry_path(settings, system).parent] = "the telemetry folder {} (TELEMETRY_PATH; by default under ARTIFACTS_DIR)"
+    if record is not None:
+        places[settings.cache_dir] = "the index cache {} (INDEX_CACHE_DIR; by default under ARTIFACTS_DIR)"
+        if settings.retrieval.EMBEDDING_CACHE:
+            places.setdefault(cache_folder(settings), "the chunk-vector cache {} (EMBEDDING_CACHE_DIR; by default the index cache)")
+    for folder, what in places.items():
+        writable_folder(folder, what.format(folder))
+
+
+@contextmanager
+def storage_errors(kept: str) -> Iterator[None]:
+    """The one line of a command whose files could not be written for want of storage (a full, failing or
+    read-only disk, a folder removed under it; SQLite's own errors arrive as ``OSError`` too,
+    ``errors.sqlite_storage``): what failed, where, and ``kept``, what is kept and how to go on."""
+    try:
+        yield
+    except UserError:
+        raise  # says itself, by the command group
+    except OSError as exc:
+        what = exc.strerror or str(exc)
+        fail(f"{what}: {exc.filename}; {kept}" if exc.filename else f"{what}; {kept}")
+
+
 def fail(msg: str, code: int = 2) -> None:
     # one line whatever the terminal width (greppable), the message's own brackets not read as markup,
     # and no key that a URL in it carries
@@ -124,6 +158,17 @@ def say_reader(settings: Settings) -> None:
 
     if line := reader_note(settings):
         err.print(f"[dim]note:[/] {escape(line)}", soft_wrap=True, highlight=False)
+
+
+def say_risk(settings: Settings) -> None:
+    """The risk a run or an answer promises (``RISK``), said once at its start, with its calibration set."""
+    if settings.baug.RISK is None:
+        return
+    from agentic_rag.eval.provenance import decision_identity
+    from agentic_rag.eval.risk_control import promise_line
+
+    if risk := (decision_identity("agent", settings) or {}).get("risk"):
+        err.print(f"[dim]risk:[/] {escape(promise_line(risk))}", soft_wrap=True, highlight=False)
 
 
 def record_source(dataset: str | None, record_id: str | None, index: Path | None, settings: Settings):

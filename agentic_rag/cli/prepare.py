@@ -10,12 +10,13 @@ import typer
 
 from agentic_rag.cli.common import console, fail, prepare_app
 from agentic_rag.datasets.crag import DataError
+from agentic_rag.errors import named_path, output_file
 
 
 @prepare_app.command("crag")
 def prepare_crag_cmd(
     input: Annotated[Path, typer.Option("--input", help="A CRAG .jsonl[.bz2] file, e.g. the release's crag_task_1_dev_v4.jsonl.bz2.")],
-    out: Annotated[Path, typer.Option("--out")] = Path("data"),
+    out: Annotated[str, typer.Option("--out")] = "data",
     split: Annotated[Optional[str], typer.Option("--split")] = None,
     static_only: Annotated[bool, typer.Option("--static-only")] = False,
     n: Annotated[Optional[int], typer.Option("--n")] = None,
@@ -24,26 +25,28 @@ def prepare_crag_cmd(
     """CRAG file -> question file (with pages) + deduplicated page corpus."""
     from agentic_rag.datasets.prepare import prepare_crag
 
+    out = named_path(out, "--out")
     _run_prepare(lambda: prepare_crag(input, out, split=split, static_only=static_only, n=n, seed=seed))
 
 
 @prepare_app.command("squad2")
 def prepare_squad2_cmd(
     input: Annotated[Path, typer.Option("--input", help="SQuAD 2.0 questions with their paragraphs, a JSON object a line.")],
-    out: Annotated[Path, typer.Option("--out")] = Path("data/squad2.jsonl"),
+    out: Annotated[str, typer.Option("--out")] = "data/squad2.jsonl",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """SQuAD 2.0 -> CRAG format (own paragraph + others of the article; unanswerable -> "i don't know")."""
     from agentic_rag.datasets.prepare import prepare_squad2
 
+    out = output_file(out, "--out")
     _run_prepare(lambda: prepare_squad2(input, out, n=n, seed=seed))
 
 
 @prepare_app.command("rgb")
 def prepare_rgb_cmd(
     input: Annotated[Path, typer.Option("--input", help="RGB's English questions (en_fact.json), a JSON object a line.")],
-    out: Annotated[Path, typer.Option("--out")] = Path("data/rgb.jsonl"),
+    out: Annotated[str, typer.Option("--out")] = "data/rgb.jsonl",
     variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,negative,counterfactual.")] = "answerable,negative,counterfactual",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -52,26 +55,28 @@ def prepare_rgb_cmd(
     from agentic_rag.datasets.prepare import prepare_rgb
 
     names = tuple(v.strip() for v in variants.split(",") if v.strip())
+    out = output_file(out, "--out")
     _run_prepare(lambda: prepare_rgb(input, out, variants=names, n=n, seed=seed))
 
 
 @prepare_app.command("nq")
 def prepare_nq_cmd(
     input: Annotated[Path, typer.Option("--input", help="NQ-open questions with their oracle passage, a JSON object a line.")],
-    out: Annotated[Path, typer.Option("--out")] = Path("data/nq.jsonl"),
+    out: Annotated[str, typer.Option("--out")] = "data/nq.jsonl",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Natural Questions (open, oracle passage) -> CRAG format."""
     from agentic_rag.datasets.prepare import prepare_nq
 
+    out = output_file(out, "--out")
     _run_prepare(lambda: prepare_nq(input, out, n=n, seed=seed))
 
 
 @prepare_app.command("hotpotqa")
 def prepare_hotpotqa_cmd(
     input: Annotated[Path, typer.Option("--input", help="HotpotQA questions in the distractor setting: the JSON array as distributed, or JSON lines.")],
-    out: Annotated[Path, typer.Option("--out")] = Path("data/hotpotqa.jsonl"),
+    out: Annotated[str, typer.Option("--out")] = "data/hotpotqa.jsonl",
     split: Annotated[str, typer.Option("--split", help="dev, test (each half of the questions, split by question) or all.")] = "all",
     variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,unanswerable.")] = "answerable,unanswerable",
     n: Annotated[Optional[int], typer.Option("--n", help="Questions to sample (each gives one record per variant).")] = None,
@@ -81,6 +86,7 @@ def prepare_hotpotqa_cmd(
     from agentic_rag.datasets.prepare import prepare_hotpotqa
 
     names = tuple(v.strip() for v in variants.split(",") if v.strip())
+    out = output_file(out, "--out")
     _run_prepare(lambda: prepare_hotpotqa(input, out, split=split, variants=names, n=n, seed=seed))
 
 

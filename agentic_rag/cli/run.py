@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from agentic_rag.cli.common import (
     IndexOpt,
     OverrideOpt,
     PresetOpt,
+    answer_folders_writable,
     app,
     console,
     err,
@@ -29,12 +31,14 @@ from agentic_rag.cli.common import (
     prog_name,
     record_source,
     say_model,
+    say_risk,
     say_reader,
+    storage_errors,
     warn_missing_signals,
 )
 from agentic_rag.configuration import SettingsError
 from agentic_rag.datasets.crag import DataError
-from agentic_rag.errors import UserError, replace_file
+from agentic_rag.errors import named_path, output_file, replace_file
 from agentic_rag.eval.provenance import signal_gaps, signals_unavailable
 from agentic_rag.events import clip
 from agentic_rag.gate.chain import hop_line
@@ -58,8 +62,10 @@ def search(
 
     settings = load_settings(preset, override)
     record, index_dir = record_source(dataset, record_id, index, settings)
+    answer_folders_writable(settings, None, record)
     try:
-        idx = resolve_index(graph_input(query, record, index_dir), settings)
+        with storage_errors("nothing was searched; free space there, or point ARTIFACTS_DIR elsewhere"):
+            idx = resolve_index(graph_input(query, record, index_dir), settings)
     except ValueError as exc:  # a damaged index folder
         fail(str(exc))
     passages = retrieve(idx, query, settings, k=k)
@@ -100,17 +106,20 @@ def ask(
     say_model(settings)
     if system == "agent":
         say_reader(settings)
+        say_risk(settings)
         warn_missing_signals(signals_unavailable(settings), "this answer will lack model signals")
     record, index_dir = record_source(dataset, record_id, index, settings)
     if record is None and not question:
         fail("give a QUESTION with --index")
     if too_long := question_too_long(question or record.query, settings):
         fail(f"the question {too_long}")
+    answer_folders_writable(settings, system, record)
     try:
-        result = answer(
-            system, settings, question=question, record=record, index_dir=index_dir,
-            on_update=None if as_json else node_printer(console, err, settings, debug), selected_option=select,
-        )
+        with storage_errors("no answer was given; free space there, or point ARTIFACTS_DIR elsewhere"):
+            result = answer(
+                system, settings, question=question, record=record, index_dir=index_dir,
+                on_update=None if as_json else node_printer(console, err, settings, debug), selected_option=select,
+            )
     except ValueError as exc:
         fail(str(exc))
     if system == "agent":  # the same account as a run's, of a run of one
@@ -122,7 +131,8 @@ def ask(
         err.print_json(data={"latency_by_node_ms": result.latency_by_node_ms, "tokens": result.tokens})
         err.print(f"telemetry: {result.trace}")
     console.print(f"[bold]{result.question}[/]")
-    console.print(f"status: {result.status}  reason: {result.reason}")
+    console.print(f"status: {result.status}  reason: {result.reason}"
+                  + (f"  P(right): {result.p_right:.2f}" if result.p_right is not None else ""))
     console.print(f"answer: {result.answer}")
     for c in result.citations:
         console.print(f"  [{c.n}] {c.page_name} <{c.page_url}> ({citation_status(c.model_dump())}) {clip(c.quote, 160)}",
@@ -139,7 +149,7 @@ def ask(
 @app.command()
 def ingest(
     source: Annotated[str, typer.Argument(help="CRAG dataset, prepared crag_corpus.jsonl, folder, or 'example'.")],
-    out: Annotated[Optional[Path], typer.Option("--out", help="Index folder (default artifacts/index/NAME).")] = None,
+    out: Annotated[Optional[str], typer.Option("--out", help="Index folder (default artifacts/index/NAME).")] = None,
     executor: ExecutorOpt = "local",
     workers: Annotated[int, typer.Option("--workers", help="With --executor ray: Ray workers.")] = 1,
     address: AddressOpt = None,
@@ -149,10 +159,12 @@ def ingest(
     """Build a persistent FAISS + BM25 corpus index."""
     from agentic_rag.ingest.ingest import build_corpus_index
 
+    out = named_path(out, "--out")
     settings = load_settings(preset, override)
     pool = executor_for(executor, workers, settings, address)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "index" / Path(source).name.split(".")[0]
-    stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
+    with storage_errors(f"{out} is left as it was"):
+        stats = build_corpus_index(source, out, settings, executor=pool if pool.name == "ray" else None)
     console.print_json(data=stats)
 
 
@@ -161,7 +173,7 @@ def eval_cmd(
     dataset: Annotated[str, typer.Option("--dataset", help="CRAG .jsonl[.bz2] or 'example'.")] = "example",
     system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
     n: Annotated[Optional[int], typer.Option("--n", help="First N questions.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Run folder.")] = None,
+    out: Annotated[Optional[str], typer.Option("--out", help="Run folder.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip questions already in results.jsonl.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the results a run folder already holds.")] = False,
     workers: Annotated[int, typer.Option("--workers", help="Questions answered in parallel (threads, or Ray workers).")] = 1,
@@ -181,6 +193,7 @@ def eval_cmd(
 
     if resume and overwrite:
         fail("give --resume or --overwrite, not both")
+    out = named_path(out, "--out")
     interrupt_on_sigterm()
     settings = load_settings(preset, [*(override or []), *([f"EVAL_JUDGE={judge}"] if judge else [])], needs_llm=True)
     if settings.eval.EVAL_JUDGE == "llm":
@@ -200,25 +213,25 @@ def eval_cmd(
         say_model(settings)
         if system == "agent":
             say_reader(settings)
+            say_risk(settings)
             warn_missing_signals(signals_unavailable(settings), "this run will lack model signals")
 
+    resume_with = resume_command(prog_name(), sys.argv[1:], out)
     try:
-        res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed, executor=pool,
-                       overwrite=overwrite, on_start=on_start)
+        # a file of the run that cannot be written (a full disk, in results.jsonl or an SQLite file, a removed
+        # folder) is one line; a RunFolderError (an OSError too) says itself
+        with storage_errors(f"the rows written so far are kept: {resume_with}"):
+            res = run_eval(dataset, system, settings, out, n=n, resume=resume, workers=workers, seed=seed,
+                           executor=pool, overwrite=overwrite, on_start=on_start)
     except KeyboardInterrupt as exc:
         exit_interrupted(exc, out, prog_name(), sys.argv[1:])
     except ExecutorError as exc:
-        fail(f"{exc}; resume with: {resume_command(prog_name(), sys.argv[1:], out)}")
-    except UserError:
-        raise  # one line, by the command group (a RunFolderError is an OSError too)
-    except OSError as exc:  # a file of the run cannot be written (full disk, removed folder)
-        what = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
-        fail(f"{what}; the rows written so far are kept: {resume_command(prog_name(), sys.argv[1:], out)}")
+        fail(f"{exc}; resume with: {resume_with}")
     table = Table(title=f"{system} on {dataset}", show_lines=True)
     for col in ("question", "gold", "answer", "status", "reason", "judge", "tokens", "ms"):
         table.add_column(col, overflow="fold")
     for r in res["rows"]:
-        colour = {"accurate": "green", "incorrect": "red", "missing": "yellow"}[r["judgement"]]
+        colour = {"accurate": "green", "incorrect": "red", "missing": "yellow"}.get(r["judgement"], "dim")
         table.add_row(
             clip(r["query"], 70), clip(str(r["gold"]), 50), clip(r["prediction"], 110), r["status"], r["reason"],
             f"[{colour}]{r['judgement']}[/]", str(r["tokens"].get("total", 0)), f"{r['latency_ms']:.0f}",
@@ -241,6 +254,20 @@ def eval_cmd(
         err.print(f"[yellow]warning:[/] {res['summary']['unusable_gold']} questions have a gold answer that cannot score "
                   f"an answer (empty or 'nan') and are left out of the metrics: {', '.join(res['summary']['unusable_gold_ids'])}",
                   soft_wrap=True, highlight=False, markup=True)
+    if unjudged := res["summary"].get("unjudged"):
+        err.print(f"[yellow]warning:[/] the LLM judge graded {unjudged} answers not at all (its endpoint failed or its reply "
+                  f"held no score): counted apart, never accurate: {', '.join(res['summary']['unjudged_ids'])}",
+                  soft_wrap=True, highlight=False)
+    if risk := res["summary"].get("risk"):
+        console.print(f"risk: promised {escape(risk['line'])}; wrong among answered {risk['risk']} "
+                      f"(95% interval {risk['interval_95']}) at coverage {risk['coverage']}: "
+                      + ("held" if risk["held"] else "[red]broken[/]"), soft_wrap=True, highlight=False)
+        if risk["shift"]["fires"]:
+            err.print(f"[yellow]warning:[/] these questions are not like the calibration set's "
+                      f"({escape(risk['shift']['measure'])}: p = {risk['shift']['p_value']}"
+                      + (f"; question types not calibrated: {escape(', '.join(risk['shift']['types_not_calibrated']))}"
+                         if risk["shift"]["types_not_calibrated"] else "") + "): do not trust the promise here",
+                      soft_wrap=True, highlight=False)
     console.print(f"results in {res['out']}")
     if unavailable := res["summary"].get("llm_unavailable"):
         err.print(f"[yellow]warning:[/] {unavailable} of {res['summary']['n']} questions ended as ABSTAIN_LLM_UNAVAILABLE "
@@ -262,20 +289,34 @@ def calibrate_cmd(
     values: Annotated[Optional[str], typer.Option("--values", help="Comma-separated values, e.g. 0.2,0.3,0.4.")] = None,
     system: Annotated[str, typer.Option("--system")] = "agent",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out")] = None,
+    out: Annotated[Optional[str], typer.Option("--out")] = None,
     max_false_refusal: Annotated[float, typer.Option("--max-false-refusal")] = 0.15,
     fit: Annotated[bool, typer.Option("--fit", help="Fit the decision GATE_POLICY=fitted reads, instead of a sweep.")] = False,
     run: Annotated[Optional[Path], typer.Option("--run", help="With --fit: fit on this agent run folder, not a new run.")] = None,
-    decision_file: Annotated[Optional[Path], typer.Option("--decision-file", help="With --fit: where the decision "
-                                                          "file goes (default OUT/decision.json).")] = None,
+    decision_file: Annotated[Optional[str], typer.Option("--decision-file", help="With --fit: where the decision "
+                                                         "file goes (default OUT/decision.json).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible sample of n.")] = None,
+    risk: Annotated[Optional[str], typer.Option("--risk", help="Risks to promise, e.g. 0.1 or 0.1,0.2,0.3: the share of wrong "
+                                                "answers among the shown ones; a threshold per risk goes into the decision file.")] = None,
+    delta: Annotated[float, typer.Option("--delta", help="With --risk: the chance the promise may fail on questions like "
+                                         "the calibration set.")] = 0.1,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
     """Sweep a threshold (--param/--values): accuracy, refusal and false-refusal rates and the CRAG score
-    per value. Or, with --fit, run the agent once and fit one calibrated P(the answer is right | signals)."""
+    per value. Or, with --fit, run the agent once and fit one calibrated P(the answer is right | signals).
+    Or, with --risk, calibrate the fitted decision's threshold for a stated risk (with --fit: on the fit's drafts)."""
+    from agentic_rag.eval.risk_control import RiskCalibrationError, check_delta, parse_risks
+
+    out, decision_file = named_path(out, "--out"), output_file(decision_file, "--decision-file")
+    try:
+        risks = (parse_risks(risk), check_delta(delta)) if risk is not None else None
+    except RiskCalibrationError as exc:
+        fail(str(exc))
     if fit:
-        return _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override)
+        return _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override, risks)
+    if risks:
+        return _calibrate_risk(dataset, run, n, seed, out, decision_file, preset, override, risks)
     from agentic_rag.eval.calibrate import calibrate, parse_values, to_markdown
 
     if not (dataset and param and values):
@@ -290,17 +331,44 @@ def calibrate_cmd(
     console.print(f"sweep written to {out}")
 
 
-def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override) -> None:
+def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override, risks=None) -> None:
     from agentic_rag.eval.decision_fit import calibrate_fit, to_markdown
 
     settings = load_settings(preset, override, needs_llm=True)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / "decision"
     try:
-        report = calibrate_fit(settings, out, dataset, run, n, seed, decision_file)
+        report = calibrate_fit(settings, out, dataset, run, n, seed, decision_file, risks=risks)
     except (ValueError, SettingsError, DataError, FileNotFoundError) as exc:  # DevSplitError is a ValueError
         fail(str(exc))
     replace_file(out / "fit.json", json.dumps(report, indent=2))
     console.print(to_markdown(report), highlight=False)
+
+
+def _calibrate_risk(dataset, run, n, seed, out, decision_file, preset, override, risks) -> None:
+    """``calibrate --risk``: on a finished agent run (``--run``), or a new one of ``--dataset`` under the decision
+    in force; nothing is written when the set cannot support the promise."""
+    from agentic_rag.datasets.crag import IDK, iter_records
+    from agentic_rag.eval.risk_control import MIN_DRAFTS, RiskCalibrationError, calibrate_run, levels_markdown
+    from agentic_rag.eval.runner import run_eval
+
+    settings = load_settings(preset, override, needs_llm=True)
+    out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / "risk"
+    target = decision_file or out / "decision.json"
+    try:
+        if run is None:
+            if dataset is None:
+                fail("calibrate --risk needs --dataset (a development split to run) or --run (an agent run of one)")
+            records = list(iter_records(dataset))[:n] if n else list(iter_records(dataset))
+            if len(records) < MIN_DRAFTS:
+                fail(f"{dataset} holds {len(records)} questions: a risk bound needs at least {MIN_DRAFTS}")
+            if all(str(r.answer).strip().lower() == IDK for r in records):
+                fail(f"{dataset} holds no answerable question: no threshold keeps a risk on it")
+            run_eval(dataset, "agent", settings.replace(RISK=None), out / "run", n=n, seed=seed, resume=True)
+            run = out / "run"
+        report = calibrate_run(settings, run, *risks, target)
+    except (RiskCalibrationError, ValueError, SettingsError, DataError, FileNotFoundError) as exc:
+        fail(str(exc))
+    console.print(levels_markdown(report), highlight=False)
 
 
 @app.command("serve")
@@ -309,25 +377,46 @@ def serve_cmd(
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8765,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
     context_tokens: Annotated[int, typer.Option("--context-tokens", min=256, help="The server's context window.")] = 4096,
+    repack: Annotated[str, typer.Option("--repack", help="llama.cpp's weight repacking: auto (off where the processor "
+                                        "has AMX, whose repacked weights crash the server), on or off.")] = "auto",
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
     """Serve a packaged model with llama.cpp's OpenAI-compatible server, token log-probabilities
     included, until Ctrl-C (or SIGTERM, SIGHUP: the server ends with this command); prints the
-    settings that point the agent at it."""
+    settings that point the agent at it. A server that dies (or ends) on its own is said with its signal
+    or status and its last log lines, and serve exits with status 3."""
     from agentic_rag.children import start_child, stop_child
-    from agentic_rag.llm.serve import packaged, prepared_command
+    from agentic_rag.llm.serve import REPACK_CHOICES, SERVER_DIED_EXIT, ServerLog, packaged, prepared_command, weight_repacking
 
+    if repack not in REPACK_CHOICES:
+        fail(f"--repack {repack}: choose {', '.join(REPACK_CHOICES)}")
     settings = load_settings(preset, override)
     spec = packaged(model)
-    cmd = prepared_command(spec, Path(settings.paths.MODEL_CACHE_DIR), host, port, context_tokens)
-    err.print(f"serving {spec.gguf_name} as {spec.short_name}; point the agent at it with:\n"
+    repacks, why = weight_repacking(repack)
+    cmd = prepared_command(spec, Path(settings.paths.MODEL_CACHE_DIR), host, port, context_tokens, repacks)
+    err.print(f"serving {spec.gguf_name} as {spec.short_name}, llama.cpp's weight repacking {'on' if repacks else 'off'} "
+              f"({escape(why)}); point the agent at it with:\n"
               f"  -o LLM_BACKEND=openai -o OPENAI_BASE_URL=http://{host}:{port}/v1 -o LLM_MODEL={spec.short_name}",
-              highlight=False)
-    server = start_child(cmd)
+              soft_wrap=True, highlight=False)
+    server = start_child(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = ServerLog(server.stdout, sys.stderr.buffer)
     try:
         code = server.wait()
     except KeyboardInterrupt:  # Ctrl-C reaches this process alone: the server leads a process group of its own
         stop_child(server)
-        code = 130
-    raise typer.Exit(code)
+        raise typer.Exit(130) from None
+    _server_died(code, log.tail(), SERVER_DIED_EXIT)
+
+
+def _server_died(code: int, tail: list[str], exit_code: int) -> None:
+    """The model server ended without serve asking it to (a crash on its first token, a kill): said with its
+    signal or status and its last log lines, not left to the access log's last "200 OK"."""
+    from agentic_rag.llm.serve import how_it_ended
+
+    if tail:
+        err.print(f"llama.cpp's server, its last {len(tail)} log lines:", highlight=False)
+        for line in tail:
+            err.print(f"  | {escape(line)}", soft_wrap=True, highlight=False)
+    fail(f"llama.cpp's server {how_it_ended(code)}: nothing serves the model any more (exit status {exit_code})",
+         exit_code)

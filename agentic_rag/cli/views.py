@@ -1,4 +1,4 @@
-"""Commands that show what was done: `trace`, `compare`, `graph`, `settings`."""
+"""Commands that show what was done: `trace`, `compare`, `rejudge`, `graph`, `settings`."""
 
 from __future__ import annotations
 
@@ -11,25 +11,23 @@ from rich.table import Table
 
 from agentic_rag.cli.common import OverrideOpt, PresetOpt, app, console, err, fail, load_settings
 from agentic_rag.configuration import Settings, SettingsError
-from agentic_rag.errors import replace_file, writable_file
+from agentic_rag.errors import is_stream, output_file, write_output
 from graphs import get_graph
 
 
 @app.command("compare")
 def compare_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run folders; the first is the reference.")],
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write the markdown report here.")] = None,
+    out: Annotated[Optional[str], typer.Option("--out", help="Write the markdown report here (its plots beside it).")] = None,
     title: Annotated[str, typer.Option("--title")] = "Comparison",
-    html_out: Annotated[Optional[Path], typer.Option("--html", help="Two runs: a page of the questions whose judgement or decision flipped, both timelines side by side.")] = None,
+    html_out: Annotated[Optional[str], typer.Option("--html", help="Two runs: a page of the questions whose judgement or decision flipped, both timelines side by side.")] = None,
 ) -> None:
     """Side-by-side summary, per-question differences and a paired bootstrap CI on the score."""
     from agentic_rag.eval.compare import SUMMARY_KEYS, compare, paired_sentence, to_markdown
 
     if len(runs) < 2:
         fail("give at least two run folders")
-    for option, path in (("--out", out), ("--html", html_out)):
-        if path is not None:
-            writable_file(path, f"{option} {path}")
+    out, html_out = output_file(out, "--out"), output_file(html_out, "--html")
     if html_out is not None:
         from agentic_rag.trace.html import render_compare_html, write_page
         from agentic_rag.trace.run import TraceError, load_run
@@ -48,7 +46,8 @@ def compare_cmd(
     if out:
         from agentic_rag.eval.compare import write_plots
 
-        replace_file(out, to_markdown(result, title, write_plots(result, out.parent)))
+        plots = None if is_stream(out) else write_plots(result, out.parent)  # a stream has no folder to put them in
+        write_output(out, to_markdown(result, title, plots))
         console.print(f"written {out}")
     from agentic_rag.eval.metrics import metric_label
 
@@ -66,11 +65,38 @@ def compare_cmd(
 
 
 
+@app.command("rejudge")
+def rejudge_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Finished run folders, judged again in place.")],
+) -> None:
+    """Score finished runs again with today's judge, with no model call: results, summary and report rewritten."""
+    from agentic_rag.eval.lock import RunFolderBusy
+    from agentic_rag.eval.rejudge import rejudge_run
+
+    for run in runs:
+        was = _summary_score(run)
+        try:
+            summary, changed = rejudge_run(run)
+        except (FileNotFoundError, RunFolderBusy) as exc:
+            fail(str(exc))
+        console.print(f"{escape(str(run))}: {changed} judgements changed; score {was} -> {summary.get('score')}",
+                      highlight=False)
+
+
+def _summary_score(run: Path):
+    import json
+
+    try:
+        return json.loads((run / "summary.json").read_text()).get("score")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 @app.command("graph")
 def graph_cmd(
     system: Annotated[str, typer.Option("--system", help="agent or baseline.")] = "agent",
     fmt: Annotated[str, typer.Option("--format", help="mermaid, ascii, dot or png (png needs --out).")] = "mermaid",
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write the drawing to this file.")] = None,
+    out: Annotated[Optional[str], typer.Option("--out", help="Write the drawing to this file.")] = None,
     preset: PresetOpt = None,
     override: OverrideOpt = None,
 ) -> None:
@@ -82,8 +108,7 @@ def graph_cmd(
     settings = load_settings(preset, override)
     if fmt in BINARY_FORMATS and out is None:
         fail(f"--format {fmt} writes a file: give --out FILE")
-    if out is not None:
-        writable_file(out, f"--out {out}")
+    out = output_file(out, "--out")
     try:
         drawing = draw(get_graph(system, settings), fmt)
     except (ValueError, DrawError) as exc:
@@ -91,10 +116,7 @@ def graph_cmd(
     if out is None:
         print(drawing)
         return
-    if isinstance(drawing, bytes):
-        replace_file(out, drawing)
-    else:
-        replace_file(out, drawing)
+    write_output(out, drawing)
     console.print(f"written {out}")
 
 
@@ -102,7 +124,7 @@ def graph_cmd(
 def trace_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by `eval`.")],
     qid: Annotated[Optional[str], typer.Option("--id", help="One question (its id, a start of it no other id shares, or @N for row N from 0): its timeline.")] = None,
-    html_out: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML page of the run.")] = None,
+    html_out: Annotated[Optional[str], typer.Option("--html", help="Write a self-contained HTML page of the run (a file, or a stream such as /dev/stdout).")] = None,
     brief: Annotated[bool, typer.Option("--brief", help="With --id: one line per node, no passages or checks.")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="With --id: list the checkpointed steps.")] = False,
     step: Annotated[Optional[int], typer.Option("--step", help="With --id: the graph state at this checkpointed step.")] = None,
@@ -111,8 +133,7 @@ def trace_cmd(
     """Inspect a run: a table of its questions, one question node by node, its checkpoints, or an HTML page."""
     from agentic_rag.trace.run import TraceError, load_run
 
-    if html_out is not None:
-        writable_file(html_out, f"--html {html_out}")
+    html_out = output_file(html_out, "--html")
     try:
         run = load_run(run_dir)
         if otlp is not None:

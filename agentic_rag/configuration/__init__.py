@@ -19,6 +19,7 @@ The declarations are sections.py, the reading of presets, variables and override
 """
 
 from agentic_rag.configuration.available import OTEL_PACKAGES, import_store_class, missing_otel_packages
+from agentic_rag.configuration.checks import PATTERN_UNITS
 from agentic_rag.configuration.loading import (
     ENV_FALLBACKS, ENV_PREFIX, PRESET_ENV, PRESETS_DIR, REMOVED_SETTINGS, RENAMED_PRESETS, RemovedSettingWarning,
     env_warnings, ignored_env_names, parse_overrides, read_preset, setting_sources,
@@ -26,7 +27,7 @@ from agentic_rag.configuration.loading import (
 from agentic_rag.configuration.sections import (
     FIELD_SECTIONS, NESTED_DELIMITER, PER_REQUEST_SETTINGS, SECRET_SETTINGS, SECTIONS, AgentSettings, BAUGSettings,
     BudgetSettings, CragSettings, EvalSettings, GateSettings, LLMSettings, PathSettings, RetrievalSettings,
-    ScaleSettings, PATTERN_UNITS, USER_CACHE, SettingNames, SettingsError, flat_name, meaning_of, per_request, setting,
+    ScaleSettings, USER_CACHE, SettingNames, SettingsError, flat_name, meaning_of, per_request, setting,
     unit_of,
 )
 from agentic_rag.configuration.settings import FlatSettingsReadWarning, Settings

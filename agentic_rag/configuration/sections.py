@@ -5,7 +5,6 @@ either spelling) is loading.py; the ``Settings`` object that holds the sections 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -15,6 +14,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import NoDecode
 
 from agentic_rag.configuration.available import import_store_class, missing_otel_packages
+from agentic_rag.configuration.checks import value_problem
 from agentic_rag.errors import UserError
 
 NESTED_DELIMITER = "__"  # retrieval__RETRIEVAL_K, AGENTIC_RAG_RETRIEVAL__RETRIEVAL_K
@@ -55,9 +55,6 @@ def meaning_of(field: FieldInfo) -> str:
     return text.removesuffix(f" Unit: {unit}.") if unit else text
 
 
-PATTERN_UNITS = ("regex", "regexes")  # a setting in these units is compiled when settings load
-
-
 class _Section(BaseModel):
     # titled by their names, which are what presets, -o and the environment spell; no inf or nan, which
     # no setting means and JSON (config.json, telemetry) cannot hold
@@ -65,16 +62,12 @@ class _Section(BaseModel):
                               allow_inf_nan=False)
 
     @model_validator(mode="after")
-    def _patterns_compile(self) -> "_Section":
-        """A pattern that does not compile is a settings error now, not a traceback inside a question."""
+    def _values_usable(self) -> "_Section":
+        """A pattern that does not compile, or a key or URL no server could be reached with, is a settings
+        error now, in one line that shows no key, not a traceback inside a question (configuration/checks.py)."""
         for name, field in type(self).model_fields.items():
-            if unit_of(field) in PATTERN_UNITS:
-                value = getattr(self, name)
-                for pattern in [value] if isinstance(value, str) else value or ():
-                    try:
-                        re.compile(pattern)
-                    except re.error as exc:
-                        raise ValueError(f"setting {name}: {pattern!r} is not a valid regular expression ({exc})") from None
+            if problem := value_problem(name, unit_of(field), getattr(self, name)):
+                raise ValueError(problem)
         return self
 
 
@@ -103,7 +96,8 @@ class LLMSettings(_Section):
     MAX_REPLY_CHARS: int = setting(20_000, "characters", "A remote model's reply is cut to this many characters before "
                                    "any text processing (a server may ignore MAX_OUTPUT_TOKENS).", ge=100)
     LLM_TIMEOUT_S: float = setting(
-        300.0, "s", "Timeout of one remote LLM call attempt, cut to what is left of the question's WALL_TIME_S.", gt=0
+        300.0, "s", "Time one remote LLM call attempt may take in all, from connecting to the reply's last byte "
+        "(not per read), cut to what is left of the question's WALL_TIME_S.", gt=0
     )
     LLM_RETRIES: int = setting(
         2, "retries",
@@ -410,6 +404,9 @@ class BAUGSettings(_Section):
         "What a wrong answer costs against +1 for a right one and 0 for a refusal (CRAG: 1); the fitted policy answers "
         "when P(right) > cost / (1 + cost).", gt=0.0, per_request=True,
     )
+    RISK: float | None = setting(None, "fraction", "The share of wrong answers among shown ones you accept: the fitted "
+                                 "policy answers when P(right) clears the threshold `calibrate --risk` stored for it; None = "
+                                 "WRONG_ANSWER_COST's cut.", gt=0.0, lt=1.0, per_request=True)
     GREY_ZONE_WIDTH: float = setting(
         0.1, "probability",
         "Within this distance of the cut the fitted policy retrieves more, reflects or asks the verifier (while the "

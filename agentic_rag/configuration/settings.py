@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from agentic_rag.configuration.checks import secret_problem
 from agentic_rag.configuration.loading import (
     ENV_PREFIX, _canonical, _EnvSource, _explain, _layers, _merge, request_settings,
 )
@@ -170,4 +171,7 @@ class Settings(BaseSettings):
     def openai_api_key(self) -> str | None:
         if self.llm.OPENAI_API_KEY is not None:
             return self.llm.OPENAI_API_KEY.get_secret_value()
-        return os.environ.get("OPENAI_API_KEY")
+        key = os.environ.get("OPENAI_API_KEY")  # exported after these settings were read
+        if key and (problem := secret_problem("OPENAI_API_KEY", key)):
+            raise SettingsError(problem)
+        return key

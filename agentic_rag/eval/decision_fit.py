@@ -323,13 +323,20 @@ def signal_aucs(records: list[dict[str, Any]], candidates=(*CANDIDATE_FEATURES, 
 
 
 def fit_from_rows(rows: list[dict[str, Any]], settings, out_dir: Path, dev: dict[str, Any],
-                  decision_path: Path | None = None) -> dict[str, Any]:
-    """Records, the fit, the decision file and its two plots; the report ``calibrate --fit`` prints."""
+                  decision_path: Path | None = None, risks: tuple[list[float], float] | None = None) -> dict[str, Any]:
+    """Records, the fit, the decision file and its two plots; the report ``calibrate --fit`` prints. With
+    ``risks`` (the risks and delta of ``--risk``), the decision file also holds a threshold per risk,
+    calibrated on the same drafts' out-of-fold P (``eval/risk_control.py``)."""
     records = draft_records(rows)
     check_split(records)  # before any verifier call: a refusal costs nothing
     verdict_calls = fill_verdicts(records, rows, settings) if settings.baug.VERIFIER_ENABLED else 0
     dev = {**dev, "drafts_sha256": data_hash(records)}
     decision, oof = fit_decision(records, settings, dev)
+    if risks:
+        from agentic_rag.eval.risk_control import fitted_drafts, risk_section
+
+        about = {"source": "each draft's out-of-fold P(right) in the fit's cross-validation", **dev}
+        decision.meta["risk"] = risk_section(fitted_drafts(rows, records, oof["base"]), rows, *risks, about)
     out_dir.mkdir(parents=True, exist_ok=True)
     decision_path = decision_path or out_dir / "decision.json"
     decision_path.parent.mkdir(parents=True, exist_ok=True)
@@ -344,7 +351,8 @@ def fit_from_rows(rows: list[dict[str, Any]], settings, out_dir: Path, dev: dict
             "chosen": decision.meta["cv"]["chosen"], "why": decision.meta["cv"]["why"], "cv": decision.meta["cv"],
             "cv_verified": decision.meta["cv_verified"], "drafts": len(records), "judgements": decision.meta["judgements"],
             "verifier_calls": verdict_calls, "cut": cut_for(settings.baug.WRONG_ANSWER_COST),
-            "signal_auc": signal_aucs(records)}
+            "signal_auc": signal_aucs(records),
+            "risk_levels": (decision.meta.get("risk") or {}).get("levels")}
 
 
 def to_markdown(report: dict[str, Any]) -> str:
@@ -356,12 +364,16 @@ def to_markdown(report: dict[str, Any]) -> str:
         *[f"| {k} | {cv[k]['log_loss']} | {cv[k]['auc']} | {cv[k]['brier']} |" for k in ("logistic", "boosting")],
         "", f"Decision file: {report['decision_file']}; plots: {', '.join(report['plots'])}",
     ]
+    if report.get("risk_levels"):
+        lines += ["", "| risk | threshold on P(right) | coverage | calibration risk | upper bound |", "|---|---|---|---|---|",
+                  *[f"| {k} | {v['threshold']} | {v['coverage']} | {v['risk']} | {v['bound']} |"
+                    for k, v in report["risk_levels"].items()]]
     return "\n".join(lines) + "\n"
 
 
 def calibrate_fit(settings, out_dir: str | Path, dataset: str | Path | None = None, run_dir: str | Path | None = None,
                   n: int | None = None, seed: int | None = None, decision_path: str | Path | None = None,
-                  extra_config: dict[str, Any] | None = None) -> dict[str, Any]:
+                  extra_config: dict[str, Any] | None = None, risks: tuple[list[float], float] | None = None) -> dict[str, Any]:
     """``calibrate --fit``: run the agent once on ``dataset`` under the hand-set thresholds (or read the
     run folder ``run_dir``) and fit the decision on its drafts."""
     from agentic_rag.eval.provenance import logprob_report, model_identity
@@ -392,7 +404,7 @@ def calibrate_fit(settings, out_dir: str | Path, dataset: str | Path | None = No
     dev = {"dataset": config.get("dataset"), "dataset_sha256": config.get("dataset_sha256"), "questions": len(rows),
            "run": str(run_dir), "model": config.get("model"),
            "logprobs": config.get("logprobs") or logprob_report(rows)}  # an unfinished run has not written it
-    return fit_from_rows(rows, settings, out, dev, Path(decision_path) if decision_path else None)
+    return fit_from_rows(rows, settings, out, dev, Path(decision_path) if decision_path else None, risks)
 
 
 def signal_auc_report(run_dir: str | Path, backend: str) -> dict[str, Any]:

@@ -60,6 +60,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "by_domain": ("by domain", "the same per CRAG domain"),
     "by_static_or_dynamic": ("by dynamism", "the same per CRAG static-or-dynamic label"),
     "refusals_by_reason": ("refusals by reason", "per reason code, the answerable and unanswerable questions it refused"),
+    "risk": ("the stated risk", "with RISK set: the share of wrong answers promised, against the share among the answered "
+                                "ones (95% Clopper-Pearson) and the coverage, overall and per question type, whether it "
+                                "held, and the shift test against the calibration set"),
     "bad_records": ("bad input records", "dataset lines skipped as malformed"),
     "signals_missing": ("model signals missing", "per signal read from the model (the answerability probe, token "
                         "log-probabilities), the drafts it was missing on and why: empty when the backend gave every one"),
@@ -73,11 +76,16 @@ def metric_label(key: str) -> str:
     return f"{name}: {meaning}" if meaning else name
 
 
-def run_summary(system: str, rows: list[dict[str, Any]], bad_records: int) -> dict[str, Any]:
-    """summary.json: the metrics with the system, the malformed input count and a legend of plain names."""
+def run_summary(system: str, rows: list[dict[str, Any]], bad_records: int, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """summary.json: the metrics with the system, the malformed input count and a legend of plain names;
+    with the run's ``config``, what a stated risk (``RISK``) promised against what happened."""
+    from agentic_rag.eval.risk_control import promise_of, promise_outcome
+
     summary = {"system": system, **summarize(rows), "bad_records": bad_records}
     if system == "agent":  # the baseline decides nothing, so reads no model signal
         summary["signals_missing"] = signal_gaps(rows)
+    if promise := promise_of(config):
+        summary["risk"] = promise_outcome(rows, promise)
     return {**summary, "legend": {k: METRICS[k][0] for k in summary if k in METRICS}}
 
 

@@ -67,9 +67,11 @@ def common_coverage(curves: list[list[tuple[float, float]]]) -> float | None:
     return min(ends) if ends else None
 
 
-def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Risk-coverage") -> Path:
+def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Risk-coverage",
+                       promise: dict[str, Any] | None = None) -> Path:
     """One curve per run; a run may carry its own ``score`` (how its answers are ranked) and the
-    legend gives each curve's area."""
+    legend gives each curve's area. With a run's ``promise`` (``summary["risk"]``): the accuracy it promised
+    as a line, and the run's own point with its 95% interval, beside the calibration set's."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     curves = [risk_coverage(run["rows"], run.get("score", confidence_of)) for run in runs]
@@ -80,11 +82,24 @@ def plot_risk_coverage(runs: list[dict[str, Any]], path: Path, title: str = "Ris
                     label=f"{run['name']} (mean risk {mean_risk(pts, common):.3f})")
     if sum(bool(pts) for pts in curves) > 1:  # where the comparison stops
         ax.axvline(common, color="grey", lw=0.8, ls=":")
+    if promise:
+        _mark_promise(ax, promise)
     ax.set_xlim(0, 1)
     if ax.get_legend_handles_labels()[0]:  # a run that answered nothing has no curve to name
         ax.legend(fontsize=8)
     return finish_axes(plt, fig, ax, path, title, "coverage (fraction of questions answered)",
                    "accuracy of answered questions (1 - risk)")
+
+
+def _mark_promise(ax, promise: dict[str, Any]) -> None:
+    alpha = float(promise["alpha"])
+    ax.axhline(1 - alpha, color="tab:red", lw=0.9, ls="--", label=f"promised: at most {alpha:.0%} wrong")
+    if promise.get("answered"):
+        low, high = promise.get("interval_95") or (promise["risk"], promise["risk"])
+        ax.errorbar([promise["coverage"]], [1 - promise["risk"]], yerr=[[high - promise["risk"]], [promise["risk"] - low]],
+                    fmt="o", color="tab:red", capsize=3, label=f"this run ({'held' if promise['held'] else 'broken'})")
+    if (cal := promise.get("calibrated")) is not None:
+        ax.plot([cal["coverage"]], [1 - cal["risk"]], "s", color="black", label="calibration set")
 
 
 def plot_refusal_tradeoff(curves: dict[str, list[dict[str, Any]]], points: dict[str, tuple[float, float]],

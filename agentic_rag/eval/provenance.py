@@ -112,7 +112,12 @@ def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
         path = configured_decision_path(settings)
     except (ValueError, FileNotFoundError):  # the run itself says why, in one line
         return None
-    return {"path": str(path), "sha256": file_sha256(path) if path.is_file() else None}
+    out = {"path": str(path), "sha256": file_sha256(path) if path.is_file() else None}
+    if settings.baug.RISK is not None:  # what the run promises, and on what it was calibrated: its summary reads it
+        from agentic_rag.gate.fitted import load_decision, risk_level
+
+        out["risk"] = {"alpha": settings.baug.RISK, **risk_level(load_decision(path), settings.baug.RISK)}
+    return out
 
 
 def logprob_report(rows: list[dict[str, Any]]) -> dict[str, Any]:

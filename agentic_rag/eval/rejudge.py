@@ -16,6 +16,7 @@ from typing import Any
 
 from agentic_rag.errors import replace_file
 from agentic_rag.eval.judge import judge
+from agentic_rag.eval.lock import RunLock
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import read_results
@@ -34,17 +35,26 @@ def rejudge_row(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def rejudge_run(run_dir: str | Path) -> dict[str, Any]:
-    """Re-score a finished run folder in place: results.jsonl, summary.json and report.md (with its plot)."""
+def rejudge_run(run_dir: str | Path) -> tuple[dict[str, Any], int]:
+    """Re-score a finished run folder in place (results.jsonl, summary.json, report.md with its plot), holding
+    its lock as a run does: the new summary, and how many judgements changed."""
     out = Path(run_dir)
-    rows = [rejudge_row(row) for row in read_results(out / "results.jsonl")]
-    replace_file(out / "results.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
-    config = json.loads((out / "config.json").read_text()) if (out / "config.json").is_file() else {}
-    summary = run_summary(old.get("system", config.get("system", "")), rows, old.get("bad_records", 0))
-    replace_file(out / "summary.json", json.dumps(summary, indent=2))
-    write_report(out, summary, rows, config.get("model"))
-    return summary
+    if not (out / "results.jsonl").is_file():
+        raise FileNotFoundError(f"{out} holds no results.jsonl: not a finished run folder")
+    lock = RunLock(out).acquire()  # RunFolderBusy while a run still writes it
+    try:
+        before = read_results(out / "results.jsonl")
+        was = [r.get("judgement") for r in before]
+        rows = [rejudge_row(row) for row in before]
+        replace_file(out / "results.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        old = json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else {}
+        config = json.loads((out / "config.json").read_text()) if (out / "config.json").is_file() else {}
+        summary = run_summary(old.get("system", config.get("system", "")), rows, old.get("bad_records", 0), config)
+        replace_file(out / "summary.json", json.dumps(summary, indent=2))
+        write_report(out, summary, rows, config.get("model"))
+    finally:
+        lock.release()
+    return summary, sum(a != r["judgement"] for a, r in zip(was, rows))
 
 
 def restore_run(committed: str | Path, label: str, run_dir: str | Path) -> Path:

@@ -17,7 +17,8 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]],
     (group names come from the dataset and are escaped, as every cell is)."""
     from agentic_rag.eval.plots import plot_risk_coverage
 
-    plot = plot_risk_coverage([{"name": summary["system"], "rows": rows}], out / "risk_coverage.png")
+    plot = plot_risk_coverage([{"name": summary["system"], "rows": rows}], out / "risk_coverage.png",
+                              promise=summary.get("risk"))
     lines = [f"# Run report: {md_escape(summary['system'])}", ""]
     if model:
         lines += [md_escape(model_line(model)), ""]
@@ -30,6 +31,18 @@ def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]],
                                                                  for g, v in groups.items()])
     if summary.get("signals_missing"):
         lines += ["", "## model signals missing", "", md_escape(gap_warning(summary["signals_missing"], "This run lacked model signals"))]
+    if risk := summary.get("risk"):
+        lines += ["", "## the stated risk", "", md_escape(f"Promised: {risk['line']}."), ""]
+        lines += markdown_table(["questions", "answered", "coverage", "wrong among answered", "95% interval", "held"],
+                                [[g, v["answered"], v["coverage"], v["risk"], v["interval_95"], "yes" if v["held"] else "no"]
+                                 for g, v in {"all": risk, **risk["by_question_type"]}.items()])
+        s = risk["shift"]
+        lines += ["", md_escape(
+            ("**Shift warning**: these questions are not like the calibration set's, so the promise is not to be "
+             "trusted here" if s["fires"] else "No shift found against the calibration set") +
+            f" ({s['measure']}: p = {s['p_value']}, warns below {s['p_value_below']}"
+            + (f"; question types it was not calibrated on: {', '.join(s['types_not_calibrated'])}" if s["types_not_calibrated"] else "")
+            + ").")]
     if summary.get("refusals_by_reason"):
         lines += ["", "## refusals by reason", ""] + refusal_table(summary["refusals_by_reason"])
     lines += ["", f"![risk-coverage]({plot.name})", ""]

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.configuration import REMOVED_SETTINGS, SECRET_SETTINGS
+from agentic_rag.configuration import ENV_FALLBACKS, ENV_PREFIX, REMOVED_SETTINGS, SECRET_SETTINGS, flat_name
 from agentic_rag.errors import UserError
 from agentic_rag.telemetry import parse_json
 
@@ -90,20 +90,42 @@ def check_resumable(out: Path, config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def resume_command(prog: str, args: list[str], out: str | Path) -> str:
-    """The command line that continues a run: the same arguments plus its folder and ``--resume``.
-    A secret given as an override is shown as *** (type it again): a key is never printed."""
-    shown = []
-    for arg in args:
-        if arg == "--overwrite":  # the folder now holds this run's rows: continue them
-            continue
-        flag = "--override=" if arg.startswith("--override=") else ""
-        key, eq, _ = arg.removeprefix(flag).partition("=")
-        shown.append(f"{flag}{key}=***" if eq and key.strip().upper() in SECRET_SETTINGS else arg)
+    """The command line that continues a run: the same arguments plus its folder and ``--resume``, less
+    every secret given as an override. A key is never printed, not even masked: a mask run as printed
+    would be sent as the key. A shell comment after the command says which variable to set instead, so
+    the line still runs as it is copied."""
+    shown, secrets = _without_secrets(args)
+    shown = [a for a in shown if a != "--overwrite"]  # the folder now holds this run's rows: continue them
     if not any(a == "--out" or a.startswith("--out=") for a in shown):
         shown += ["--out", str(out)]
     if "--resume" not in shown:
         shown.append("--resume")
-    return f"{prog} {shlex.join(shown)}"
+    names = " and ".join(dict.fromkeys(name if name in ENV_FALLBACKS else ENV_PREFIX + name for name in secrets))
+    note = f"  # first set {names} in the environment: a key given with -o is never printed" if names else ""
+    return f"{prog} {shlex.join(shown)}{note}"
+
+
+def _without_secrets(args: list[str]) -> tuple[list[str], list[str]]:
+    """``args`` less the overrides that set a secret (``-o K=V``, ``--override K=V``, ``--override=K=V``,
+    ``-oK=V``), and the flat names of those secrets."""
+    kept: list[str] = []
+    secrets: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-o", "--override") and i + 1 < len(args):
+            item, taken = args[i + 1], args[i:i + 2]
+        else:
+            item = arg.removeprefix("--override=") if arg.startswith("--override=") else \
+                arg[2:] if arg.startswith("-o") and not arg.startswith("--") else ""
+            taken = [arg]
+        key, eq, _ = item.partition("=")
+        if eq and key.strip() in SECRET_SETTINGS:
+            secrets.append(flat_name(key.strip()))
+        else:
+            kept += taken
+        i += len(taken)
+    return kept, secrets
 
 
 _signals: list[int] = []  # the signal that interrupted this process, when it was not Ctrl-C

@@ -184,7 +184,7 @@ def _run_locked(out: Path, selected: list[CragRecord], report: ReadReport, syste
     rows = load_rows(results_path, [r.interaction_id for r in selected])
     config["logprobs"] = logprob_report(rows)  # known once the drafts are in: did the backend return them?
     replace_file(out / "config.json", json.dumps(config, indent=2))
-    summary = run_summary(system, rows, len(report.bad))
+    summary = run_summary(system, rows, len(report.bad), config)
     replace_file(out / "summary.json", json.dumps(summary, indent=2))
     write_report(out, summary, rows, config["model"])
     return {"summary": summary, "rows": rows, "out": str(out)}

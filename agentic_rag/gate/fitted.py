@@ -294,10 +294,31 @@ def _load(path: str) -> DecisionFile:
 
 
 def configured_decision(settings) -> DecisionFile:
-    """The decision file a run reads, checked against the configured model and backend."""
+    """The decision file a run reads, checked against the configured model and backend, and holding a
+    threshold for the risk ``RISK`` asks for, when it asks for one."""
     decision = load_decision(configured_decision_path(settings))
     decision.check(model_key(settings), available_features(settings))
+    if settings.baug.RISK is not None:
+        risk_level(decision, settings.baug.RISK)
     return decision
+
+
+def risk_key(alpha: float) -> str:
+    return f"{alpha:g}"
+
+
+def risk_level(decision: DecisionFile, alpha: float) -> dict[str, Any]:
+    """The threshold ``agentic-rag calibrate --risk`` stored in the decision file for risk ``alpha``, with what
+    it was calibrated on; a ``DecisionMismatchError`` naming the risks it holds when it has none for ``alpha``."""
+    risk = decision.meta.get("risk") if isinstance(decision.meta.get("risk"), dict) else {}
+    levels = risk.get("levels") if isinstance(risk.get("levels"), dict) else {}
+    level = levels.get(risk_key(alpha))
+    if not isinstance(level, dict) or json_number(level.get("threshold")) is None:
+        held = ", ".join(sorted(levels)) or "none"
+        raise DecisionMismatchError(
+            f"the decision file holds no threshold calibrated for RISK={alpha:g} (it holds: {held}): run "
+            f"`agentic-rag calibrate --risk {alpha:g} --dataset DEV` (or --run RUN) and point DECISION_FILE at what it writes")
+    return {**level, "calibration": risk.get("calibration") or {}}
 
 
 def configured_decision_path(settings) -> Path:
@@ -325,8 +346,11 @@ def decision_in_force(settings) -> DecisionFile | None:
     pins a policy where its model's decision was not measured against them."""
     policy = settings.baug.GATE_POLICY
     if policy == "thresholds":
+        if settings.baug.RISK is not None:
+            raise ValueError("RISK sets a threshold on the fitted decision's P(right), and GATE_POLICY=thresholds has "
+                             "none: drop RISK or use GATE_POLICY=fitted (or auto)")
         return None
-    if policy == "fitted" or settings.baug.DECISION_FILE is not None:
+    if policy == "fitted" or settings.baug.DECISION_FILE is not None or settings.baug.RISK is not None:
         return configured_decision(settings)  # asked for: a missing or mismatched file is an error
     if settings.llm.LLM_BACKEND != "local":
         return None
@@ -375,11 +399,17 @@ def decide_fitted(signals: dict[str, Any], flags: Flags, settings,
             return FittedDecision(REFLECT, "REFLECT_LOW_FAITH", round(p, 4))
         if settings.baug.VERIFIER_ENABLED and settings.baug.GROUNDING_ENABLED and verified is not None:
             return FittedDecision(STOP, STOP_FITTED_REASON, round(p, 4), verify=True)
-    if p > cut:
+    alpha = settings.baug.RISK
+    level = risk_level(decision, alpha) if alpha is not None else None
+    if (p >= float(level["threshold"])) if level else p > cut:
         return FittedDecision(STOP, STOP_FITTED_REASON, round(p, 4))
     reason, why = driver(model, signals)
-    explanation = (f"{FITTED_EXPLANATION_OPENS} {p:.0%} that this draft is right, and answering needs more than "
-                   f"{cut:.0%} (a wrong answer costs {cost:g} against +1 for a right one); what lowered it most: {why}.")
+    if level:
+        need = (f"answering needs P(right) >= {float(level['threshold']):.2f} for the {alpha:.0%} risk you set "
+                f"(RISK={alpha:g}); this draft has {p:.2f}")
+    else:
+        need = (f"answering needs more than {cut:.0%} (a wrong answer costs {cost:g} against +1 for a right one)")
+    explanation = f"{FITTED_EXPLANATION_OPENS} {p:.0%} that this draft is right, and {need}; what lowered it most: {why}."
     return FittedDecision(ABSTAIN, reason, round(p, 4), explanation)
 
 

@@ -331,6 +331,7 @@ def build_record(state: dict[str, Any], system: str, settings, tokens: dict[str,
         signals=signals,
         draft=state.get("draft", ""),
         chain=signals.get("chain") or [],
+        p_right=decision.get("p_right"),
     )
     ambiguity = state.get("ambiguity") or {}
     if decision["reason"] == "AMBIGUOUS_OPTIONS":

@@ -5,7 +5,8 @@ the pages' content and the chunking/embedding settings, so a second run over the
 no embedding work. A cache entry that cannot be read (cut by a kill, raced by another writer) is
 rebuilt, never trusted. Corpus mode pools pages from a dataset, a prepared corpus file or a folder of
 .html/.txt/.md/.pdf files into one FAISS + BM25 index under ``artifacts/``; a file in the folder that
-is not text (an executable named ``x.html``) is skipped with a warning and counted.
+is not text (an executable named ``x.html``) is skipped with a warning and counted, and so is a link
+that leads out of the folder (the folder is untrusted: ``users.md -> /etc/passwd`` is never read).
 
 Run as ``agentic-rag ingest``.
 """
@@ -35,12 +36,12 @@ from agentic_rag.datasets.crag import (
     SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
     looks_binary, resolve_dataset, warn,
 )
-from agentic_rag.errors import writable_folder
+from agentic_rag.errors import replaceable_folder, writable_folder
 from agentic_rag.ingest.pages import EXTRACTOR_VERSION, make_page
 from agentic_rag.retrieval.chunks import Page
 from agentic_rag.retrieval.embedding_cache import cache_for
 from agentic_rag.retrieval.embeddings import Embedder, get_embedder
-from agentic_rag.retrieval.hybrid import HybridIndex
+from agentic_rag.retrieval.hybrid import INDEX_FOLDER, HybridIndex
 from agentic_rag.timing import part, startup_step
 from agentic_rag.telemetry import parse_json
 
@@ -177,7 +178,9 @@ def _load_or_build(record: CragRecord, settings: Settings, key: str) -> HybridIn
 
 def evict_indexes(folder: Path, keep: int) -> int:
     """Remove the least recently used per-question indexes of ``folder`` past the ``keep`` newest (by the
-    time each was built or last loaded); returns how many went. A scan of names and times only."""
+    time each was built or last loaded); returns how many went. A scan of names and times only, then the
+    mark of each folder about to go: one that is not an index (``INDEX_FOLDER``; the cache is a setting,
+    and may be set to a folder holding others) is left alone."""
     entries = []
     with os.scandir(folder) as found:
         for entry in found:
@@ -186,9 +189,10 @@ def evict_indexes(folder: Path, keep: int) -> int:
     if len(entries) <= keep:
         return 0
     entries.sort()
-    for _, path in entries[: len(entries) - keep]:
+    gone = [path for _, path in entries[: len(entries) - keep] if INDEX_FOLDER.marks(Path(path))]
+    for path in gone:
         shutil.rmtree(path, ignore_errors=True)
-    return len(entries) - keep
+    return len(gone)
 
 
 # -- corpus mode ---------------------------------------------------------------------------------
@@ -199,12 +203,25 @@ class IngestReport:
         self.fail = settings.eval.BAD_RECORDS == "fail"
         self.bad_records = BadRecordWarner(settings.eval.BAD_RECORDS_SHOWN)
         self.skipped_files: list[str] = []
+        self.skipped_links: list[str] = []
 
     def skip_file(self, path: Path, why: str) -> None:
         if self.fail:
             raise DataError(f"{path}: {why}")
         warn(f"warning: skipped {path}: {why}")
         self.skipped_files.append(str(path))
+
+    def skip_link(self, path: Path, folder: Path) -> None:
+        """A link out of the ingested folder: said and counted, whatever BAD_RECORDS says (it is no damage)."""
+        warn(f"warning: skipped {path}: a link that leads out of {folder} (to {os.readlink(path)}); "
+             "a link out of an ingested folder is never followed")
+        self.skipped_links.append(str(path))
+
+    def skipped(self) -> str:
+        """What was skipped, for a line that says nothing was left to index."""
+        parts = [f"{len(found)} {what} skipped" for what, found in (("files", self.skipped_files),
+                                                                     ("links out of the folder", self.skipped_links)) if found]
+        return f" ({', '.join(parts)})" if parts else ""
 
 
 def pages_from_source(
@@ -284,7 +301,7 @@ def read_text_file(path: Path, max_chars: int) -> str:
     any byte. At most ``4 * max_chars`` bytes are read, room for ``max_chars`` characters of any UTF-8
     text (``make_page`` cuts the rest, after dropping scripts). Raises ``DataError`` for binary content."""
     limit = max_chars * 4
-    with open(path, "rb") as fh:
+    with open(path, "rb", opener=_no_follow) as fh:
         data = fh.read(limit)
     if looks_binary(data[:SNIFF_BYTES]):
         raise DataError("not a text file (binary content)")
@@ -297,16 +314,39 @@ def read_text_file(path: Path, max_chars: int) -> str:
         return data.decode("utf-8-sig" if _UTF8_SEQUENCE.search(data) else "cp1252", errors="replace")
 
 
+def _no_follow(path: str, flags: int) -> int:
+    """An ``open`` opener that will not follow a link: a file checked to be inside the folder cannot be
+    swapped for a link out of it between the check and the read."""
+    return os.open(path, flags | os.O_NOFOLLOW)
+
+
+def folder_files(folder: Path, report: IngestReport) -> list[tuple[Path, Path]]:
+    """The documents under ``folder``: (the name found, the file to read), by name. A link whose target is
+    outside the folder (a file or a folder: ``users.md -> /etc/passwd``) is skipped and reported, never read;
+    a file link that stays inside is read as its target, and a folder link inside is not walked twice."""
+    root = folder.resolve()
+    found = []
+    for top, folders, files in os.walk(folder):  # a link to a folder is listed among the folders, not walked
+        for name in folders + files:
+            path = Path(top) / name
+            real = path.resolve()
+            if path.is_symlink() and real != root and root not in real.parents:
+                report.skip_link(path, folder)
+            elif name in files and real.is_file() and path.suffix.lower() in FOLDER_SUFFIXES:
+                found.append((path, real))
+    return sorted(found)
+
+
 def _jobs_from_folder(folder: Path, settings: Settings, report: IngestReport) -> Iterator[PageJob]:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in FOLDER_SUFFIXES)
+    files = folder_files(folder, report)
     if not files:
-        raise DataError(f"{folder} holds no {sorted(FOLDER_SUFFIXES)} files")
-    for i, path in enumerate(files):
+        raise DataError(f"{folder} holds no {sorted(FOLDER_SUFFIXES)} files{report.skipped()}")
+    for i, (path, real) in enumerate(files):
         try:
             if path.suffix.lower() == ".pdf":
-                raw = _read_pdf(path)
+                raw = _read_pdf(real)
             else:
-                raw = read_text_file(path, settings.retrieval.MAX_PAGE_RAW_CHARS)
+                raw = read_text_file(real, settings.retrieval.MAX_PAGE_RAW_CHARS)
         except DataError as exc:
             report.skip_file(path, str(exc))
             continue
@@ -315,8 +355,8 @@ def _jobs_from_folder(folder: Path, settings: Settings, report: IngestReport) ->
             continue
         yield raw, dict(
             page_name=path.stem,
-            page_url=path.resolve().as_uri(),
-            page_last_modified=time.strftime("%Y-%m-%d", time.gmtime(path.stat().st_mtime)),
+            page_url=real.as_uri(),
+            page_last_modified=time.strftime("%Y-%m-%d", time.gmtime(real.stat().st_mtime)),
             page_index=i,
             source=str(path),
             max_chars=settings.retrieval.MAX_PAGE_CHARS,
@@ -327,7 +367,8 @@ def _jobs_from_folder(folder: Path, settings: Settings, report: IngestReport) ->
 def _read_pdf(path: Path) -> str:
     from pypdf import PdfReader
 
-    return "\n\n".join(page.extract_text() or "" for page in PdfReader(str(path)).pages)
+    with open(path, "rb", opener=_no_follow) as fh:
+        return "\n\n".join(page.extract_text() or "" for page in PdfReader(fh).pages)
 
 
 def build_corpus_index(
@@ -344,8 +385,7 @@ def build_corpus_index(
 
 
 def _build_corpus_index(source: str | Path, out: Path, settings: Settings, progress: bool, executor: Any) -> dict:
-    if out.exists() and not (out / "manifest.json").is_file() and (not out.is_dir() or any(out.iterdir())):
-        raise DataError(f"{out} exists and is not an index folder; choose another --out (nothing was overwritten)")
+    replaceable_folder(out, INDEX_FOLDER)  # before the work: HybridIndex.save refuses it again, at the end
     writable_folder(out.parent, f"the index {out}")  # where HybridIndex.save writes it, once all is extracted and embedded
     t0 = time.perf_counter()
     report = IngestReport(settings)
@@ -353,7 +393,7 @@ def _build_corpus_index(source: str | Path, out: Path, settings: Settings, progr
                       disable=not progress))
     report.bad_records.finish()
     t_extract = time.perf_counter() - t0
-    skipped = f" ({len(report.skipped_files)} files skipped)" if report.skipped_files else ""
+    skipped = report.skipped()
     if not pages:
         raise DataError(f"no pages found in {source}{skipped}")
     if not any(p.text.strip() for p in pages):
@@ -374,6 +414,7 @@ def _build_corpus_index(source: str | Path, out: Path, settings: Settings, progr
         "pages": len(pages),
         "chunks": len(index),
         "skipped_files": len(report.skipped_files),
+        "skipped_links": len(report.skipped_links),
         "bad_records": report.bad_records.count,
         "untrusted_pages": sum(p.untrusted > 0 for p in pages),
         "extract_s": round(t_extract, 3),

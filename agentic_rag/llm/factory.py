@@ -111,8 +111,10 @@ def _openai_model(
     retries: int, backoff_s: float, cooldown_s: float, max_reply_chars: int = 0,
 ) -> BaseChatModel:
     from agentic_rag.llm.remote import RemoteChat
+    from agentic_rag.llm.transport import model_server_client
 
-    # the client's own retries are off: RemoteChat retries within the question's deadline
+    # the client's own retries are off: RemoteChat retries within the question's deadline; its HTTP client
+    # reads every reply within the model server's bounds (llm/transport.py)
     return RemoteChat(
         model=model,
         base_url=base_url,
@@ -121,6 +123,7 @@ def _openai_model(
         max_tokens=cap,
         timeout=timeout,
         max_retries=0,
+        http_client=model_server_client(base_url, timeout),
     ).with_retry_policy(retries, backoff_s, cooldown_s, max_reply_chars)
 
 

@@ -5,7 +5,8 @@ A page's chunks are a function of its text and the chunking settings, so keying 
 of the per-question index key (another ``MAX_PAGE_CHARS``, another extractor version) for every chunk
 that comes out the same. One SQLite file in WAL mode: each record's new vectors are one transaction,
 so a killed writer leaves the rows of earlier records and none of its own, readers never wait for a
-writer, and several processes (eval workers, a kit run) can share the file.
+writer, and several processes (eval workers, a kit run) can share the file. A full or read-only disk under
+it is raised as the ``OSError`` it is, naming the file (``errors.sqlite_storage``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agentic_rag.errors import sqlite_storage
+
 _SQL_VARS = 500  # keys per SELECT, under SQLite's bound-parameter limit
 _BUSY_TIMEOUT_S = 60.0
 CACHE_FILE = "embeddings.sqlite"
@@ -29,11 +32,12 @@ class EmbeddingCache:
         self.model = model
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()  # one connection per process, shared by the parallel workers
-        self._db = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_S, check_same_thread=False,
-                                   isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID")
+        with sqlite_storage(self.path):
+            self._db = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_S, check_same_thread=False,
+                                       isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID")
 
     def _key(self, text: str) -> bytes:
         return hashlib.sha256(f"{self.model}\0{text}".encode("utf-8", "surrogatepass")).digest()
@@ -43,7 +47,7 @@ class EmbeddingCache:
         keys = [self._key(t) for t in texts]
         found: dict[bytes, bytes] = {}
         unique = list(dict.fromkeys(keys))
-        with self._lock:
+        with self._lock, sqlite_storage(self.path):
             for i in range(0, len(unique), _SQL_VARS):
                 batch = unique[i : i + _SQL_VARS]
                 rows = self._db.execute(
@@ -60,13 +64,14 @@ class EmbeddingCache:
         rows = [(self._key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in zip(texts, vectors)]
         if not rows:
             return
-        with self._lock:
+        with self._lock, sqlite_storage(self.path):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.executemany("INSERT OR IGNORE INTO vectors (key, vec) VALUES (?, ?)", rows)
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # a full disk may have rolled it back already: the first error is the one said
+                    self._db.execute("ROLLBACK")
                 raise
 
 
@@ -101,5 +106,9 @@ def cache_for(settings, embedder) -> EmbeddingCache | None:
     """The settings' chunk-vector cache for this embedder, or None when ``EMBEDDING_CACHE`` is off."""
     if not settings.retrieval.EMBEDDING_CACHE:
         return None
-    folder = settings.paths.EMBEDDING_CACHE_DIR or settings.cache_dir
-    return open_cache(str(Path(folder).expanduser().resolve() / CACHE_FILE), embedder.identity)
+    return open_cache(str(cache_folder(settings) / CACHE_FILE), embedder.identity)
+
+
+def cache_folder(settings) -> Path:
+    """The folder of the chunk-vector cache: ``EMBEDDING_CACHE_DIR``, by default the index cache's."""
+    return Path(settings.paths.EMBEDDING_CACHE_DIR or settings.cache_dir).expanduser().resolve()

@@ -24,7 +24,7 @@ import faiss
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.errors import UserError
+from agentic_rag.errors import FolderMark, UserError, replaceable_folder
 from agentic_rag.retrieval.chunks import Chunk, Page, chunk_page
 from agentic_rag.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
 from agentic_rag.retrieval.embeddings import Embedder
@@ -32,6 +32,8 @@ from agentic_rag.retrieval.vectorstore import build_store, nearest_rows
 from agentic_rag.text import fold
 
 INDEX_FORMAT = 1
+# what tells an index folder from any folder that holds a manifest.json (a web app's): the keys save writes
+INDEX_FOLDER = FolderMark("an index folder", "manifest.json", frozenset({"format", "embedding_model", "files"}))
 _WORD = re.compile(r"(?u)\b\w+\b")
 _STOP = frozenset(STOPWORDS_EN)
 
@@ -294,8 +296,9 @@ class HybridIndex:
         Readers therefore see the old index, no index, or the new one, never a half-written folder; a
         writer killed mid-way leaves only a hidden temporary folder (swept by the next save once its
         process is gone). The manifest, written last, lists every file's size so a file truncated
-        later is caught at load instead of crashing inside FAISS or bm25s."""
-        out = Path(out_dir)
+        later is caught at load instead of crashing inside FAISS or bm25s. A folder at ``out_dir`` that is not an
+        index (``INDEX_FOLDER``) is refused, never replaced."""
+        out = replaceable_folder(Path(out_dir), INDEX_FOLDER)
         out.parent.mkdir(parents=True, exist_ok=True)
         _sweep_stale(out)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp", dir=out.parent))
@@ -303,7 +306,8 @@ class HybridIndex:
             _write_jsonl(tmp / "pages.jsonl", (p.to_dict() for p in self.pages))
             _write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in self.chunks))
             np.save(tmp / "embeddings.npy", self.embeddings)
-            faiss.write_index(self.faiss, str(tmp / "faiss.index"))
+            # FAISS's own writer reports a full disk as a RuntimeError; its bytes written here, as an OSError
+            (tmp / "faiss.index").write_bytes(faiss.serialize_index(self.faiss))
             if self.chunks:  # an empty index has no BM25 to save (bm25s cannot save an unindexed model)
                 self.bm25.save(str(tmp / "bm25"), show_progress=False)
             meta = {

@@ -13,7 +13,16 @@ exercised through its actual client, timeouts and error handling. Each request t
 * ``hang``: no reply for ``hang_s`` seconds (released early by ``stop``);
 * ``malformed``: HTTP 200 with a body that is not JSON;
 * ``no_choices``: HTTP 200 JSON without ``choices``;
-* ``drop``: the connection is closed without any reply.
+* ``drop``: the connection is closed without any reply;
+* ``trickle``: the headers of a completion at once, then its body one byte every ``trickle_s`` seconds, for
+  ``hang_s`` seconds at most (then the rest): a server that is never silent for a whole read timeout;
+* ``gzip_bomb``: a completion of ``bomb_bytes`` spaces, gzip-encoded (a thousandth of that on the wire);
+* ``many_choices``: a plain completion of ``n_choices`` choices (200,000 by default: about 30 MB);
+* ``bad_usage`` / ``negative_usage``: a completion whose ``usage.total_tokens`` is ``"many"`` / counts are negative;
+* ``content_parts``: a completion whose ``content`` is a list of parts (text and an image), as some servers send;
+* ``301`` / ``302`` / ``307``: a redirect to ``redirect_to`` (a GET there is answered as a POST is);
+* ``500_escaped``: HTTP 500 whose message echoes the Authorization header escaped as a careless proxy does
+  (Python's repr, JSON with escaped slashes, URL-encoded).
 
 With ``logprobs`` (a dict: ``token``, each reply token's log-probability; ``top``, the first token's
 alternatives as {token: log-probability}) a request that asks for ``logprobs`` and names ``top_logprobs``
@@ -29,13 +38,18 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable
+from urllib.parse import quote
 
 from agentic_rag.testing.fakes import render_reply
 from agentic_rag.testing.servers import free_port
 
-MODES = ("ok", "empty", "500", "429", "401", "hang", "malformed", "no_choices", "drop")
+MODES = ("ok", "empty", "500", "429", "401", "hang", "malformed", "no_choices", "drop", "trickle", "gzip_bomb",
+         "many_choices", "bad_usage", "negative_usage", "content_parts", "301", "302", "307", "500_escaped")
+REDIRECTS = {"301": "Moved Permanently", "302": "Found", "307": "Temporary Redirect"}
 
 
 def refused_url() -> str:
@@ -45,8 +59,12 @@ def refused_url() -> str:
 
 class FaultServer:
     def __init__(self, reply: str = "ok", plan: Iterable[str] = (), default: str = "ok", hang_s: float = 30.0,
-                 logprobs: dict[str, Any] | None = None) -> None:
+                 logprobs: dict[str, Any] | None = None, trickle_s: float = 0.25, bomb_bytes: int = 64_000_000,
+                 n_choices: int = 200_000, redirect_to: str = "") -> None:
         self.reply, self.hang_s, self.logprobs = reply, hang_s, logprobs
+        self.trickle_s, self.bomb_bytes, self.n_choices, self.redirect_to = trickle_s, bomb_bytes, n_choices, redirect_to
+        self.unsent: list[int] = []  # per trickled reply: the bytes the client never waited for
+        self._bomb_data: bytes | None = None
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -61,8 +79,10 @@ class FaultServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                mode = server._next(self.path, body, self.headers.get("Authorization", ""))
+                mode = server._next(self.path, body, self.headers.get("Authorization", ""), self.command)
                 server._answer(self, mode, body)
+
+            do_GET = do_POST  # a client that follows a redirect to a GET is answered too (and recorded)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -99,10 +119,10 @@ class FaultServer:
         self._httpd.server_close()
 
     # -- serving ----------------------------------------------------------------------------------
-    def _next(self, path: str, body: dict[str, Any], auth: str) -> str:
+    def _next(self, path: str, body: dict[str, Any], auth: str, method: str = "POST") -> str:
         with self._lock:
             mode = self.plan.pop(0) if self.plan else self.default
-            self.requests.append({"path": path, "mode": mode, "authorization": auth,
+            self.requests.append({"path": path, "method": method, "mode": mode, "authorization": auth,
                                   "logprobs": body.get("logprobs"), "top_logprobs": body.get("top_logprobs"),
                                   "prompt": "\n".join(str(m.get("content", "")) for m in body.get("messages", []))})
             return mode
@@ -119,16 +139,44 @@ class FaultServer:
             echoed = h.headers.get("Authorization", "")
             return _send(h, 500, {"error": {"message": f"upstream failed for request with Authorization: {echoed}",
                                             "type": "server_error"}})
+        if mode == "500_escaped":
+            echoed = h.headers.get("Authorization", "")
+            message = f"upstream failed: headers={{'Authorization': {echoed!r}}} retry=/v1?auth={quote(echoed, safe='')}"
+            escaped = json.dumps({"error": {"message": message, "type": "server_error"}}).replace("/", "\\/")
+            return _send_raw(h, 500, escaped.encode(), "application/json")
         if mode == "429":
             return _send(h, 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0"})
         if mode == "401":
             return _send(h, 401, {"error": {"message": "invalid api key", "type": "invalid_request_error"}})
+        if mode in REDIRECTS:
+            return _send(h, int(mode), {"error": {"message": REDIRECTS[mode]}}, {"Location": self.redirect_to})
         if mode == "malformed":
             return _send_raw(h, 200, b'{"id": "x", "choices": [{"message": ', "application/json")
         if mode == "no_choices":
             return _send(h, 200, {"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "model": "m"})
+        if mode == "gzip_bomb":
+            return _send_raw(h, 200, self._bomb(), "application/json", {"Content-Encoding": "gzip"})
         prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
         text = "" if mode == "empty" else render_reply(self.reply, prompt)
+        reply = self._completion(body, prompt, text)
+        if mode == "many_choices":  # joined as text: 30 MB serialised whole would keep the client waiting for headers
+            choice = json.dumps(reply.pop("choices")[0]).encode()
+            return _send_raw(h, 200, json.dumps(reply).encode()[:-1] + b', "choices": [' + b", ".join([choice] * self.n_choices)
+                             + b"]}", "application/json")
+        if mode == "bad_usage":
+            reply["usage"]["total_tokens"] = "many"
+        elif mode == "negative_usage":
+            reply["usage"] = {k: -v for k, v in reply["usage"].items()}
+        elif mode == "content_parts":
+            half = len(text) // 2
+            reply["choices"][0]["message"]["content"] = [
+                {"type": "text", "text": text[:half]}, {"type": "image_url", "image_url": {"url": "data:,"}},
+                {"type": "text", "text": text[half:]}]
+        if mode == "trickle":
+            return self._trickle(h, json.dumps(reply).encode())
+        _send(h, 200, reply)
+
+    def _completion(self, body: dict[str, Any], prompt: str, text: str) -> dict[str, Any]:
         n_in, n_out = len(prompt.split()) + 20, len(text.split())
         choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
         if self.logprobs and body.get("logprobs") and body.get("top_logprobs") is not None:
@@ -136,11 +184,43 @@ class FaultServer:
             if tokens and body.get("top_logprobs"):
                 tokens[0]["top_logprobs"] = [{"token": t, "logprob": v} for t, v in self.logprobs.get("top", {}).items()]
             choice["logprobs"] = {"content": tokens}
-        _send(h, 200, {
+        return {
             "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
             "choices": [choice],
             "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
-        })
+        }
+
+    def _trickle(self, h: BaseHTTPRequestHandler, data: bytes) -> None:
+        """The headers now, then a byte every ``trickle_s`` until ``hang_s`` has passed (or ``stop``)."""
+        until, sent = time.monotonic() + self.hang_s, 0
+        try:
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.flush()
+            while sent < len(data) - 1 and time.monotonic() < until and not self._released.is_set():
+                h.wfile.write(data[sent:sent + 1])
+                h.wfile.flush()
+                sent += 1
+                time.sleep(self.trickle_s)
+            h.wfile.write(data[sent:])
+            sent = len(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up
+            pass
+        with self._lock:
+            self.unsent.append(len(data) - sent)
+
+    def _bomb(self) -> bytes:
+        """A completion of ``bomb_bytes`` spaces, gzip-compressed (built once, in a fraction of a second)."""
+        if self._bomb_data is None:
+            head, tail = b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"index": 0, ' \
+                         b'"finish_reason": "stop", "message": {"role": "assistant", "content": "', b'"}}]}'
+            packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # the gzip format
+            block = b" " * 1_000_000
+            parts = [packer.compress(head)] + [packer.compress(block) for _ in range(self.bomb_bytes // len(block))]
+            self._bomb_data = b"".join([*parts, packer.compress(tail), packer.flush()])
+        return self._bomb_data
 
 
 def _send(h: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:

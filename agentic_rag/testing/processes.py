@@ -60,15 +60,30 @@ def start(cmd: list[str], keep: tuple[str, ...] = ()) -> subprocess.Popen:
                        preexec_fn=signals_as_in_a_terminal)
 
 
-# `agentic-rag serve` whose llama.cpp server is Python's http.server: a child of the same shape (a Python
-# process holding a port and answering HTTP 200 until stopped) where llama-cpp-python is not installed
+# `agentic-rag serve --port ARGV[1]` whose llama.cpp server is the command ARGV[2] (JSON): a stand-in where
+# llama-cpp-python is not installed, or a server that fails as llama.cpp's does
 SERVE_STAND_IN = """
-import sys
+import json, sys
 from agentic_rag.llm import serve
-serve.prepared_command = lambda model, cache, host, port, n_ctx: [
-    sys.executable, "-m", "http.server", str(port), "--bind", host, "--directory", sys.argv[2]]
+serve.prepared_command = lambda *args, **kwargs: json.loads(sys.argv[2])
 from agentic_rag.cli import app
 app(["serve", "--port", sys.argv[1]])
+"""
+
+
+def serve_with(child: list[str], port: int) -> subprocess.Popen:
+    """`agentic-rag serve --port PORT`, as from a terminal, whose model server is ``child``."""
+    return start([sys.executable, "-c", SERVE_STAND_IN, str(port), json.dumps(child)])
+
+
+# a model server that writes a log, answers nothing, and dies of SIGSEGV as llama.cpp's did on its first token
+CRASHING_SERVER = """
+import os, resource, signal
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file left behind
+for i in range(40):
+    print(f"log line {i}", flush=True)
+print("amx repack tensor blk.0.attn_q.weight of type q4_K", flush=True)
+os.kill(os.getpid(), signal.SIGSEGV)
 """
 # seconds a `serve` that exited may leave its port open: SIGTERM and SIGHUP stop its server before it
 # exits, and after SIGKILL the kernel's SIGTERM reaches the server at once; what is still open later stays
@@ -80,7 +95,7 @@ def serve_stopped_by(sig: int, folder: Path) -> tuple[int, float | None, str]:
     process alone, as `kill` sends it: serve's exit code, the seconds until its port closed (None: still
     open after ``PORT_CLOSE_S``, and then the server left behind is ended here) and serve's stderr."""
     port = free_port()
-    proc = start([sys.executable, "-c", SERVE_STAND_IN, str(port), str(folder)])
+    proc = serve_with([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)], port)
     try:
         if not wait_until(lambda: port_open(port), proc, timeout=120.0):
             raise RuntimeError(f"serve did not start: {proc.stderr.read() if proc.poll() is not None else 'no port'}")

@@ -71,25 +71,40 @@ def running(cmd: list[str], ready_url: str, log_path: Path, timeout_s: float, **
         log.close()
 
 
-def post(port: int, body: dict, timeout: float = 600, path: str = "/runs/wait") -> tuple[int, dict]:
-    """POST ``body`` as JSON to a local server: (HTTP status, JSON reply), error statuses included."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
-                                 headers={"content-type": "application/json"})
+def post(port: int, body: dict | bytes, timeout: float = 600, path: str = "/runs/wait") -> tuple[int, dict]:
+    """POST ``body`` to a local server, as JSON or as the bytes given (what ``json.dumps`` cannot write: a
+    client's deep nesting): (HTTP status, JSON reply), error statuses included; an error reply that is not
+    JSON (a proxy's or a crash's page) comes back as its text under ``detail``."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, headers={"content-type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, json.load(resp)
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
+        text = exc.read() or b"{}"
+        try:
+            return exc.code, json.loads(text)
+        except ValueError:
+            return exc.code, {"detail": text.decode(errors="replace")}
 
 
 @contextmanager
 def graph_server(langgraph: list[str], folder: Path, env: dict[str, str] | None = None) -> Iterator[tuple[int, Path]]:
     """`langgraph dev` serving this checkout's graphs, its artifacts and log in ``folder``: (port, log)."""
+    with graph_server_process(langgraph, folder, env) as (port, log, _):
+        yield port, log
+
+
+@contextmanager
+def graph_server_process(langgraph: list[str], folder: Path, env: dict[str, str] | None = None,
+                         jobs: int | None = None) -> Iterator[tuple[int, Path, subprocess.Popen]]:
+    """``graph_server`` and its process, for a test that measures the server itself (its memory); ``jobs``:
+    runs it answers at once (`--n-jobs-per-worker`; `langgraph dev` runs one at a time, the rest queue)."""
     port = free_port()
     env = {**(os.environ if env is None else env), "PYTHONPATH": str(REPO), "LANGSMITH_TRACING": "false",
            "AGENTIC_RAG_ARTIFACTS_DIR": str(folder)}
     cmd = [*langgraph, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-           "--config", str(REPO / "langgraph.json")]
+           "--config", str(REPO / "langgraph.json"), *(["--n-jobs-per-worker", str(jobs)] if jobs else [])]
     # from the repo: langgraph.json's http.app path is read relative to the working directory
-    with running(cmd, f"http://127.0.0.1:{port}/ok", folder / "server.log", LANGGRAPH_STARTUP_S, cwd=REPO, env=env):
-        yield port, folder / "server.log"
+    with running(cmd, f"http://127.0.0.1:{port}/ok", folder / "server.log", LANGGRAPH_STARTUP_S, cwd=REPO, env=env) as proc:
+        yield port, folder / "server.log", proc

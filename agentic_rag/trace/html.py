@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from agentic_rag.trace.run import Run, run_view
-from agentic_rag.errors import replace_file
+from agentic_rag.errors import write_output
 
 TEMPLATE = Path(__file__).with_name("template.html")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -45,9 +45,10 @@ def render_compare_html(run_a: Run, run_b: Run, graph_a=None, graph_b=None) -> s
 
 
 def write_page(text: str, out: str | Path) -> Path:
+    """The page at ``out``: a file, or a stream it names (``--html /dev/stdout``, errors.write_output)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    return replace_file(out, text)
+    return write_output(out, text)
 
 
 def write_html(run: Run, out: str | Path, graph=None) -> Path:

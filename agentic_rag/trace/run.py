@@ -404,6 +404,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "prediction": row.get("prediction", ""), "status": row.get("status", ""), "reason": row.get("reason", ""),
         "judgement": row.get("judgement", ""), "outcome": OUTCOMES.get(row.get("judgement", ""), row.get("judgement", "")),
         "explanation": row.get("explanation", ""), "missing": row.get("missing", []),
+        "p_right": row.get("p_right"), "promise": _promise(run),
         "tokens": tokens.get("total", 0), "tokens_by_stage": {k: v for k, v in (tokens.get("by_stage") or {}).items() if v},
         "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
         "latency_by_node_ms": {k: _ms(v) for k, v in (row.get("latency_by_node_ms") or {}).items()},
@@ -413,6 +414,14 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "evidence": evidence(row, events), "note": note,
         "llm": llm_calls(events), "path": path_taken(events),
     }
+
+
+def _promise(run: Run) -> str:
+    """The stated risk the run answered under, in words ("" without one)."""
+    from agentic_rag.eval.risk_control import promise_line, promise_of
+
+    promise = promise_of(run.config)
+    return promise_line(promise) if promise else ""
 
 
 def run_header(run: Run) -> dict[str, Any]:

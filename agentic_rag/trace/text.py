@@ -103,6 +103,8 @@ def print_question(console: Console, run: Run, qid: str, detail: bool = True) ->
     head.append(f"  gold {v['gold']}  tokens {v['tokens']}  llm calls {v['llm_calls']}  {v['latency_ms']:.0f} ms")
     console.print(head)
     console.print(Text(f"answer: {v['prediction']}"))
+    if v["p_right"] is not None:
+        console.print(Text(f"P(right): {v['p_right']:.2f}" + (f"  (the run promised {v['promise']})" if v["promise"] else "")))
     for c in v["citations"]:
         console.print(Text(f"  [{c['n']}] {clip(c.get('page_name', ''), 40)}: {c['status']}: {clip(c.get('quote', ''), 120)}"))
     if v["chain"]:

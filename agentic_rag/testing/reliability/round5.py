@@ -151,8 +151,8 @@ def _served(ctx: Context) -> dict[str, Any]:
         with graph_server(langgraph, folder, env) as (port, log):
             t0 = time.monotonic()
             replies = {name: post(port, {"assistant_id": "agent", **body}, timeout=120) for name, body in bodies.items()}
-            replies["metadata 990 deep"] = _post_raw(port, b'{"assistant_id": "agent", "input": ' + json.dumps(question).encode()
-                                                     + b', "metadata": {"x": ' + b"[" * 990 + b"]" * 990 + b"}}")
+            replies["metadata 990 deep"] = post(port, b'{"assistant_id": "agent", "input": ' + json.dumps(question).encode()
+                                                + b', "metadata": {"x": ' + b"[" * 990 + b"]" * 990 + b"}}", timeout=120)
             return replies, time.monotonic() - t0, log
 
     replies, seconds, log = served_graph(ctx, "served_bounds", requests)
@@ -161,19 +161,6 @@ def _served(ctx: Context) -> dict[str, Any]:
             "outcome": "; ".join(f"{k}: {s}" for k, (s, _) in replies.items()) + f" (all in {seconds:.1f} s)",
             "ok_expected": all(s == 422 for s, _ in replies.values()) and seconds < 60,
             "detail": {k: str(r.get("detail"))[:160] for k, (_, r) in replies.items()}}
-
-
-def _post_raw(port: int, body: bytes) -> tuple[int, dict]:
-    """POST bytes as they are (json.dumps cannot write what a client may send: 990 levels of nesting)."""
-    import urllib.error
-    import urllib.request
-
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/runs/wait", data=body, headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as resp:
-            return resp.status, json.load(resp)
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
 
 
 def _checkpointed_run(ctx: Context, name: str) -> Path:
