@@ -23,7 +23,7 @@ from agentic_rag.testing.places import ZERO_DEVICE, PlaceRefused, char_device, f
 from agentic_rag.testing.processes import SUITE_SETTINGS, child_env
 from agentic_rag.testing.records import docs_folder
 from agentic_rag.testing.records import toy_dataset as dataset
-from tests.test_round5 import fake
+from tests.test_input_bounds import fake
 from tests.test_run_reliability import WEAK, as_options, overrides
 
 runner = CliRunner()

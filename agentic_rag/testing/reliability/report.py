@@ -12,8 +12,8 @@ from typing import Any
 
 from agentic_rag.testing.processes import ROOT
 from agentic_rag.testing.reliability import (  # noqa: F401 - each module registers its cases
-    extensions, ingest, inputs, kill_resume, kit, memory, model_faults, round4_io, round4_pages, round4_processes, round5,
-    runs, secrets_terminal, security, security_pages, settings,
+    extensions, ingest, inputs, kill_resume, kit, memory, model_faults, rows_and_outputs, page_extraction,  # isort: skip
+    stuck_processes, input_bounds, runs, secrets_terminal, security, security_pages, settings,  # (their cases' order)
 )
 from agentic_rag.testing.reliability.cases import CASES, GROUPS, Case, Context
 

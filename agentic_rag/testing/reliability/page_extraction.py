@@ -1,4 +1,4 @@
-"""Round 4, pages (groups ``hangs``, ``silent_loss``): a page whose one element carries a quarter of a million
+"""Pages (groups ``hangs``, ``silent_loss``): a page whose one element carries a quarter of a million
 attributes (libxml2 and trafilatura took time in the square of them), and text on screen in forms the
 extractor dropped. The pages are the test suite's (agentic_rag/testing/hostile.py and shown_pages.py); each
 is ingested by a real ``agentic-rag ingest`` and searched by ``agentic-rag search``."""

@@ -1,4 +1,4 @@
-"""Round 4, processes (group ``hangs``): a model server that never answers, and children that must end
+"""Processes (group ``hangs``): a model server that never answers, and children that must end
 with their parent (`serve` stopped with SIGTERM, SIGHUP or SIGKILL; an `eval` on the Ray cluster it started)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reliability and security, round 5: links in the folders a command writes, fragment pages, and every input
+"""Links in the folders a command writes, fragment pages, and every input
 bounded (numbers, nesting, lines, pages, checkpoints, decision files, replies). Each test failed on the code
 before its fix; benchmarks/reliability.md runs the same inputs through real processes."""
 

@@ -1,4 +1,4 @@
-"""Round 5 (group ``bounds_links``): links in a folder a command writes into, a page made of fragments, and
+"""Bounds and links (group ``bounds_links``): links in a folder a command writes into, a page made of fragments, and
 inputs that had no bound (a number of 5,000 digits, nesting 200,000 deep, a 70 MB line, 2,000 pages in a
 served record, a zlib bomb and a recursive view in a checkpoint file, a decision file whose tree loops, rows
 of the wrong types, a reply of 100 KB of spaces, SVG text drawn off its drawing). Each case is a real process."""
