@@ -24,7 +24,7 @@ from agentic_rag.extensions import (
 from agentic_rag.gate.policy import ABSTAIN
 from agentic_rag.nodes import EXTENSION_ROLE, ROLE, Node
 from agentic_rag.state import RAGState
-from agentic_rag.utils import timed
+from agentic_rag.nodes import timed
 
 _FAILED = "extension_failed"  # the route an extension node takes once it has failed
 

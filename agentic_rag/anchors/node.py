@@ -12,9 +12,8 @@ from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors, select_anchors
 from agentic_rag.anchors.hops import plan_hops
 from agentic_rag.configuration import Settings
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import Node, timed
 from agentic_rag.state import RAGState
-from agentic_rag.utils import timed
 
 
 @timed(Node.ANCHORS)

@@ -13,9 +13,8 @@ from agentic_rag.gate.crossencoder import rerank_scores
 from agentic_rag.gate.grader import llm_grades
 from agentic_rag.llm.calls import model_from
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import Node, timed
 from agentic_rag.state import RAGState
-from agentic_rag.utils import timed
 
 
 @timed(Node.CONFIDENCE_GATE)

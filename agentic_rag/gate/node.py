@@ -29,7 +29,7 @@ from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flag
 from agentic_rag.gate.signals import DraftReading, read_draft, supported_quotes
 from agentic_rag.llm.calls import model_from, prompt_cost
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline, model_failed
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import Node, timed
 from agentic_rag.prompts import is_hedging, reflect_request
 from agentic_rag.reader.probe import quote_bundle, quote_probe_messages
 from agentic_rag.reader.read import GENERATION, QUOTE_READ_OUTPUT_TOKENS, plan_for, read_other_prompt
@@ -38,7 +38,6 @@ from agentic_rag.state import RAGState, merge_usage
 from agentic_rag.supervisor.validators import PERIOD_TYPES, validate
 from agentic_rag.telemetry import telemetry_path, write_row
 from agentic_rag.text import strip_markup
-from agentic_rag.utils import timed
 
 SYSTEM = "agent"
 

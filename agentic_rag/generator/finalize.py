@@ -27,11 +27,10 @@ from agentic_rag.gate.policy import requested
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import citations_from_support, extract_citations
 from agentic_rag.generator.short_answer import short_answer
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import Node, timed
 from agentic_rag.prompts import IDK_ANSWER
 from agentic_rag.state import AnswerRecord
 from agentic_rag.text import strip_markup
-from agentic_rag.utils import timed
 
 def _list(items: list[str]) -> str:
     items = [f'"{i}"' for i in items]

@@ -11,11 +11,10 @@ from agentic_rag.configuration import Settings
 from agentic_rag.llm.calls import call_model, model_from
 from agentic_rag.llm.logprobs import reply_signals, request_kwargs
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline, model_failed
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import Node, timed
 from agentic_rag.prompts import answer_messages, reflect_request
 from agentic_rag.reader.read import OFF, ReaderPlan, plan_for, reading_of_reply
 from agentic_rag.state import RAGState
-from agentic_rag.utils import timed
 
 UNAVAILABLE = {"action": "ABSTAIN", "reason": "ABSTAIN_LLM_UNAVAILABLE"}
 OUT_OF_TIME = {"action": "ABSTAIN", "reason": "ABSTAIN_LOW_BUDGET"}

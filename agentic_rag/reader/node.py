@@ -14,11 +14,10 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.budget import DeadlineExceeded, hard_deadline, question_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.llm.calls import model_from
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import Node, timed
 from agentic_rag.prompts import answer_messages
 from agentic_rag.reader.read import CROSS, LOCAL, plan_for, read_cross, read_prompt, with_cross
 from agentic_rag.state import RAGState
-from agentic_rag.utils import timed
 
 
 @timed(Node.READ)

@@ -11,10 +11,9 @@ from agentic_rag.configuration import Settings
 from agentic_rag.llm.calls import prompt_cost
 from agentic_rag.prompts import answer_messages
 from agentic_rag.llm.factory import count_tokens
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import Node, timed
 from agentic_rag.state import RAGState
 from agentic_rag.supervisor.orchestrator import compose, fallback_path
-from agentic_rag.utils import timed
 
 
 @timed(Node.SUPERVISE)
