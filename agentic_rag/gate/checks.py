@@ -178,7 +178,7 @@ CHECKS: tuple[Check, ...] = (
           "gate.signals.collect_signals: cosine of answer and question", "GROUNDING_ENABLED", support=True),
     Check("nli_entailment", "NLI_MIN", "ABSTAIN_LOW_SUPPORT", GATE,
           "the entailment model gives {:.0%} that the sources entail it (needed {:.0%})",
-          "gate.crossencoder.entailment_probability (only with NLI_MODEL)", "GROUNDING_ENABLED", support=True),
+          "gate.cross_encoder.entailment_probability (only with NLI_MODEL)", "GROUNDING_ENABLED", support=True),
     Check("answer_new_words", "ANSWER_NEW_WORDS_MIN", "ABSTAIN_LOW_SUPPORT", GATE,
           "it adds {:.0f} words to the question (needed {:.0f}), so it restates the question instead of answering it",
           "gate.checks.answer_new_words: the content words the answer adds to the question",

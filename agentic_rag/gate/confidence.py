@@ -1,7 +1,7 @@
 """Confidence gate: refuse before the generator is called when the packed evidence is weak.
 
 Tier 1 (``USE_RERANKER``): relevance on a 0-3 scale, from a cross-encoder (``RERANKER_KIND=cross_encoder``,
-gate/crossencoder.py) or from the generator asked for a grade per passage (``llm``, gate/grader.py);
+gate/cross_encoder.py) or from the generator asked for a grade per passage (``llm``, gate/grader.py);
 the top passage needs ``RELEVANCE_THRESHOLD``.
 Tier 2 (otherwise): retrieval scores normalised to [0, 1] so one threshold means the same thing for
 every score source (``GATE_SCORE_SOURCE``):

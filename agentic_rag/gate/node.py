@@ -20,7 +20,7 @@ from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_le
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.chain import draft_chain, hops_found, next_hop_query
 from agentic_rag.gate.checks import DRAFT_CHECKS
-from agentic_rag.gate.crossencoder import entailment_probability
+from agentic_rag.gate.cross_encoder import entailment_probability
 from agentic_rag.gate.judge import (
     COMBINE_PARTS, VERIFY_STAGE, in_gray_zone, judge_messages, needs_verdict, run_judge, verified_score,
     verify_messages, yes_no_cost, yes_probability,

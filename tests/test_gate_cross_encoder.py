@@ -6,7 +6,7 @@ from transformers import BertConfig, BertForSequenceClassification, BertTokenize
 
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.gate.confidence import confidence_gate
-from agentic_rag.gate.crossencoder import entailment_probability, load_cross_encoder, rerank_scores
+from agentic_rag.gate.cross_encoder import entailment_probability, load_cross_encoder, rerank_scores
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran", "a", "is"]
 
