@@ -90,6 +90,55 @@ def prepare_hotpotqa_cmd(
     _run_prepare(lambda: prepare_hotpotqa(input, out, split=split, variants=names, n=n, seed=seed))
 
 
+SPLIT_HELP = "dev, test (each half of the questions, split by a hash of the question's id) or all."
+
+
+@prepare_app.command("subjqa")
+def prepare_subjqa_cmd(
+    input: Annotated[Path, typer.Option("--input", help="SubjQA rows (its CSV columns), a JSON object a line.")],
+    out: Annotated[str, typer.Option("--out")] = "data/subjqa.jsonl",
+    split: Annotated[str, typer.Option("--split", help=SPLIT_HELP)] = "all",
+    n: Annotated[Optional[int], typer.Option("--n", help="Questions to sample, about half unanswerable.")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """SubjQA -> CRAG format: the review as the page, the annotated span as the gold (none -> "i don't know")."""
+    from agentic_rag.datasets.prepare import prepare_subjqa
+
+    out = output_file(out, "--out")
+    _run_prepare(lambda: prepare_subjqa(input, out, split=split, n=n, seed=seed))
+
+
+@prepare_app.command("quail")
+def prepare_quail_cmd(
+    input: Annotated[Path, typer.Option("--input", help="QuAIL questions in its jsonl layout, a JSON object a line.")],
+    out: Annotated[str, typer.Option("--out")] = "data/quail.jsonl",
+    split: Annotated[str, typer.Option("--split", help=SPLIT_HELP)] = "all",
+    n: Annotated[Optional[int], typer.Option("--n", help="Questions to sample, about half unanswerable.")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """QuAIL -> CRAG format: the text as the page, the correct option as the gold (Unanswerable -> "i don't know")."""
+    from agentic_rag.datasets.prepare import prepare_quail
+
+    out = output_file(out, "--out")
+    _run_prepare(lambda: prepare_quail(input, out, split=split, n=n, seed=seed))
+
+
+@prepare_app.command("pubmedqa")
+def prepare_pubmedqa_cmd(
+    input: Annotated[Path, typer.Option("--input", help="PubMedQA PQA-L questions, a JSON object a line.")],
+    out: Annotated[str, typer.Option("--out")] = "data/pubmedqa.jsonl",
+    split: Annotated[str, typer.Option("--split", help=SPLIT_HELP)] = "all",
+    n: Annotated[Optional[int], typer.Option("--n")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    keep_maybe: Annotated[bool, typer.Option("--keep-maybe", help="Keep the \"maybe\" questions (gold \"maybe\").")] = False,
+) -> None:
+    """PubMedQA -> CRAG format: the abstract (no conclusion) as the page, yes/no as the gold; "maybe" left out."""
+    from agentic_rag.datasets.prepare import prepare_pubmedqa
+
+    out = output_file(out, "--out")
+    _run_prepare(lambda: prepare_pubmedqa(input, out, split=split, n=n, seed=seed, keep_maybe=keep_maybe))
+
+
 def _run_prepare(fn) -> None:
     try:
         result = fn()

@@ -1,4 +1,4 @@
-"""The named evaluation splits the benchmark scripts share (squad200, rgb40, hotpot_test, ...), each
+"""The named evaluation splits the benchmark scripts share (squad200, rgb40, hotpot_test, quail_test, ...), each
 prepared from ../shared/data the same way every time, so two benchmarks of one name read one file."""
 
 from __future__ import annotations
@@ -7,11 +7,20 @@ from pathlib import Path
 
 from agentic_rag.datasets.crag import EXAMPLE_DATASET, DataError
 from agentic_rag.datasets.prepare.hotpotqa import prepare_hotpotqa
+from agentic_rag.datasets.prepare.pubmedqa import prepare_pubmedqa
+from agentic_rag.datasets.prepare.quail import prepare_quail
 from agentic_rag.datasets.prepare.rgb import prepare_rgb
 from agentic_rag.datasets.prepare.squad2 import prepare_squad2
+from agentic_rag.datasets.prepare.subjqa import prepare_subjqa
 
 HOTPOT_FILES = ("hotpot_dev_distractor_first100.json", "hotpot_dev_distractor_more685.jsonl")
-BENCHMARK_DATASETS = ("crag_example", "squad200", "rgb40", "rgb_negative100", "hotpot_dev", "hotpot_test")
+# families no decision was fitted on (reviews, stories and news, abstracts): 200 questions of each half
+FAMILIES = {"subjqa": (prepare_subjqa, "subjqa/subjqa_dev_1557.jsonl"),
+            "quail": (prepare_quail, "quail/quail_dev_2164.jsonl"),
+            "pubmedqa": (prepare_pubmedqa, "pubmedqa/pubmedqa_pqal_1000.jsonl")}
+FAMILY_DATASETS = tuple(f"{family}_{half}" for family in FAMILIES for half in ("dev", "test"))
+BENCHMARK_DATASETS = ("crag_example", "squad200", "rgb40", "rgb_negative100", "hotpot_dev", "hotpot_test",
+                      *FAMILY_DATASETS)
 
 
 def benchmark_dataset(name: str, work: Path, shared: Path) -> str:
@@ -39,5 +48,11 @@ def benchmark_dataset(name: str, work: Path, shared: Path) -> str:
                                        progress=False)
             parts.append(part.read_text(encoding="utf-8"))
         out.write_text("".join(parts), encoding="utf-8")
+        return str(out)
+    if name in FAMILY_DATASETS:  # half unanswerable where the family has unanswerable questions (PubMedQA: yes/no)
+        family, half = name.rsplit("_", 1)
+        convert, path = FAMILIES[family]
+        out = work / f"{name}.jsonl"
+        convert(shared / path, out, split=half, n=200, seed=0, progress=False)
         return str(out)
     raise DataError(f"unknown dataset {name!r} ({', '.join(BENCHMARK_DATASETS)})")
