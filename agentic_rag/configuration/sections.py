@@ -514,7 +514,7 @@ class PathSettings(_Section):
                                         "refused when read (a small file can stand for gigabytes).", ge=1_000_000)
     OTLP_ENDPOINT: str | None = setting(
         None, "URL",
-        "OTLP/HTTP collector (Phoenix, Langfuse) each answered question's spans are sent to (docs/tracing.md); "
+        "OTLP/HTTP collector (Phoenix, Langfuse) each answered question's spans are sent to (docs/opentelemetry.md); "
         "None = off. Needs the `otel` extra.",
     )
     CRAG_ARTIFACTS_DIR: Path = setting(

@@ -1,5 +1,5 @@
 """A question's trace as OpenTelemetry spans with OpenInference attributes, for Phoenix, Langfuse or
-any OTLP/HTTP collector (docs/tracing.md).
+any OTLP/HTTP collector (docs/opentelemetry.md).
 
 The spans are built from what a run records, the per-node events (agentic_rag/events.py) with their
 LLM calls (``llm.usage.call_record``), never from a second instrumentation: a question sent live
