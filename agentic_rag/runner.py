@@ -156,7 +156,7 @@ def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
     from agentic_rag.reader.read import plan_for, warm
     from agentic_rag.retrieval.embeddings import get_embedder
     from agentic_rag.retrieval.hybrid import HybridIndex
-    from agentic_rag.retrievers.source import retrieve
+    from agentic_rag.workers.source import retrieve
 
     system_graph(system, settings)
     get_tokenizer(settings)

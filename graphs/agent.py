@@ -38,7 +38,7 @@ from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_node, reflect_node
 from agentic_rag.nodes import BUDGET_CHECKED, Node
 from agentic_rag.reader.node import read_answerability_node
-from agentic_rag.retrievers.node import worker_node
+from agentic_rag.workers.node import worker_node
 from agentic_rag.state import GraphInput, GraphOutput, RAGState
 from agentic_rag.supervisor.ambiguity_node import disambiguate_node
 from agentic_rag.supervisor.node import supervise_node

@@ -262,8 +262,8 @@ def test_a_bridge_questions_worker_follows_a_name_its_passages_give_to_that_page
     passages give, the film's page names her, and her page keeps a place of its own on that mention.
     The agent asks that only of a bridge question's workers."""
     from agentic_rag.anchors.matching import Anchor
-    from agentic_rag.retrievers.source import resolve_index
-    from agentic_rag.retrievers.worker import WORKER_PASSAGES, explore
+    from agentic_rag.workers.source import resolve_index
+    from agentic_rag.workers.worker import WORKER_PASSAGES, explore
     from agentic_rag.runner import graph_input
     from agentic_rag.testing.records import record
     from graphs.agent import dispatch_workers

@@ -9,7 +9,7 @@ from agentic_rag.ingest.pages import html_to_text, make_page
 from agentic_rag.retrieval.chunks import chunk_page
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex, tokenize
-from agentic_rag.retrievers.source import retrieve
+from agentic_rag.workers.source import retrieve
 from agentic_rag.testing.hostile import article, too_deep
 from agentic_rag.testing.shown_pages import SHOWN, shown_page
 

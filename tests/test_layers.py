@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
               "checkpoints", "children", "claims"}),
     ("services", {"datasets", "llm", "retrieval", "ingest"}),
     ("role: anchors", {"anchors"}),
-    ("role: retrievers", {"retrievers"}),
+    ("role: workers", {"workers"}),
     ("role: supervisor", {"supervisor"}),
     ("role: reader (answerability)", {"reader"}),
     ("role: gate (BAUG)", {"gate"}),

@@ -57,7 +57,7 @@ def search(
     override: OverrideOpt = None,
 ) -> None:
     """Hybrid search (FAISS + BM25, RRF, MMR) with the raw vector, BM25 and fused scores."""
-    from agentic_rag.retrievers.source import resolve_index, retrieve
+    from agentic_rag.workers.source import resolve_index, retrieve
     from agentic_rag.runner import graph_input
 
     settings = load_settings(preset, override)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from agentic_rag.anchors.matching import Anchor, anchor_in_text
-from agentic_rag.retrievers.worker import path_order
+from agentic_rag.workers.worker import path_order
 from agentic_rag.supervisor.packing import pack_evidence
 
 

@@ -27,7 +27,7 @@ from agentic_rag.trace.draw import ROLE_COLOURS
 
 # Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand (gate/checks.py).
 SIGNAL_THRESHOLDS = {c.signal: c.setting for c in DRAFT_CHECKS}
-# Worker path fields -> the setting they are held to in retrievers/worker.py.
+# Worker path fields -> the setting they are held to in workers/worker.py.
 PATH_THRESHOLDS = {"path_score": "PATH_MIN_SCORE", "new_hits_ratio": "NEW_HITS_EPS"}
 OUTCOMES = {"accurate": "right", "incorrect": "wrong", "missing": "missing"}
 

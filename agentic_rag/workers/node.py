@@ -9,8 +9,8 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.nodes import Node, timed
-from agentic_rag.retrievers.source import resolve_index
-from agentic_rag.retrievers.worker import explore
+from agentic_rag.workers.source import resolve_index
+from agentic_rag.workers.worker import explore
 from agentic_rag.state import WorkerState
 from agentic_rag.timing import part
 
