@@ -103,18 +103,25 @@ def replayed_p_right(run_dir: str | Path) -> dict[str, float]:
     decision itself decided have a P: its last decision is ``STOP_FITTED`` or a refusal it explains (a
     hedge or a failed input check is refused by rule before the decision is read)."""
     from agentic_rag.eval.results import read_results
-    from agentic_rag.gate.fitted import VERIFIER_FEATURE
 
     decision = _recorded_decision(Path(run_dir))
     out: dict[str, float] = {}
     for row in read_results(Path(run_dir) / "results.jsonl"):
-        signals = row.get("signals") or {}
         if (kept := last_decision(row).get("p_right")) is not None:
             out[str(row["id"])] = float(kept)
         elif decision is not None and fitted_last(row):
-            model = decision.verified if signals.get(VERIFIER_FEATURE) is not None and decision.verified else decision.base
-            out[str(row["id"])] = round(model.probability(signals), 4)
+            out[str(row["id"])] = p_right_of(decision, row)
     return out
+
+
+def p_right_of(decision, row: dict[str, Any]) -> float:
+    """The P(right) ``decision`` gives a row's last draft, from its signals (the verified model where the
+    verifier's verdict is among them): another decision replayed on a run's drafts."""
+    from agentic_rag.gate.fitted import VERIFIER_FEATURE
+
+    signals = row.get("signals") or {}
+    model = decision.verified if signals.get(VERIFIER_FEATURE) is not None and decision.verified else decision.base
+    return round(model.probability(signals), 4)
 
 
 def _recorded_decision(run_dir: Path):

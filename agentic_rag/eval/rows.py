@@ -120,6 +120,13 @@ def matches_world_answer(row: dict[str, Any]) -> bool:
     return j.label == "accurate"
 
 
+def family_of(question_id: str) -> str:
+    """The question family a row's id names (its prefix: ``squad2-...``, ``nq-...``, ``hotpotqa-...``,
+    ``rgb-...``): what a decision is validated on when it was fitted on the others."""
+    head = str(question_id).split("-", 1)[0].lower()
+    return {"squad2": "squad"}.get(head, head)
+
+
 def is_refusal(row: dict[str, Any]) -> bool:
     """A refusal by the system (any non-ok status) or an answer that only says it does not know."""
     return row["status"] != "ok" or row["judge_rule"] == "abstained"
