@@ -193,7 +193,7 @@ def test_sections_hold_every_setting_once_with_its_unit():
     from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, meaning_of, unit_of
 
     assert list(SECTIONS) == ["llm", "retrieval", "agent", "gate", "baug", "budget", "eval", "crag", "scale", "paths"]
-    assert Settings.keys() == list(FIELD_SECTIONS) and len(Settings.keys()) == 123
+    assert Settings.keys() == list(FIELD_SECTIONS) and len(Settings.keys()) == 124
     for name, field in Settings.flat_fields().items():
         unit = unit_of(field)
         assert unit and field.description.endswith(f" Unit: {unit}."), name

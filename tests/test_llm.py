@@ -445,3 +445,29 @@ def test_the_local_model_computes_in_the_chosen_dtype_from_one_copy_on_disk(sett
     assert "paris" in twin.invoke(QUESTION).content.lower()
     assert twin._identifying_params["dtype"] != local_llm._identifying_params["dtype"]
     assert [p.name for p in model_dir.glob("*.safetensors")] == ["model.safetensors"]  # no second copy
+
+
+@pytest.mark.model
+def test_prompt_lookup_decodes_the_same_answer_in_fewer_passes_over_the_weights(settings):
+    """Speculation that changes nothing: with the answer's words in the prompt, prompt lookup proposes them and
+    one pass verifies several; the greedy text, its token log-probabilities and the prefill's hidden state
+    (what the answerability reader reads) are the plain decode's."""
+    import math
+
+    from agentic_rag.llm.factory import get_chat_model
+
+    sentence = "The Kodak Theatre in Hollywood hosted the 76th Academy Awards ceremony on February 29, 2004."
+    messages = [HumanMessage(f"Source: {sentence}\n\nCopy the source sentence exactly, word for word.")]
+    replies = {}
+    for mode in ("off", "prompt_lookup"):
+        model = get_chat_model(settings.replace(LLM_SPECULATION=mode, LLM_CACHE_PATH=None), max_tokens=40)
+        replies[mode] = model.bind(max_tokens=40, logprobs=True, prompt_state_layer=12).invoke(messages)
+    plain, fast = (replies[m] for m in ("off", "prompt_lookup"))
+    assert fast.content == plain.content and "Kodak Theatre" in str(plain.content)
+    assert fast.response_metadata["token_logprobs"] == pytest.approx(plain.response_metadata["token_logprobs"], abs=0.05)
+    a, b = (r.response_metadata["prompt_state"]["state"] for r in (plain, fast))
+    cosine = sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    assert cosine > 0.999
+    tokens = plain.usage_metadata["output_tokens"]
+    assert plain.response_metadata["forward_passes"] >= tokens - 1
+    assert fast.response_metadata["forward_passes"] < 0.6 * plain.response_metadata["forward_passes"]

@@ -93,6 +93,8 @@ class LLMSettings(_Section):
     TORCH_THREADS: int = setting(0, "threads", "Torch intra-op threads; 0 = number of CPU cores.", ge=0)
     LLM_DTYPE: Literal["auto", "bfloat16", "float32"] = setting("auto", "choice", "What the local model computes in: 'auto' = "
         "bfloat16 where the processor computes it natively (AVX-512 BF16, AMX, Arm BF16), else float32 (faster than emulated).")
+    LLM_SPECULATION: Literal["off", "prompt_lookup"] = setting("off", "choice", "Lossless speculative decoding of the local model "
+        "(greedy): prompt_lookup proposes the next tokens from the prompt and checks them in one pass.")
     MAX_REPLY_CHARS: int = setting(20_000, "characters", "A remote model's reply is cut to this many characters before "
                                    "any text processing (a server may ignore MAX_OUTPUT_TOKENS).", ge=100)
     LLM_TIMEOUT_S: float = setting(

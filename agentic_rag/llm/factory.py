@@ -30,7 +30,7 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
     if settings.llm.LLM_BACKEND == "local":
         path = resolve_local_model(settings)
         model = local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, REPETITION_PENALTY,
-                            local_dtype(settings).dtype)
+                            local_dtype(settings).dtype, settings.llm.LLM_SPECULATION)
         return _with_cache(model, settings)
     if settings.llm.LLM_BACKEND == "openai":
         if problem := settings.backend_error():
@@ -98,10 +98,10 @@ def _replay_cache(path: str):
 
 @lru_cache(maxsize=16)
 def local_model(path: str, cap: int, temperature: float, threads: int, repetition_penalty: float = 1.0,
-                dtype: str = "auto") -> ChatLocalTransformers:
+                dtype: str = "auto", speculation: str = "off") -> ChatLocalTransformers:
     return ChatLocalTransformers(
         model_path=path, max_new_tokens=cap, temperature=temperature, threads=threads,
-        repetition_penalty=repetition_penalty, dtype=dtype,
+        repetition_penalty=repetition_penalty, dtype=dtype, speculation=speculation,
     )
 
 

@@ -125,6 +125,15 @@ class _RecordLogprobs(LogitsProcessor):
         return values
 
 
+def scored_logprobs(scores: tuple[torch.Tensor, ...], new_ids: list[int], eos_ids: set[int]) -> list[float]:
+    """Each generated token's log-probability from ``generate``'s per-token scores, as ``_RecordLogprobs``
+    gives them (the end token is not the answer)."""
+    values = [float(torch.log_softmax(s[0].float(), dim=-1)[t]) for s, t in zip(scores, new_ids)]
+    while new_ids and values and new_ids[len(values) - 1] in eos_ids:
+        values.pop()
+    return values
+
+
 # where a reply's response_metadata["prompt_state"] keeps each view of its prefill
 STATE_KEYS = {"last": "state", "question": "question_state"}
 
@@ -155,11 +164,12 @@ def question_tokens(text: str, offsets: list[tuple[int, int]], question: str) ->
 
 @contextmanager
 def _capture_prompt_state(model: Any, layer: int | None, into: dict[str, torch.Tensor],
-                          question: tuple[int, int] | None = None) -> Iterator[None]:
+                          question: tuple[int, int] | None = None, prompt_len: int | None = None) -> Iterator[None]:
     """Keep the last prompt token's state at ``layer`` (as in ``output_hidden_states``: 0 = the
     embeddings, L = the output of block L, the last one after the final norm) from the prefill only,
     as ``into["last"]``, and with ``question`` (its token span) the mean state over the question's
-    tokens as ``into["question"]``.
+    tokens as ``into["question"]``. The last prompt token is at ``prompt_len - 1``: under speculative
+    decoding the first pass holds the prompt and the tokens it proposes after it.
 
     A forward hook on that one module, instead of ``output_hidden_states`` in ``generate``, which
     would keep every layer's states for the whole prompt and for every decoded token.
@@ -177,7 +187,7 @@ def _capture_prompt_state(model: Any, layer: int | None, into: dict[str, torch.T
     def hook(_module: Any, _args: Any, output: Any) -> None:
         if not into:  # the first call is the prefill; later calls decode one token each
             hidden = output[0] if isinstance(output, tuple) else output
-            into["last"] = hidden[0, -1, :].detach().clone()
+            into["last"] = hidden[0, (prompt_len or hidden.shape[1]) - 1, :].detach().clone()
             if question is not None:
                 into["question"] = hidden[0, question[0]:question[1]].mean(0).detach().clone()
 
@@ -186,6 +196,22 @@ def _capture_prompt_state(model: Any, layer: int | None, into: dict[str, torch.T
         yield
     finally:
         handle.remove()
+
+
+@contextmanager
+def _count_passes(model: Any, into: list[int]) -> Iterator[None]:
+    """Count the model's forward passes (the prefill first): tokens decoded per pass over the weights is what
+    speculative decoding buys, one on plain greedy decoding."""
+    handle = model.register_forward_hook(lambda *_: into.append(1))
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+# tokens a prompt-lookup pass proposes from the prompt (transformers' prompt_lookup_num_tokens): a RAG
+# answer copies the sources' words in runs, and a wrong proposal costs a little compute, not a pass
+PROMPT_LOOKUP_TOKENS = 10
 
 
 def _spellings(word: str) -> list[str]:
@@ -202,6 +228,8 @@ class ChatLocalTransformers(BaseChatModel):
     temperature: float = Field(0.0, ge=0.0)
     threads: int = Field(0, ge=0, description="torch intra-op threads; 0 = all cores")
     repetition_penalty: float = Field(1.0, ge=1.0, description="HF repetition penalty; 1.0 = off")
+    speculation: Literal["off", "prompt_lookup"] = Field(
+        "off", description="lossless speculative decoding: off, or proposals looked up in the prompt and verified in one pass")
     stop: list[str] | None = None
     _identity: str = PrivateAttr("")
 
@@ -237,7 +265,7 @@ class ChatLocalTransformers(BaseChatModel):
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,
             "repetition_penalty": self.repetition_penalty,
-        }
+        }  # not speculation: under greedy decoding it gives the same tokens, so a cached reply stands
 
     def get_num_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
@@ -346,14 +374,23 @@ class ChatLocalTransformers(BaseChatModel):
             gen_kwargs["temperature"] = temperature
         if stop:
             gen_kwargs["stopping_criteria"] = [_StopOnStrings(tokenizer, stop, inputs["input_ids"].shape[1])]
-        recorder = _RecordLogprobs() if kwargs.get("logprobs") else None
+        speculative = self.speculation == "prompt_lookup" and temperature == 0
+        if speculative:
+            gen_kwargs["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
+        recorder = _RecordLogprobs() if kwargs.get("logprobs") and not speculative else None
         if recorder is not None:  # `logprobs=True`, as for ChatOpenAI: response_metadata["token_logprobs"]
             gen_kwargs["logits_processor"] = [recorder]
+        elif kwargs.get("logprobs"):  # a verification pass scores several positions: the accepted tokens' scores
+            gen_kwargs.update(output_scores=True, return_dict_in_generate=True)
         captured: dict[str, torch.Tensor] = {}
-        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, state_layer, captured, span):
-            output = model.generate(**inputs, **gen_kwargs)
-        prompt_state = {STATE_KEYS[view]: [round(v, 5) for v in t.float().tolist()] for view, t in captured.items()}
+        passes: list[int] = []
         n_in = inputs["input_ids"].shape[1]
+        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, state_layer, captured, span, n_in), \
+                _count_passes(model, passes):
+            output = model.generate(**inputs, **gen_kwargs)
+        scores = getattr(output, "scores", None)
+        output = getattr(output, "sequences", output)
+        prompt_state = {STATE_KEYS[view]: [round(v, 5) for v in t.float().tolist()] for view, t in captured.items()}
         new_ids = output[0, n_in:].tolist()
         text = tokenizer.decode(new_ids, skip_special_tokens=True)
 
@@ -369,9 +406,11 @@ class ChatLocalTransformers(BaseChatModel):
             finish_reason = "stop"
 
         usage = {"input_tokens": n_in, "output_tokens": len(new_ids), "total_tokens": n_in + len(new_ids)}
-        meta = {"model_name": self.model_name, "finish_reason": finish_reason}
+        meta = {"model_name": self.model_name, "finish_reason": finish_reason, "forward_passes": len(passes)}
         if recorder is not None:
             meta["token_logprobs"] = [round(v, 5) for v in recorder.of(new_ids, eos_ids)]
+        elif scores is not None:
+            meta["token_logprobs"] = [round(v, 5) for v in scored_logprobs(scores, new_ids, eos_ids)]
         if prompt_state:
             meta["prompt_state"] = {"layer": int(state_layer), **prompt_state}
         message = AIMessage(content=text, usage_metadata=usage, response_metadata=meta)

@@ -183,6 +183,8 @@ def call_record(llm: BaseChatModel, messages: Sequence[BaseMessage], stage: str,
                            "messages": [{"role": m.type, "content": str(m.content)} for m in messages]}
     if message is not None:
         out.update(output=str(message.content), **usage_of(message))
+        if meta.get("forward_passes"):  # an in-process model's passes over its weights (speculative decoding: fewer)
+            out["forward_passes"] = int(meta["forward_passes"])
     if error is not None:
         out["error"] = str(error)
     return out
