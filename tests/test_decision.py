@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.decision_fit import (
-    MIN_DRAFTS, DevSplitError, MonotoneLogistic, _boosting, _export, _matrix, check_split, draft_records, fit_decision,
-    leave_one_family_out, signal_aucs,
+    MIN_DRAFTS, DevSplitError, MonotoneLogistic, _boosting, _export, _matrix, check_split, draft_records, fit_decision, signal_aucs,
 )
 from agentic_rag.eval.provenance import model_identity
 from agentic_rag.gate.fitted import (
@@ -136,28 +135,6 @@ def test_fitting_on_synthetic_signals_ranks_drafts_and_reproduces_sklearn(settin
     again = DecisionFile.from_dict(json.loads(json.dumps(decision.to_dict())))
     assert again.base.probability({"overlap_est": 0.3}) == pytest.approx(decision.base.probability({"overlap_est": 0.3}))
     assert len(oof["base"]) == len(records)
-
-
-def test_leaving_a_family_out_shows_a_signal_that_reads_the_other_familys_layout():
-    """Two families whose rightness follows overlap; in the SQuAD-like one a layout quirk also makes relevance
-    track rightness, in the HotpotQA-like one relevance runs the other way. Fitted on the first and read on the
-    second, the decision that reads relevance does worse there than the one without it."""
-    rng = random.Random(4)
-    records = []
-    for i in range(600):
-        fam = "squad2" if i % 2 else "hotpotqa"
-        overlap = rng.random()
-        right = rng.random() < 1 / (1 + math.exp(-8 * (overlap - 0.5)))
-        rel = (0.8 if right else 0.2) + 0.1 * rng.random() if fam == "squad2" else (0.2 if right else 0.8) + 0.1 * rng.random()
-        records.append({"id": f"{fam}-{i}", "judgement": "right" if right else ("unanswerable" if i % 7 == 0 else "wrong"),
-                        "right": right, "status": "ok", "overlap_est": round(overlap, 4), "answer_relevance": round(rel, 4)})
-    every = leave_one_family_out(records, 0.5)
-    without = leave_one_family_out(records, 0.5, drop=("answer_relevance",))
-    assert set(every["families"]) == {"squad", "hotpotqa"} and "answer_relevance" in every["families"]["hotpotqa"]["features"]
-    assert without["families"]["hotpotqa"]["auc"] > every["families"]["hotpotqa"]["auc"] + 0.1
-    assert without["worst_score"] > every["worst_score"]
-    fam = every["families"]["squad"]
-    assert fam["drafts"] == 300 and 0 <= fam["false_refusal"] <= 1 and 0 <= fam["right_kept"] <= 1
 
 
 def test_exported_trees_give_sklearns_probabilities():
