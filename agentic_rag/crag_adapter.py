@@ -32,13 +32,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+import graphs  # noqa: F401  (the app layer: registers the agent and baseline graphs with the runner)
 from agentic_rag.budget import DeadlineExceeded, hard_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord, why_bad
 from agentic_rag.ingest.ingest import index_for_record
 from agentic_rag.runner import answer, warm_up
 from agentic_rag.telemetry import write_row
-import graphs  # noqa: F401  (the app layer: registers the agent and baseline graphs with the runner)
 
 CRAG_IDK = "i don't know"
 KIT_ANSWER_TOKENS = 75  # the kit trims every prediction to this many of its tokenizer's tokens (tokens)

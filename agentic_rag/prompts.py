@@ -45,7 +45,6 @@ def is_hedging(text: str) -> bool:
 # Kept importable from here: the patterns live with the rest of page screening (agentic_rag.injection)
 from agentic_rag.injection import UNTRUSTED_PATTERNS, is_untrusted, may_hold_untrusted  # noqa: E402,F401
 
-
 _CANDIDATES = (
     Path(__file__).resolve().parent.parent / "prompts",  # source checkout / editable install
     Path(__file__).resolve().parent / "_prompts",  # wheel install

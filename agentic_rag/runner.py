@@ -16,7 +16,6 @@ from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.state import STATE_KEYS, AnswerRecord
 
-
 GraphFactory = Callable[[str, "Settings | None"], Any]
 _factory: GraphFactory | None = None
 
@@ -165,7 +164,8 @@ def warm_up(system: str, settings: Settings, llm: Any = None) -> None:
     record = CragRecord(interaction_id="warm-up", query=_WARM_QUESTION,
                         search_results=[{"page_name": "DreamWorks", "page_result": _WARM_HTML}])
     index = HybridIndex.build(pages_from_record(record, settings), get_embedder(settings),
-                              settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS, settings.retrieval.MIN_CHUNK_CHARS)
+                              settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS,
+                              settings.retrieval.MIN_CHUNK_CHARS)
     retrieve(index, _WARM_QUESTION, settings)
     model = llm if llm is not None else get_chat_model(settings)
     if system == "agent":

@@ -9,8 +9,9 @@
                               | worker* (RETRIEVE_MORE, once) | final_check -> decide (a STOP, verifier on, once)
 
 ``read_answerability`` is the reader's step (reader/read.py): free when the generation call's prefill
-gave the probe its state, a prefill of the packaged reader otherwise. BAUG is three nodes: ``collect_signals`` reads the draft against its evidence, ``decide`` applies the
-policy, ``final_check`` makes the verifier's calls on a draft about to be shown. Loops are bounded by
+gave the probe its state, a prefill of the packaged reader otherwise. BAUG is three nodes: ``collect_signals``
+reads the draft against its evidence, ``decide`` applies the policy,
+``final_check`` makes the verifier's calls on a draft about to be shown. Loops are bounded by
 flags set in state (one-shot retrieval, one reflect, one final check), ``MAX_ROUNDS`` and the token /
 call / wall-time caps checked before each LLM call; LangGraph's recursion limit is never what stops it.
 
@@ -38,10 +39,10 @@ from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_node, reflect_node
 from agentic_rag.nodes import BUDGET_CHECKED, Node
 from agentic_rag.reader.node import read_answerability_node
-from agentic_rag.workers.node import worker_node
 from agentic_rag.state import GraphInput, GraphOutput, RAGState
 from agentic_rag.supervisor.ambiguity_node import disambiguate_node
 from agentic_rag.supervisor.node import supervise_node
+from agentic_rag.workers.node import worker_node
 from graphs.extend import Route, Shape
 
 SYSTEM = "agent"

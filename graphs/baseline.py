@@ -17,9 +17,9 @@ from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_plain_node
 from agentic_rag.llm.factory import count_tokens
 from agentic_rag.nodes import Node, timed
-from agentic_rag.workers.source import resolve_index, retrieve
 from agentic_rag.state import GraphInput, GraphOutput, RAGState
 from agentic_rag.supervisor.packing import pack_evidence
+from agentic_rag.workers.source import resolve_index, retrieve
 from graphs.extend import node_metadata
 
 SYSTEM = "baseline"

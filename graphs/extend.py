@@ -19,12 +19,18 @@ from langgraph.graph import END, START, StateGraph
 from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
 from agentic_rag.extensions import (
-    ERROR_KEY, EXTENSION_FAILED, FLAGS_KEY, ROUTE_KEY, Extension, ExtensionError, check_request, state_keys,
+    ERROR_KEY,
+    EXTENSION_FAILED,
+    FLAGS_KEY,
+    ROUTE_KEY,
+    Extension,
+    ExtensionError,
+    check_request,
+    state_keys,
 )
 from agentic_rag.gate.policy import ABSTAIN
-from agentic_rag.nodes import EXTENSION_ROLE, ROLE, Node
+from agentic_rag.nodes import EXTENSION_ROLE, ROLE, Node, timed
 from agentic_rag.state import RAGState
-from agentic_rag.nodes import timed
 
 _FAILED = "extension_failed"  # the route an extension node takes once it has failed
 

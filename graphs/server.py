@@ -23,7 +23,6 @@ from starlette.middleware import Middleware
 
 from agentic_rag.telemetry import parse_json
 
-
 # POST /runs, /runs/wait, /runs/stream, /runs/batch, /runs/crons and the same under /threads/{id}
 _RUN_ROUTE = re.compile(r"^(?P<thread>/threads/[^/]+)?/runs(?:/(?P<kind>wait|stream|batch|crons))?/?$")
 # POST /assistants and PATCH /assistants/{id}: an assistant's config and context join every run it starts
@@ -75,7 +74,6 @@ def settings_problem(payload: dict[str, Any]) -> str | None:
     run exists, not a validation traceback in the run's output. A request may set only the per-request
     settings (``Settings.from_runnable_config`` refuses the rest, here and in the run)."""
     from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, Settings, SettingsError, flat_name
-
     from agentic_rag.gate.fitted import decision_in_force
 
     context, config = payload.get("context") or {}, payload.get("config") or {}

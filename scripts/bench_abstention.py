@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
-
-import numpy as np
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from agentic_rag.eval.compare import copy_run_files
 from agentic_rag.eval.metrics import wilson_interval

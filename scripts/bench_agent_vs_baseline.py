@@ -22,7 +22,6 @@ import gzip
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import Settings, SettingsError

@@ -15,7 +15,12 @@ from pathlib import Path
 from agentic_rag.datasets.crag import DataError, iter_records
 from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, HOTPOT_FILES, benchmark_dataset
 from agentic_rag.eval.chain_report import (
-    chain_outcomes, chain_outcomes_markdown, gold_chains_markdown, rechained, single_hop_exposure, write_gold_chains,
+    chain_outcomes,
+    chain_outcomes_markdown,
+    gold_chains_markdown,
+    rechained,
+    single_hop_exposure,
+    write_gold_chains,
 )
 from agentic_rag.eval.results import read_results, read_results_text
 

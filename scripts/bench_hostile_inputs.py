@@ -71,7 +71,6 @@ def one_huge(mb: float, cap: int | None) -> dict:
 def one_anchor(words: int, cap: int | None) -> dict:
     from agentic_rag.anchors.node import predict_anchors_node
     from agentic_rag.configuration import Settings
-
     from agentic_rag.datasets.crag import iter_records
     from agentic_rag.ingest.pages import html_to_text
 
@@ -104,8 +103,8 @@ def deep_nesting(levels: list[int]) -> list[dict]:
 
 def pattern_flags(data: Path) -> dict:
     from agentic_rag.datasets.crag import iter_records
-    from agentic_rag.text import split_sentences, untrusted_sentences
     from agentic_rag.ingest.pages import html_to_text
+    from agentic_rag.text import split_sentences, untrusted_sentences
 
     def rows(path: str):
         with open(data / path, encoding="utf-8") as fh:

@@ -61,7 +61,8 @@ def bench_squad(settings: Settings, squad: Path, limit: int | None) -> dict:
         questions = questions[:limit]
     t0 = time.perf_counter()
     index = HybridIndex.build(
-        pages, get_embedder(settings), settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS, settings.retrieval.MIN_CHUNK_CHARS
+        pages, get_embedder(settings), settings.retrieval.CHUNK_SIZE_CHARS, settings.retrieval.CHUNK_OVERLAP_CHARS,
+        settings.retrieval.MIN_CHUNK_CHARS,
     )
     build_s = time.perf_counter() - t0
     qvecs = index.embedder.embed([q for q, _ in questions], show_progress=False)
@@ -86,7 +87,8 @@ def bench_squad(settings: Settings, squad: Path, limit: int | None) -> dict:
     e2e = []
     for question, _ in questions[:200]:
         t = time.perf_counter()
-        index.search(question, k=settings.retrieval.RETRIEVAL_K, pool_k=settings.retrieval.RETRIEVAL_POOL_K, mmr_lambda=settings.retrieval.MMR_LAMBDA)
+        index.search(question, k=settings.retrieval.RETRIEVAL_K, pool_k=settings.retrieval.RETRIEVAL_POOL_K,
+                     mmr_lambda=settings.retrieval.MMR_LAMBDA)
         e2e.append((time.perf_counter() - t) * 1000.0)
     latencies.sort()
     e2e.sort()
@@ -120,7 +122,8 @@ def main() -> int:
     settings = Settings.load()
     report = {
         "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
-        "settings": {k: settings.value(k) for k in ("CHUNK_SIZE_CHARS", "CHUNK_OVERLAP_CHARS", "RETRIEVAL_POOL_K", "RETRIEVAL_K", "MMR_LAMBDA", "RRF_K")},
+        "settings": {k: settings.value(k)
+                     for k in ("CHUNK_SIZE_CHARS", "CHUNK_OVERLAP_CHARS", "RETRIEVAL_POOL_K", "RETRIEVAL_K", "MMR_LAMBDA", "RRF_K")},
         "squad2_corpus": bench_squad(settings, args.squad, args.limit),
         "crag_example_ingest": bench_ingest(settings),
     }

@@ -29,10 +29,18 @@ from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.plots import finish_axes, pyplot
 from agentic_rag.eval.rejudge import restore_run
 from agentic_rag.eval.results import read_results
-from agentic_rag.eval.rows import family_of
 from agentic_rag.eval.risk_control import (
-    Draft, RiskCalibrationError, calibrate, drafts_of, fitted_drafts, oracle_coverage, question_types, realized, shift,
+    Draft,
+    RiskCalibrationError,
+    calibrate,
+    drafts_of,
+    fitted_drafts,
+    oracle_coverage,
+    question_types,
+    realized,
+    shift,
 )
+from agentic_rag.eval.rows import family_of
 from agentic_rag.gate.fitted import load_decision
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,12 @@ import sys
 from pathlib import Path
 
 from agentic_rag.eval.plots import (
-    common_coverage, confidence_of, mean_risk, plot_risk_coverage, risk_coverage, top_cosine,
+    common_coverage,
+    confidence_of,
+    mean_risk,
+    plot_risk_coverage,
+    risk_coverage,
+    top_cosine,
 )
 from agentic_rag.eval.results import read_results
 

@@ -24,12 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import graphs  # noqa: F401,E402  (registers the agent's graph with the runner, as the CLI does)
 from agentic_rag.configuration import Settings
-from agentic_rag.runner import warm_up
 from agentic_rag.eval.executors import LocalExecutor, RayExecutor
 from agentic_rag.eval.runner import run_eval
+from agentic_rag.runner import warm_up
 from agentic_rag.testing.bench import HIGH_LOAD, cpu_model, index_all, load_average, write_outputs
-import graphs  # noqa: F401,E402  (registers the agent's graph with the runner, as the CLI does)
 
 
 def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out: Path) -> dict:

@@ -22,7 +22,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from agentic_rag.eval.judge import MATCH_RULES, judge, question_form, rule_rates
+from agentic_rag.eval.judge import judge, question_form, rule_rates
 from agentic_rag.eval.markdown import md_escape
 from agentic_rag.eval.results import read_results_text
 from agentic_rag.eval.rows import is_refusal, usable_gold

@@ -43,7 +43,6 @@ os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")
 import numpy as np
 
 from agentic_rag.configuration import Settings
-from agentic_rag.errors import UserError
 from agentic_rag.datasets.crag import IDK, CragRecord, iter_records
 from agentic_rag.datasets.probe_sets import (
     add_draw_arguments,
@@ -55,11 +54,12 @@ from agentic_rag.datasets.probe_sets import (
     source_of,
     squad_records,
 )
+from agentic_rag.errors import UserError
+from agentic_rag.eval.answer_prompts import generator_prompt as recorded_prompt
 from agentic_rag.eval.probe_report import auc_by_source, learning_curve, refusal_rates, refusal_table, required_auc, roc_plot
 from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL
 from agentic_rag.reader.probe import PROBES_DIR, packaged_probe_for_key
 from agentic_rag.reader.probe_training import VIEW_C, auc, fit_probe
-from agentic_rag.eval.answer_prompts import generator_prompt as recorded_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -9,8 +9,8 @@ import pytest
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import CragRecord
-from agentic_rag.state import STATE_KEYS
 from agentic_rag.runner import answer
+from agentic_rag.state import STATE_KEYS
 from agentic_rag.telemetry import read_rows
 from agentic_rag.testing.fakes import ScriptedChat, real_tokens, sources_in
 from agentic_rag.testing.records import PAGES, QUESTION, QUOTE_2004, QUOTE_2005, record  # noqa: F401 - other tests import them from here
@@ -112,7 +112,7 @@ def test_supervisor_regenerates_only_on_new_hits(agent_settings):
 
 
 def test_unsupported_draft_is_reflected_once_then_stops(agent_settings):
-    unsupported = f"It was Shrek, made by DreamWorks in 2004 {{cite:76th academy}}."
+    unsupported = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."
     revised = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
     result, fake, rows = run(agent_settings, [unsupported, revised], OVERLAP_TAU=0.99, REFLECT_MIN_OVERLAP=0.0)
     reasons = [r["reason"] for r in rows]
@@ -144,8 +144,8 @@ def test_citation_to_a_missing_source_is_never_shown(agent_settings):
 def test_one_worker_per_anchor_in_parallel(agent_settings):
     s = agent_settings
     fake = ScriptedChat(replies=[f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'])
-    from graphs import get_graph
     from agentic_rag.runner import graph_input
+    from graphs import get_graph
 
     final = get_graph("agent").invoke(graph_input(record=record()), config={"configurable": {"settings": s, "llm": fake}},
                                       output_keys=STATE_KEYS)

@@ -16,8 +16,19 @@ from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import answer
 from agentic_rag.state import STATE_KEYS
 from agentic_rag.testing.bad_inputs import (
-    ELF, LONG, PAGE, REPLY, WRONG_TYPES, bom_dataset_with_a_latin1_line, empty_files_folder, folder_with_a_binary, latin1_dataset,
-    rec, screen_lines, surrogate_line, write_jsonl,
+    ELF,
+    LONG,
+    PAGE,
+    REPLY,
+    WRONG_TYPES,
+    bom_dataset_with_a_latin1_line,
+    empty_files_folder,
+    folder_with_a_binary,
+    latin1_dataset,
+    rec,
+    screen_lines,
+    surrogate_line,
+    write_jsonl,
 )
 from agentic_rag.testing.fakes import ScriptedChat
 from agentic_rag.testing.records import QUESTION
@@ -188,9 +199,8 @@ def test_a_too_long_question_is_refused_before_any_work(agent_settings, system):
 
 
 def test_the_agent_graph_refuses_a_too_long_question_on_its_own(agent_settings):
-    from graphs import get_graph
-
     from agentic_rag.runner import graph_input
+    from graphs import get_graph
 
     final = get_graph("agent").invoke(graph_input(record=_record(LONG)),
                                       config={"configurable": {"settings": agent_settings, "llm": fake()}},

@@ -9,11 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.gate.chain import (
-    answer_claims, draft_chain, evidence_chain, first_value, hop_line, hops_found, missing_hop, unconfirmed_hop,
-)
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.chain_report import question_plan
+from agentic_rag.gate.chain import (
+    answer_claims,
+    draft_chain,
+    evidence_chain,
+    first_value,
+    hop_line,
+    hops_found,
+    missing_hop,
+    unconfirmed_hop,
+)
 
 BRIDGE_Q = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 FILM = ("Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley "
@@ -76,7 +83,8 @@ def test_a_bridge_chain_quotes_each_hop_from_its_own_page():
     assert hop_line(hop2).startswith("hop 2 (answer) [2] Shirley Temple:")
 
 
-@pytest.mark.parametrize("removed, missing_index, named", [(FILM, 0, "Corliss Archer"), (PERSON, 1, "about Shirley Temple states the answer")])
+@pytest.mark.parametrize("removed, missing_index, named",
+                         [(FILM, 0, "Corliss Archer"), (PERSON, 1, "about Shirley Temple states the answer")])
 def test_a_twin_without_one_page_names_the_hop_that_page_held(removed, missing_index, named):
     """The planted case: the hop is absent exactly when its page is, and the refusal names that hop."""
     plan = _plan(BRIDGE_Q)
@@ -262,10 +270,10 @@ def test_a_bridge_questions_worker_follows_a_name_its_passages_give_to_that_page
     passages give, the film's page names her, and her page keeps a place of its own on that mention.
     The agent asks that only of a bridge question's workers."""
     from agentic_rag.anchors.matching import Anchor
-    from agentic_rag.workers.source import resolve_index
-    from agentic_rag.workers.worker import WORKER_PASSAGES, explore
     from agentic_rag.runner import graph_input
     from agentic_rag.testing.records import record
+    from agentic_rag.workers.source import resolve_index
+    from agentic_rag.workers.worker import WORKER_PASSAGES, explore
     from graphs.agent import dispatch_workers
 
     pages = dict((FILM, PERSON, OTHER))

@@ -150,7 +150,8 @@ def test_an_answer_that_only_restates_the_question_is_not_shown():
     from agentic_rag.gate.checks import Draft, answer_new_words
 
     assert answer_new_words(Draft("Who will play Billy Batson in Shazam?", "Billy Batson will play in Shazam.")) == 0.0
-    assert answer_new_words(Draft("Who will play Billy Batson in Shazam?", "Zachary Levi plays Billy Batson.")) >= S.baug.ANSWER_NEW_WORDS_MIN
+    assert (answer_new_words(Draft("Who will play Billy Batson in Shazam?", "Zachary Levi plays Billy Batson."))
+            >= S.baug.ANSWER_NEW_WORDS_MIN)
     # a long restatement that adds the one word asked for answers it (two right SQuAD answers were refused
     # when the check read a share of the answer's words)
     restated = Draft("The integer factorization problem essentially seeks to determine if the value of of an input "

@@ -72,12 +72,12 @@ def test_every_error_a_user_can_fix_shares_one_base_and_ends_the_cli_as_one_line
     from agentic_rag.eval.resume import ResumeMismatchError
     from agentic_rag.eval.runner import RunFolderError
     from agentic_rag.extensions import ExtensionError
-    from agentic_rag.reader.probe import ProbeMismatchError
     from agentic_rag.llm.packaged import ModelIntegrityError
+    from agentic_rag.reader.probe import ProbeMismatchError
     from agentic_rag.retrieval.hybrid import BrokenIndexError
-    from agentic_rag.workers.source import NoCorpusError
     from agentic_rag.trace.draw import DrawError
     from agentic_rag.trace.run import TraceError
+    from agentic_rag.workers.source import NoCorpusError
 
     kinds = (SettingsError, DataError, ExecutorError, ResumeMismatchError, RunFolderError, ExtensionError,
              ProbeMismatchError, ModelIntegrityError, BrokenIndexError, NoCorpusError, DrawError, TraceError)

@@ -1,6 +1,6 @@
 import bz2
-import os
 import json
+import os
 
 import pytest
 

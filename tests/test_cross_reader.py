@@ -134,7 +134,8 @@ def test_both_readers_average_their_logits_and_keep_each_part(settings):
     assert joined["ms"] > 0
     # nothing to join: a reading that is not a score, or a plan without the cross-encoder, passes unchanged
     assert with_cross({"status": "unavailable"}, question, bundle, plan, settings) == {"status": "unavailable"}
-    assert with_cross({"status": "scored", "answerability": 0.9}, question, bundle, ReaderPlan(GENERATION), settings)["answerability"] == 0.9
+    assert with_cross({"status": "scored", "answerability": 0.9}, question, bundle, ReaderPlan(GENERATION),
+                      settings)["answerability"] == 0.9
 
 
 def test_an_agent_run_reads_answerability_with_the_cross_encoder_in_its_own_step(agent_settings):

@@ -17,12 +17,29 @@ from typer.testing import CliRunner
 from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.decision_fit import (
-    MIN_DRAFTS, DevSplitError, MonotoneLogistic, _boosting, _export, _matrix, check_split, draft_records, fit_decision, signal_aucs,
+    MIN_DRAFTS,
+    DevSplitError,
+    MonotoneLogistic,
+    _boosting,
+    _export,
+    _matrix,
+    check_split,
+    draft_records,
+    fit_decision,
+    signal_aucs,
 )
 from agentic_rag.eval.provenance import model_identity
 from agentic_rag.gate.fitted import (
-    FITTED_REASONS, DecisionFile, DecisionMismatchError, FittedModel, available_features, configured_decision, cut_for,
-    decide_fitted, model_key, policy_in_force,
+    FITTED_REASONS,
+    DecisionFile,
+    DecisionMismatchError,
+    FittedModel,
+    available_features,
+    configured_decision,
+    cut_for,
+    decide_fitted,
+    model_key,
+    policy_in_force,
 )
 from agentic_rag.gate.judge import yes_probability
 from agentic_rag.gate.policy import REASONS, Flags

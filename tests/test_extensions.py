@@ -16,7 +16,7 @@ from agentic_rag.nodes import Node
 from agentic_rag.runner import answer
 from agentic_rag.state import STATE_KEYS
 from agentic_rag.telemetry import read_rows
-from examples.freshness import FreshnessSettings, freshness, parse_time, stale_pages
+from examples.freshness import FreshnessSettings, parse_time, stale_pages
 from graphs.agent import agent_shape, build_graph
 from tests.fakes import ScriptedChat
 from tests.test_agent_graph import PAGES, QUESTION, QUOTE_2004

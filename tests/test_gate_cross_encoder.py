@@ -17,7 +17,7 @@ def _tiny(folder, labels):
     tok = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
     config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=64, num_labels=len(labels),
-                        id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)})
+                        id2label=dict(enumerate(labels)), label2id={label: i for i, label in enumerate(labels)})
     torch.manual_seed(0)
     model = BertForSequenceClassification(config)
     model.save_pretrained(folder)

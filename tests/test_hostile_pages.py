@@ -18,15 +18,33 @@ import pytest
 from agentic_rag.datasets.crag import CragRecord, write_records
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.ingest.pages import html_to_text, make_page
-from agentic_rag.retrieval.chunks import chunk_page
 from agentic_rag.prompts import is_untrusted
+from agentic_rag.retrieval.chunks import chunk_page
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
 from agentic_rag.testing.fakes import ScriptedChat
 from agentic_rag.testing.fault_server import FaultServer
 from agentic_rag.testing.hostile import (
-    ARTICLE, CLEAN, DEEP_ANSWER, FALSE_FACT, HIDDEN, INJECTIONS, INTRO, OBEDIENT, PLANTED, article, attribute_bomb,
-    catalogue, deep_page, element_flood, hidden_records, html, injection_records, markup_page, record, too_deep,
+    ARTICLE,
+    CLEAN,
+    DEEP_ANSWER,
+    FALSE_FACT,
+    HIDDEN,
+    INJECTIONS,
+    INTRO,
+    OBEDIENT,
+    PLANTED,
+    article,
+    attribute_bomb,
+    catalogue,
+    deep_page,
+    element_flood,
+    hidden_records,
+    html,
+    injection_records,
+    markup_page,
+    record,
+    too_deep,
 )
 
 
@@ -305,7 +323,8 @@ def test_the_catalogue_end_to_end_lets_nothing_through(obedient_server, agent_se
     by_id = {r["id"]: r for r in res["rows"]}
     assert len(by_id) == len(rows)
     control = by_id.pop("control-visible")
-    assert control["status"] == "ok" and "PWNED" in control["prediction"], (control["reason"], control.get("explanation"), control["prediction"])
+    assert control["status"] == "ok" and "PWNED" in control["prediction"], (
+        control["reason"], control.get("explanation"), control["prediction"])
     assert any(c["verified"] and "PWNED" in c["quote"] for c in control["citations"])
     assert [i for i, r in by_id.items() if r["status"] == "ok" and "PWNED" in r["prediction"]] == []
     assert [(i, c["quote"]) for i, r in by_id.items() for c in r["citations"] if c["verified"] and "PWNED" in c["quote"]] == []

@@ -20,8 +20,8 @@ PACKAGE = ROOT / "agentic_rag"
 # Bottom to top: a unit may import units of its own layer and of the layers below it, never above.
 # (Inside a layer, the cycle test keeps the imports one way.) The table is docs/architecture.md's.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("core", {"errors", "redact", "terminal", "injection", "configuration", "timing", "budget", "nodes", "state", "prompts", "text", "telemetry", "events",
-              "checkpoints", "children", "claims"}),
+    ("core", {"errors", "redact", "terminal", "injection", "configuration", "timing", "budget", "nodes", "state", "prompts", "text",
+              "telemetry", "events", "checkpoints", "children", "claims"}),
     ("services", {"datasets", "llm", "retrieval", "ingest"}),
     ("role: anchors", {"anchors"}),
     ("role: workers", {"workers"}),

@@ -11,9 +11,8 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
-
 import warnings
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage

@@ -316,7 +316,8 @@ BAD_CASES = {
     "squad": (
         prepare_squad2,
         [
-            {"id": "s1", "title": "T", "context": "Paris is in France.", "question": "Where is Paris?", "answers": ["France"], "is_impossible": False},
+            {"id": "s1", "title": "T", "context": "Paris is in France.", "question": "Where is Paris?", "answers": ["France"],
+             "is_impossible": False},
             "{bad json",
             {"id": "s2", "title": "T", "context": "Paris is in France.", "answers": [], "is_impossible": True},
             {"id": "s3", "title": "T", "context": "Lyon is in France.", "question": "Who?", "answers": [], "is_impossible": True},
@@ -327,7 +328,8 @@ BAD_CASES = {
         [
             "[1, 2",
             {"id": 1, "answer": "x", "fakeanswer": "y", "positive": ["x"], "positive_wrong": ["y"], "negative": ["n"]},
-            {"id": 2, "query": "what?", "answer": "x", "fakeanswer": "y", "positive": ["x is it"], "positive_wrong": ["y is it"], "negative": ["n"]},
+            {"id": 2, "query": "what?", "answer": "x", "fakeanswer": "y", "positive": ["x is it"], "positive_wrong": ["y is it"],
+             "negative": ["n"]},
             {"id": 3, "query": "what?", "answer": "z", "fakeanswer": "w", "positive": ["z"], "positive_wrong": ["w"], "negative": ["m"]},
         ],
     ),

@@ -6,14 +6,13 @@ import numpy as np
 import pytest
 
 from agentic_rag.gate.policy import Flags, decide
-from agentic_rag.reader.probe_training import auc, fit_probe
 from agentic_rag.reader.probe import (
     PACKAGED_PROBE,
-    AnswerabilityProbe,
     ProbeMismatchError,
     load_probe,
     packaged_probe_for,
 )
+from agentic_rag.reader.probe_training import auc, fit_probe
 from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, read_other_prompt, reading_of_reply
 from tests.fakes import ScriptedChat
 

@@ -3,10 +3,10 @@ and the whole draw kept apart from every test split and dev pool."""
 
 import numpy as np
 
-def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_gold(shared_data, tmp_path):
-    from agentic_rag.datasets.crag import IDK, iter_records
 
+def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_gold(shared_data, tmp_path):
     from agentic_rag.datasets import probe_sets as tp
+    from agentic_rag.datasets.crag import IDK, iter_records
 
     source = shared_data / "nq" / "nq_open_oracle.jsonl"
     records = tp.nq_records(source, 8, seed=3, tmp=tmp_path)

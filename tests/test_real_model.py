@@ -82,8 +82,8 @@ def test_default_1_5b_generator_runs_the_agent_with_its_own_probe(agent_settings
     verified, converted, and read by its own probe (a 1536-wide state at layer 18; the 0.5B probe would
     refuse it) on the answer call's prompt, so one short call shows it."""
     from agentic_rag.configuration import Settings
-    from agentic_rag.reader.probe import load_probe, packaged_probe_for
     from agentic_rag.llm.packaged import PACKAGED_MODELS, resolve_local_model
+    from agentic_rag.reader.probe import load_probe, packaged_probe_for
 
     settings = Settings.load(
         preset="default",  # the field defaults, not the suite's AGENTIC_RAG_PRESET

@@ -13,7 +13,15 @@ from typer.testing import CliRunner
 
 from agentic_rag.cli import app
 from agentic_rag.eval.risk_control import (
-    MIN_DRAFTS, Draft, RiskCalibrationError, calibrate, drafts_of, oracle_coverage, promise_outcome, realized, shift,
+    MIN_DRAFTS,
+    Draft,
+    RiskCalibrationError,
+    calibrate,
+    drafts_of,
+    oracle_coverage,
+    promise_outcome,
+    realized,
+    shift,
     upper_bound,
 )
 from agentic_rag.gate.fitted import DecisionFile, FittedModel, load_decision, model_key, risk_level

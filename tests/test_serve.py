@@ -26,7 +26,13 @@ from agentic_rag.llm.logprobs import RETURNED
 from agentic_rag.llm.packaged import PACKAGED_MODELS
 from agentic_rag.runner import answer
 from agentic_rag.testing.processes import (
-    CRASHING_SERVER, SUITE_SETTINGS, port_open, serve_stopped_by, serve_with, start, wait_until,
+    CRASHING_SERVER,
+    SUITE_SETTINGS,
+    port_open,
+    serve_stopped_by,
+    serve_with,
+    start,
+    wait_until,
 )
 from agentic_rag.testing.records import record
 from agentic_rag.testing.servers import free_port

@@ -13,7 +13,8 @@ from agentic_rag.testing.processes import SUITE_SETTINGS, child_env
 from agentic_rag.testing.records import record
 from agentic_rag.testing.servers import console_script, graph_server_process, post
 
-GOOD = 'Finding Nemo won {cite:76th academy} "At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best Animated Feature".'
+GOOD = ('Finding Nemo won {cite:76th academy} "At the 76th Academy Awards, held in 2004, '
+        'Finding Nemo won the Oscar for Best Animated Feature".')
 MODEL_S = 0.5  # each scripted reply waits this long, as a remote model does: clients share the wait, not a core
 CLIENTS, HOSTILE = 8, 1  # one client of the eight sends the hostile body
 QUIET, EACH = 3, 2  # requests sent alone first; then requests per normal client under load

@@ -5,9 +5,9 @@ import pytest
 from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens, new_claims, says_something
-from agentic_rag.text import split_sentences
 from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
+from agentic_rag.text import split_sentences
 
 # the defaults whatever AGENTIC_RAG_PRESET says, under the thresholds' policy these checks belong to
 S = Settings.load(preset="default", overrides={"GATE_POLICY": "thresholds"})

@@ -23,10 +23,10 @@ from agentic_rag.retrieval.embedding_cache import CACHE_FILE
 from agentic_rag.retrieval.embeddings import Embedder, get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex
 from agentic_rag.retrieval.vectorstore import FaissVectorStore
-from agentic_rag.workers.source import retrieve
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
 from agentic_rag.timing import node_clock, part
+from agentic_rag.workers.source import retrieve
 from tests.fakes import ScriptedChat
 from tests.test_agent_graph import QUOTE_2004, record
 

@@ -253,8 +253,8 @@ def test_old_runs_and_baseline_runs_still_show(agent_run, tmp_path):
 
 
 def test_checkpoints_list_show_and_replay(tmp_path):
-    from graphs import get_graph
     from agentic_rag.checkpoints import history, replay
+    from graphs import get_graph
 
     ck = tmp_path / "checkpoints.sqlite"
     settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "a"), "CHECKPOINT_PATH": str(ck)})
@@ -363,8 +363,8 @@ def test_checkpoints_do_not_store_the_pages_at_every_step(tmp_path):
     settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path / "a"), "CHECKPOINT_PATH": str(ck)})
     fake = ScriptedChat(replies=[REPLIES[0]])
     answer("agent", settings, record=rec, extra_config={"llm": fake})
-    from graphs import get_graph
     from agentic_rag.checkpoints import history
+    from graphs import get_graph
 
     steps = history(get_graph("agent"), ck, "toy-1")
     assert len(steps) >= 8 and steps[-1].values["record"]["search_results"][-1]["page_result"] == bulk

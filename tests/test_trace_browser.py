@@ -125,7 +125,8 @@ def test_compare_page_lists_the_flipped_questions_side_by_side(tmp_path, browser
     browser.click("#qlist li[data-id='toy-ok']")
     assert "judgement accurate -> missing" in browser.eval("document.querySelector('#detail .flips').textContent")
     sides = browser.eval("[...document.querySelectorAll('#detail .cmp > div')].map((d) => "
-                         "[d.querySelector('h3').textContent, d.querySelectorAll('.tl-row').length, d.querySelector('.why p').textContent])")
+                         "[d.querySelector('h3').textContent, d.querySelectorAll('.tl-row').length, "
+                         "d.querySelector('.why p').textContent])")
     assert len(sides) == 2 and sides[0][1] > 0 and sides[1][1] > 0
     assert "Finding Nemo" in sides[0][2] and "know" in sides[1][2]
     # each side's path on its run's graph: the first generated, the second was refused before any LLM call

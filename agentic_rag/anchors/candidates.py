@@ -14,8 +14,21 @@ from dataclasses import dataclass
 
 from agentic_rag.anchors.lexicon import MEASURE_UNITS, LexEntry, lexicon_index
 from agentic_rag.anchors.matching import (
-    LEFT_EDGE, RE_DECADE, RE_DMY, RE_FISCAL, RE_ISO_DATE, RE_MDY, RE_MONTH_ALONE, RE_MONTH_YEAR, RE_QUARTER,
-    RE_SEASON, RE_SLASH_DATE, RE_YEAR, RE_YEAR_MONTH, RIGHT_EDGE, YEAR,
+    LEFT_EDGE,
+    RE_DECADE,
+    RE_DMY,
+    RE_FISCAL,
+    RE_ISO_DATE,
+    RE_MDY,
+    RE_MONTH_ALONE,
+    RE_MONTH_YEAR,
+    RE_QUARTER,
+    RE_SEASON,
+    RE_SLASH_DATE,
+    RE_YEAR,
+    RE_YEAR_MONTH,
+    RIGHT_EDGE,
+    YEAR,
 )
 
 # Type priors (confidence before source adjustments).

@@ -12,7 +12,8 @@ The plan is read from the question's shape and its anchors, with no model call: 
 (kind.py) says comparison, or it asks what two named things both are or share ("What profession did
 Alan Crosland and Kurt Voss both hold?"), and a question that names something and describes another thing
 by it (a relative clause, a participle: "a film directed by", a role: "the father of Kasper Schmeichel" asked
-about, not asked for: "Who is the father of Kasper Schmeichel?" is one lookup) is a bridge. "The battle of Hastings" and "Normandy's exports" name one thing: no cue. Everything
+about, not asked for: "Who is the father of Kasper Schmeichel?" is one lookup) is a bridge. "The battle of
+Hastings" and "Normandy's exports" name one thing: no cue. Everything
 else is ``single``: its path and its tokens are those of a one-passage question.
 """
 
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentic_rag.anchors.matching import NOT_NAMES, NAME_TYPES, RE_NUMBER, Anchor, claims_of, normalize_text
+from agentic_rag.anchors.matching import NAME_TYPES, NOT_NAMES, RE_NUMBER, Anchor, claims_of, normalize_text
 
 Shape = Literal["single", "bridge", "comparison"]
 SHAPES: tuple[Shape, ...] = ("single", "bridge", "comparison")

@@ -12,8 +12,10 @@ QUESTION_KINDS = (
 )
 
 _POLITE = re.compile(
-    r"^\s*(?:(?:hey|hi|ok|okay|so|please)[,!]?\s+)*(?:(?:can|could|would|will) you (?:please )?(?:tell|show|give|let|identify|find|name|list|provide|"
-    r"explain|share|check|say)(?: me)?(?: know)?|(?:do|did) you (?:happen to )?know|i(?:'m| am) (?:looking for|wondering|curious about|curious)|"
+    r"^\s*(?:(?:hey|hi|ok|okay|so|please)[,!]?\s+)*(?:(?:can|could|would|will) you (?:please )?"
+    r"(?:tell|show|give|let|identify|find|name|list|provide|"
+    r"explain|share|check|say)(?: me)?(?: know)?|(?:do|did) you (?:happen to )?know|"
+    r"i(?:'m| am) (?:looking for|wondering|curious about|curious)|"
     r"i (?:want|need|would like|'d like) to know|tell me|please tell me|let me know)\s*(?:,\s*)?(?:if|whether|about)?\s*",
 )
 _POLITE_TAIL = re.compile(r"[,.]?\s*(?:can|could|would|will|do) you (?:please )?(?:tell me|know|happen to know)[^.?]*[.?]?\s*$")
@@ -93,8 +95,10 @@ def question_kind(question: str, anchors: list[Anchor]) -> str:
     if _YES_NO_START.match(q):
         return "yes_no"
     numeric_words = bool(_NUMERIC_CUES.search(q))
-    if _SET_START.match(q) or re.search(r"\b(?:examples of|name (?:two|three|four|five|\d+))\b", q) or (_SET_CUES.search(q) and not re.match(r"^\s*how (?:many|much)\b", q) and not (
-        numeric_words and re.search(r"\bwhat (?:are|were)\b", q))):
+    if _SET_START.match(q) or re.search(r"\b(?:examples of|name (?:two|three|four|five|\d+))\b", q) or (
+        _SET_CUES.search(q) and not re.match(r"^\s*how (?:many|much)\b", q)
+        and not (numeric_words and re.search(r"\bwhat (?:are|were)\b", q))
+    ):
         return "set"
     if "award" in types or any(a.type == "category" and _AWARD_CATEGORY.search(normalize_text(a.text)) for a in anchors) \
             or _AWARD_WORDS.search(q):

@@ -7,10 +7,10 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from agentic_rag.anchors.hops import plan_hops
 from agentic_rag.anchors.inputs import out_of_domain, question_too_long
 from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors, select_anchors
-from agentic_rag.anchors.hops import plan_hops
 from agentic_rag.configuration import Settings
 from agentic_rag.nodes import Node, timed
 from agentic_rag.state import RAGState

@@ -47,7 +47,9 @@ def prepare_squad2_cmd(
 def prepare_rgb_cmd(
     input: Annotated[Path, typer.Option("--input", help="RGB's English questions (en_fact.json), a JSON object a line.")],
     out: Annotated[str, typer.Option("--out")] = "data/rgb.jsonl",
-    variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,negative,counterfactual.")] = "answerable,negative,counterfactual",
+    variants: Annotated[
+        str, typer.Option("--variants", help="Comma list of answerable,negative,counterfactual.")
+    ] = "answerable,negative,counterfactual",
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -75,7 +77,8 @@ def prepare_nq_cmd(
 
 @prepare_app.command("hotpotqa")
 def prepare_hotpotqa_cmd(
-    input: Annotated[Path, typer.Option("--input", help="HotpotQA questions in the distractor setting: the JSON array as distributed, or JSON lines.")],
+    input: Annotated[Path, typer.Option("--input", help="HotpotQA questions in the distractor setting: "
+                                                        "the JSON array as distributed, or JSON lines.")],
     out: Annotated[str, typer.Option("--out")] = "data/hotpotqa.jsonl",
     split: Annotated[str, typer.Option("--split", help="dev, test (each half of the questions, split by question) or all.")] = "all",
     variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,unanswerable.")] = "answerable,unanswerable",

@@ -31,8 +31,8 @@ from agentic_rag.cli.common import (
     prog_name,
     record_source,
     say_model,
-    say_risk,
     say_reader,
+    say_risk,
     storage_errors,
     warn_missing_signals,
 )
@@ -57,8 +57,8 @@ def search(
     override: OverrideOpt = None,
 ) -> None:
     """Hybrid search (FAISS + BM25, RRF, MMR) with the raw vector, BM25 and fused scores."""
-    from agentic_rag.workers.source import resolve_index, retrieve
     from agentic_rag.runner import graph_input
+    from agentic_rag.workers.source import resolve_index, retrieve
 
     settings = load_settings(preset, override)
     record, index_dir = record_source(dataset, record_id, index, settings)
@@ -180,7 +180,8 @@ def eval_cmd(
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible random sample.")] = None,
-    checkpoints: Annotated[bool, typer.Option("--checkpoints", help="Keep every graph step in RUN/checkpoints.sqlite (`trace --steps`).")] = False,
+    checkpoints: Annotated[bool, typer.Option("--checkpoints",
+                                              help="Keep every graph step in RUN/checkpoints.sqlite (`trace --steps`).")] = False,
     judge: Annotated[Optional[str], typer.Option("--judge", help="rule (the default) or llm: every answer graded by CRAG's "
                                                  "protocol by the model at EVAL_JUDGE_BASE_URL / EVAL_JUDGE_MODEL.")] = None,
     preset: PresetOpt = None,

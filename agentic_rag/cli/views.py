@@ -20,7 +20,8 @@ def compare_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run folders; the first is the reference.")],
     out: Annotated[Optional[str], typer.Option("--out", help="Write the markdown report here (its plots beside it).")] = None,
     title: Annotated[str, typer.Option("--title")] = "Comparison",
-    html_out: Annotated[Optional[str], typer.Option("--html", help="Two runs: a page of the questions whose judgement or decision flipped, both timelines side by side.")] = None,
+    html_out: Annotated[Optional[str], typer.Option("--html", help="Two runs: a page of the questions whose judgement or "
+                                                                   "decision flipped, both timelines side by side.")] = None,
 ) -> None:
     """Side-by-side summary, per-question differences and a paired bootstrap CI on the score."""
     from agentic_rag.eval.compare import SUMMARY_KEYS, compare, paired_sentence, to_markdown
@@ -123,12 +124,15 @@ def graph_cmd(
 @app.command("trace")
 def trace_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by `eval`.")],
-    qid: Annotated[Optional[str], typer.Option("--id", help="One question (its id, a start of it no other id shares, or @N for row N from 0): its timeline.")] = None,
-    html_out: Annotated[Optional[str], typer.Option("--html", help="Write a self-contained HTML page of the run (a file, or a stream such as /dev/stdout).")] = None,
+    qid: Annotated[Optional[str], typer.Option("--id", help="One question (its id, a start of it no other id shares, "
+                                                           "or @N for row N from 0): its timeline.")] = None,
+    html_out: Annotated[Optional[str], typer.Option("--html", help="Write a self-contained HTML page of the run "
+                                                                   "(a file, or a stream such as /dev/stdout).")] = None,
     brief: Annotated[bool, typer.Option("--brief", help="With --id: one line per node, no passages or checks.")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="With --id: list the checkpointed steps.")] = False,
     step: Annotated[Optional[int], typer.Option("--step", help="With --id: the graph state at this checkpointed step.")] = None,
-    otlp: Annotated[Optional[str], typer.Option("--otlp", help="Send the run's spans (or --id's) to this OTLP/HTTP collector (docs/opentelemetry.md).")] = None,
+    otlp: Annotated[Optional[str], typer.Option("--otlp", help="Send the run's spans (or --id's) to this OTLP/HTTP collector "
+                                                              "(docs/opentelemetry.md).")] = None,
 ) -> None:
     """Inspect a run: a table of its questions, one question node by node, its checkpoints, or an HTML page."""
     from agentic_rag.trace.run import TraceError, load_run

@@ -7,8 +7,8 @@ field name is unique across sections, so a name alone still says which setting i
 
 Values come, lowest priority first, from the field defaults, a JSON preset (``presets/NAME.json`` or
 a path; ``AGENTIC_RAG_PRESET`` when the caller names none), environment variables, and explicit
-overrides (CLI ``-o``, a LangGraph run's ``configurable``). Each of them may spell a setting flat (``RETRIEVAL_K``, ``AGENTIC_RAG_RETRIEVAL_K``)
-or nested (``retrieval.RETRIEVAL_K``, ``{"retrieval": {"RETRIEVAL_K": 8}}``,
+overrides (CLI ``-o``, a LangGraph run's ``configurable``). Each of them may spell a setting flat
+(``RETRIEVAL_K``, ``AGENTIC_RAG_RETRIEVAL_K``) or nested (``retrieval.RETRIEVAL_K``, ``{"retrieval": {"RETRIEVAL_K": 8}}``,
 ``AGENTIC_RAG_RETRIEVAL__RETRIEVAL_K``): the flat names are what existing presets, scripts and
 exported variables use, the nested ones what LangGraph Studio shows. An unknown key or a bad value
 is a one-line error that names the key. In code, ``settings.retrieval.RETRIEVAL_K`` is the form to
@@ -21,13 +21,42 @@ The declarations are sections.py, the reading of presets, variables and override
 from agentic_rag.configuration.available import OTEL_PACKAGES, import_store_class, missing_otel_packages
 from agentic_rag.configuration.checks import PATTERN_UNITS
 from agentic_rag.configuration.loading import (
-    ENV_FALLBACKS, ENV_PREFIX, PRESET_ENV, PRESETS_DIR, REMOVED_SETTINGS, RENAMED_PRESETS, RemovedSettingWarning,
-    env_warnings, ignored_env_names, parse_overrides, read_preset, setting_sources,
+    ENV_FALLBACKS,
+    ENV_PREFIX,
+    PRESET_ENV,
+    PRESETS_DIR,
+    REMOVED_SETTINGS,
+    RENAMED_PRESETS,
+    RemovedSettingWarning,
+    env_warnings,
+    ignored_env_names,
+    parse_overrides,
+    read_preset,
+    setting_sources,
 )
 from agentic_rag.configuration.sections import (
-    FIELD_SECTIONS, NESTED_DELIMITER, PER_REQUEST_SETTINGS, SECRET_SETTINGS, SECTIONS, AgentSettings, BAUGSettings,
-    BudgetSettings, CragSettings, EvalSettings, GateSettings, LLMSettings, PathSettings, RetrievalSettings,
-    ScaleSettings, USER_CACHE, SettingNames, SettingsError, flat_name, meaning_of, per_request, setting,
+    FIELD_SECTIONS,
+    NESTED_DELIMITER,
+    PER_REQUEST_SETTINGS,
+    SECRET_SETTINGS,
+    SECTIONS,
+    USER_CACHE,
+    AgentSettings,
+    BAUGSettings,
+    BudgetSettings,
+    CragSettings,
+    EvalSettings,
+    GateSettings,
+    LLMSettings,
+    PathSettings,
+    RetrievalSettings,
+    ScaleSettings,
+    SettingNames,
+    SettingsError,
+    flat_name,
+    meaning_of,
+    per_request,
+    setting,
     unit_of,
 )
 from agentic_rag.configuration.settings import FlatSettingsReadWarning, Settings

@@ -16,7 +16,13 @@ from pydantic_settings import EnvSettingsSource, NoDecode
 from pydantic_settings import SettingsError as EnvParseError
 
 from agentic_rag.configuration.sections import (
-    FIELD_SECTIONS, NESTED_DELIMITER, PER_REQUEST_SETTINGS, SECRET_SETTINGS, SECTIONS, SettingsError, flat_name,
+    FIELD_SECTIONS,
+    NESTED_DELIMITER,
+    PER_REQUEST_SETTINGS,
+    SECRET_SETTINGS,
+    SECTIONS,
+    SettingsError,
+    flat_name,
     unit_of,
 )
 from agentic_rag.redact import redact_text

@@ -135,8 +135,7 @@ class RetrievalSettings(_Section):
     )
     EMBEDDING_CACHE: bool = setting(
         True, "on/off",
-        "Keep chunk vectors on disk by embedding model and chunk text, so a page is embedded once across questions "
-        "and runs.",
+        "Keep chunk vectors on disk by embedding model and chunk text, so a page is embedded once across questions and runs.",
     )
     VECTOR_STORE: str = setting(
         "faiss", "store name",
@@ -453,7 +452,8 @@ class EvalSettings(_Section):
     EVAL_JUDGE_MODEL: str = setting("gpt-4o-mini", "model name", "Model name of the evaluation judge.")
     EVAL_JUDGE_BASE_URL: str | None = setting(None, "URL", "OpenAI-compatible endpoint of the evaluation judge.")
     EVAL_JUDGE_API_KEY: SecretStr | None = setting(None, "secret", "API key of the evaluation judge endpoint.")
-    BAD_RECORDS: Literal["skip", "fail"] = setting("skip", "choice", "On a malformed input record: report it and skip, or stop with an error.")
+    BAD_RECORDS: Literal["skip", "fail"] = setting("skip", "choice", "On a malformed input record: report it and skip, "
+                                                   "or stop with an error.")
     BAD_RECORDS_SHOWN: int = setting(20, "records", "Skipped bad records printed on stderr one by one; the rest are counted.", ge=0)
     MAX_RECORD_BYTES: int = setting(64_000_000, "bytes", "A record (a dataset line, or a served request, its pages "
                                     "included) longer than this is refused unread: a record is held whole in memory.", ge=1_000)

@@ -13,12 +13,32 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agentic_rag.configuration.checks import secret_problem
 from agentic_rag.configuration.loading import (
-    ENV_PREFIX, _canonical, _EnvSource, _explain, _layers, _merge, request_settings,
+    ENV_PREFIX,
+    _canonical,
+    _EnvSource,
+    _explain,
+    _layers,
+    _merge,
+    request_settings,
 )
 from agentic_rag.configuration.sections import (
-    FIELD_SECTIONS, NESTED_DELIMITER, SECRET_SETTINGS, SECTIONS, AgentSettings, BAUGSettings, BudgetSettings,
-    CragSettings, EvalSettings, GateSettings, LLMSettings, PathSettings, RetrievalSettings, ScaleSettings,
-    SettingsError, flat_name, unit_of,
+    FIELD_SECTIONS,
+    NESTED_DELIMITER,
+    SECRET_SETTINGS,
+    SECTIONS,
+    AgentSettings,
+    BAUGSettings,
+    BudgetSettings,
+    CragSettings,
+    EvalSettings,
+    GateSettings,
+    LLMSettings,
+    PathSettings,
+    RetrievalSettings,
+    ScaleSettings,
+    SettingsError,
+    flat_name,
+    unit_of,
 )
 from agentic_rag.redact import redact_url
 

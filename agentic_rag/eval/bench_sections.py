@@ -28,7 +28,8 @@ def agent_section(o: dict, tag: str = "") -> list[str]:
         "Kept: the baseline's right answers the agent also gets right. Reader: refusals by the answerability reader "
         "(`ABSTAIN_NOT_ANSWERABLE`) of answerable (drafts right) and unanswerable questions (\"-\": not counted then).",
         "",
-        "| dataset | questions | hallucinated (baseline) | hallucinated (agent) | tokens/Q baseline | tokens/Q agent | ratio | CRAG score baseline | CRAG score agent | score diff (95% CI) | kept | reader: answerable (right) / unanswerable |",
+        "| dataset | questions | hallucinated (baseline) | hallucinated (agent) | tokens/Q baseline | tokens/Q agent | ratio "
+        "| CRAG score baseline | CRAG score agent | score diff (95% CI) | kept | reader: answerable (right) / unanswerable |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, v in o.items():
@@ -52,7 +53,8 @@ def agent_section(o: dict, tag: str = "") -> list[str]:
     ok = all(
         v["hallucinated_questions_agent"] < v["hallucinated_questions_baseline"] and v["token_ratio"] <= 1.2 for v in o.values()
     )
-    out += ["", f"Issue criterion (fewer hallucinated questions at <= 1.2x tokens/Q, on every dataset): {'holds' if ok else 'does not hold'}.", ""]
+    out += ["", "Issue criterion (fewer hallucinated questions at <= 1.2x tokens/Q, on every dataset): "
+            f"{'holds' if ok else 'does not hold'}.", ""]
     return out
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.configuration import Settings, parse_overrides
+from agentic_rag.errors import replace_file, save_figure
 from agentic_rag.eval.resume import RUN_NEUTRAL_SETTINGS
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.errors import replace_file, save_figure
 
 METRICS = (
     "accuracy_answerable", "refusal_rate_unanswerable", "false_refusal_rate", "hallucination", "score",

@@ -11,11 +11,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.errors import replace_file
 from agentic_rag.eval.markdown import cut, markdown_table, md_escape
 from agentic_rag.eval.metrics import BREAKDOWN_FIGURES, metric_label
 from agentic_rag.eval.results import read_object, read_results
 from agentic_rag.eval.rows import usable_gold
-from agentic_rag.errors import replace_file
 from agentic_rag.telemetry import json_number
 
 SUMMARY_KEYS = (

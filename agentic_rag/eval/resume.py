@@ -19,7 +19,6 @@ from agentic_rag.configuration import ENV_FALLBACKS, ENV_PREFIX, REMOVED_SETTING
 from agentic_rag.errors import UserError
 from agentic_rag.telemetry import parse_json
 
-
 # Settings that change where files go, how fast a run is or how the model server is reached, never
 # what it answers: a run resumes across them (the server moved to another port, a longer timeout).
 CONNECTION_SETTINGS = frozenset({

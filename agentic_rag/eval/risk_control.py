@@ -318,7 +318,7 @@ def promise_outcome(rows: list[dict[str, Any]], promise: dict[str, Any]) -> dict
     run_p = [float(p) for r in rows if (p := r.get("p_right")) is not None]
     calibrated = {k: promise[k] for k in ("coverage", "risk") if k in promise}
     return {"alpha": alpha, "threshold": promise["threshold"], "delta": promise.get("delta"), "line": promise_line(promise),
-            "calibrated": calibrated or None, **outcome(rows), "by_question_type": {t: outcome([r for r in rows if str(r.get("question_type") or "") == t])
-                                                  for t in types if t},
+            "calibrated": calibrated or None, **outcome(rows),
+            "by_question_type": {t: outcome([r for r in rows if str(r.get("question_type") or "") == t]) for t in types if t},
             "shift": shift(run_p, [float(p) for p in cal.get("p_right") or []], question_types(rows),
                            set(cal.get("question_types") or []))}

@@ -14,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agentic_rag.datasets.crag import IDK, INVALID_QUESTION, CragRecord
 from agentic_rag.eval.judge import judge
 
-
 Finite = Annotated[float, Field(allow_inf_nan=False, ge=0)]
 
 

@@ -27,7 +27,13 @@ from agentic_rag.eval.llm_judge import llm_judge
 from agentic_rag.eval.lock import LOCK_NAME, RunFolderBusy, RunLock, describe
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.provenance import (
-    decision_identity, file_sha256, logprob_report, model_identity, package_versions, probe_identity, run_segments,
+    decision_identity,
+    file_sha256,
+    logprob_report,
+    model_identity,
+    package_versions,
+    probe_identity,
+    run_segments,
 )
 from agentic_rag.eval.report import write_report
 from agentic_rag.eval.results import done_ids, load_rows, read_results, set_aside_bad_lines

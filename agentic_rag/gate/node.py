@@ -22,8 +22,16 @@ from agentic_rag.gate.chain import draft_chain, hops_found, next_hop_query
 from agentic_rag.gate.checks import DRAFT_CHECKS
 from agentic_rag.gate.cross_encoder import entailment_probability
 from agentic_rag.gate.judge import (
-    COMBINE_PARTS, VERIFY_STAGE, in_gray_zone, judge_messages, needs_verdict, run_judge, verified_score,
-    verify_messages, yes_no_cost, yes_probability,
+    COMBINE_PARTS,
+    VERIFY_STAGE,
+    in_gray_zone,
+    judge_messages,
+    needs_verdict,
+    run_judge,
+    verified_score,
+    verify_messages,
+    yes_no_cost,
+    yes_probability,
 )
 from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flags, decide, requested
 from agentic_rag.gate.signals import DraftReading, read_draft, supported_quotes

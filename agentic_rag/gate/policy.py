@@ -40,13 +40,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentic_rag.gate.chain import searchable
 from agentic_rag.gate.checks import (  # noqa: F401  (STOP ... ACTIONS: their names are imported from here)
-    ABSTAIN, ACTIONS, CHECK_BY_SIGNAL, LAYER_CODES, REFLECT, RETRIEVE_MORE, STOP, SUPPORT_CHECKS, failed, passes,
+    ABSTAIN,
+    ACTIONS,
+    CHECK_BY_SIGNAL,
+    LAYER_CODES,
+    REFLECT,
+    RETRIEVE_MORE,
+    STOP,
+    SUPPORT_CHECKS,
+    failed,
+    passes,
 )
 from agentic_rag.gate.decision import (  # noqa: F401  (Decision ... requested: their names are imported from here)
-    GATE_REASONS, REASONS, Decision, Flags, can_retrieve_more, decided, requested,
+    GATE_REASONS,
+    REASONS,
+    Decision,
+    Flags,
+    can_retrieve_more,
+    decided,
+    requested,
 )
-from agentic_rag.gate.chain import searchable
 from agentic_rag.gate.fitted import decide_fitted, decision_in_force
 
 FACTOID_KINDS = {"numeric", "date", "person", "award", "tournament", "time_window", "other"}

@@ -28,13 +28,21 @@ from typing import Any
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from agentic_rag.anchors.matching import MONTHS, MONTH_ABBR, Anchor, RE_NUMBER, anchor_coverage, claims_of, normalize_text
+from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_NUMBER, Anchor, anchor_coverage, claims_of, normalize_text
 from agentic_rag.budget import llm_calls, tokens_used
 from agentic_rag.gate.checks import Draft, computed_readings
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.state import support_of
 from agentic_rag.text import (
-    cited_numbers, fold, quote_in, quotes, split_sentences, stem, stems, strip_markup, untrusted_sentences,
+    cited_numbers,
+    fold,
+    quote_in,
+    quotes,
+    split_sentences,
+    stem,
+    stems,
+    strip_markup,
+    untrusted_sentences,
     untrusted_source,
 )
 

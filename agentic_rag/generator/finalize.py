@@ -21,8 +21,8 @@ from agentic_rag.budget import llm_calls, tokens_summary
 from agentic_rag.configuration import Settings
 from agentic_rag.events import quoted_chunks
 from agentic_rag.gate.chain import missing_hop, unconfirmed_hop
-from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, INPUT_LAYERS, LAYER_CODES, SUPPORT_CHECKS, failed, passes
+from agentic_rag.gate.judge import combined_readings
 from agentic_rag.gate.policy import requested
 from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import citations_from_support, extract_citations
@@ -31,6 +31,7 @@ from agentic_rag.nodes import Node, timed
 from agentic_rag.prompts import IDK_ANSWER
 from agentic_rag.state import AnswerRecord
 from agentic_rag.text import strip_markup
+
 
 def _list(items: list[str]) -> str:
     items = [f'"{i}"' for i in items]

@@ -22,7 +22,9 @@ from agentic_rag.prompts import INVALID_QUESTION
 from agentic_rag.retrieval.hybrid import tokenize
 from agentic_rag.text import dangling_words, split_sentences, stem, strip_markup
 
-_NUMBER_UNIT = re.compile(r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE)
+_NUMBER_UNIT = re.compile(
+    r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE
+)
 _UNIT_TAIL = re.compile(r"\s+(?:" + "|".join(sorted(STOP_WORDS)) + r")$", re.IGNORECASE)  # "32.9% of": no unit
 _INVALID = re.compile(r"\binvalid question|false premise\b", re.IGNORECASE)
 _CONJUNCTIONS = {"and", "or", "&"}

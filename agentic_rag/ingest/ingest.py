@@ -33,8 +33,17 @@ from tqdm import tqdm
 from agentic_rag.budget import check_deadline
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import (
-    SNIFF_BYTES, BadRecordWarner, CragRecord, DataError, SearchResult, iter_lines, iter_records, iter_validated,
-    looks_binary, resolve_dataset, warn,
+    SNIFF_BYTES,
+    BadRecordWarner,
+    CragRecord,
+    DataError,
+    SearchResult,
+    iter_lines,
+    iter_records,
+    iter_validated,
+    looks_binary,
+    resolve_dataset,
+    warn,
 )
 from agentic_rag.errors import replaceable_folder, writable_folder
 from agentic_rag.ingest.pages import EXTRACTOR_VERSION, make_page
@@ -42,8 +51,8 @@ from agentic_rag.retrieval.chunks import Page
 from agentic_rag.retrieval.embedding_cache import cache_for
 from agentic_rag.retrieval.embeddings import Embedder, get_embedder
 from agentic_rag.retrieval.hybrid import INDEX_FOLDER, HybridIndex
-from agentic_rag.timing import part, startup_step
 from agentic_rag.telemetry import parse_json
+from agentic_rag.timing import part, startup_step
 
 FOLDER_SUFFIXES = {".html", ".htm", ".txt", ".md", ".pdf"}
 _UTF8_SEQUENCE = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")

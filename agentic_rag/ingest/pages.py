@@ -29,7 +29,17 @@ from trafilatura.utils import load_html
 
 from agentic_rag.datasets.crag import clean_text
 from agentic_rag.ingest.elements import (
-    BLOCK, BOILERPLATE, FALLBACK, HTML, NOT_DRAWN, SECTIONING, SVG, VOID, boilerplate, closes_itself, input_text,
+    BLOCK,
+    BOILERPLATE,
+    FALLBACK,
+    HTML,
+    NOT_DRAWN,
+    SECTIONING,
+    SVG,
+    VOID,
+    boilerplate,
+    closes_itself,
+    input_text,
     shown_options,
 )
 from agentic_rag.ingest.stylesheets import generated, inline_styles

@@ -18,7 +18,13 @@ import css_inline
 import tinycss2
 
 from agentic_rag.ingest.visibility import (
-    HTML, PROPERTIES, VIEWPORT_HEIGHT_PX, VIEWPORT_WIDTH_PX, Context, context, length_px,
+    HTML,
+    PROPERTIES,
+    VIEWPORT_HEIGHT_PX,
+    VIEWPORT_WIDTH_PX,
+    Context,
+    context,
+    length_px,
 )
 
 # --- style sheets -------------------------------------------------------------------------------

@@ -26,8 +26,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from agentic_rag.errors import UserError
-from agentic_rag.reader import PROBES_DIR
 from agentic_rag.prompts import answer_messages
+from agentic_rag.reader import PROBES_DIR
 from agentic_rag.state import support_of
 from agentic_rag.telemetry import parse_json
 
@@ -117,7 +117,9 @@ class ProbeSet:
 
     def __post_init__(self) -> None:
         first = self.members[0] if self.members else None
-        shape = (lambda m: (m.layer, m.model_key, m.hidden_size))
+        def shape(m):
+            return (m.layer, m.model_key, m.hidden_size)
+
         if first is None or any(shape(m) != shape(first) for m in self.members):
             raise ValueError("a probe set needs probes of one model, layer and hidden size")
         if len(set(self.views)) != len(self.members):

@@ -9,9 +9,9 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.nodes import Node, timed
-from agentic_rag.workers.source import resolve_index
 from agentic_rag.state import RAGState
 from agentic_rag.supervisor.ambiguity import cluster, options_of, resolve
+from agentic_rag.workers.source import resolve_index
 
 
 def _restrict(bundle: dict[str, Any], passages: list[dict[str, Any]]) -> dict[str, Any]:

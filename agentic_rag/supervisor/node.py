@@ -9,9 +9,9 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.llm.calls import prompt_cost
-from agentic_rag.prompts import answer_messages
 from agentic_rag.llm.factory import count_tokens
 from agentic_rag.nodes import Node, timed
+from agentic_rag.prompts import answer_messages
 from agentic_rag.state import RAGState
 from agentic_rag.supervisor.orchestrator import compose, fallback_path
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from agentic_rag.anchors.matching import Anchor, anchor_in_text
-from agentic_rag.workers.worker import path_order
 from agentic_rag.supervisor.packing import pack_evidence
+from agentic_rag.workers.worker import path_order
 
 
 def merge_paths(paths: list[dict[str, Any]]) -> list[dict[str, Any]]:

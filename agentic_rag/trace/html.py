@@ -12,8 +12,8 @@ import html
 import json
 from pathlib import Path
 
-from agentic_rag.trace.run import Run, run_view
 from agentic_rag.errors import write_output
+from agentic_rag.trace.run import Run, run_view
 
 TEMPLATE = Path(__file__).with_name("template.html")
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -57,9 +57,11 @@ def print_update(err: Console, node: str, update: dict) -> None:
             continue
         value = update[key]
         if key == "paths":
-            value = [{k: p[k] for k in ("anchor", "round", "path_score", "new_hits_ratio", "pruned_count", "terminated_by")} | {"passages": len(p["passages"])} for p in value]
+            value = [{k: p[k] for k in ("anchor", "round", "path_score", "new_hits_ratio", "pruned_count", "terminated_by")}
+                     | {"passages": len(p["passages"])} for p in value]
         elif key in ("bundle",):
-            value = {k: value.get(k) for k in ("context_tokens", "dropped", "path_count", "anchor_stats", "generation_cost")} | {"passages": [p["chunk_id"] for p in value.get("passages", [])]}
+            value = {k: value.get(k) for k in ("context_tokens", "dropped", "path_count", "anchor_stats", "generation_cost")} | {
+                "passages": [p["chunk_id"] for p in value.get("passages", [])]}
         elif key == "passages":
             value = [(p["chunk_id"], p["fused_score"]) for p in value]
         elif key == "signals":

@@ -16,13 +16,12 @@ from typing import Any
 from agentic_rag.datasets.crag import pick, position_hint
 from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_object, read_results
+from agentic_rag.events import clip
 from agentic_rag.gate.chain import hop_line
 from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
-from agentic_rag.nodes import Node
+from agentic_rag.nodes import EXTENSION_ROLE, ROLE, Node
 from agentic_rag.state import citation_status, support_of
 from agentic_rag.telemetry import read_rows
-from agentic_rag.events import clip
-from agentic_rag.nodes import EXTENSION_ROLE, ROLE
 from agentic_rag.trace.draw import ROLE_COLOURS
 
 # Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand (gate/checks.py).
@@ -227,7 +226,8 @@ def describe(event: dict[str, Any], settings: dict[str, Any], answered: bool = F
             blocks.append({"type": "kv", "title": "what is missing", "items": extra})
     if event.get("validation") and not event["validation"].get("ok", True):
         v = event["validation"]
-        parts.append(f"validator {v.get('name')} {'advisory' if answered else 'failed'}" + (f": missing {', '.join(v.get('missing') or [])}" if v.get("missing") else ""))
+        parts.append(f"validator {v.get('name')} {'advisory' if answered else 'failed'}"
+                     + (f": missing {', '.join(v.get('missing') or [])}" if v.get("missing") else ""))
     for name, req in (event.get("extension_flags") or {}).items():
         parts.append(f"{name} asks {req['action']} ({req['code']}): {req['message']}" if req else f"{name}: no request")
     if "decision" in event:
@@ -329,7 +329,8 @@ def verdict(events: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str,
     below = [c for c in rows if c["status"] == FAIL]
     validation = next((e["validation"] for e in reversed(events) if e.get("validation")), {})
     invalid = "" if validation.get("ok", True) else (
-        f"type validator {validation.get('name')}" + (f" (missing {', '.join(validation['missing'])})" if validation.get("missing") else ""))
+        f"type validator {validation.get('name')}"
+        + (f" (missing {', '.join(validation['missing'])})" if validation.get("missing") else ""))
     out = {"failed": [] if answered else below, "invalid": "" if answered else invalid,
            "advisory": advisory(below) if answered else [], "advisory_invalid": invalid if answered else ""}
     if d is None:
@@ -409,7 +410,8 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
         "latency_by_node_ms": {k: _ms(v) for k, v in (row.get("latency_by_node_ms") or {}).items()},
         "citations": [{**c, "status": citation_status(c)} for c in row.get("citations") or []],
-        "chain": [{"found": h.get("found", False), "line": hop_line(h)} for h in row.get("chain") or []], "timeline": timeline, "rounds": rounds(row, events, settings),
+        "chain": [{"found": h.get("found", False), "line": hop_line(h)} for h in row.get("chain") or []], "timeline": timeline,
+        "rounds": rounds(row, events, settings),
         "verdict": verdict(events, settings),
         "evidence": evidence(row, events), "note": note,
         "llm": llm_calls(events), "path": path_taken(events),

@@ -9,10 +9,10 @@ from langchain_core.runnables import RunnableConfig
 from agentic_rag.anchors.matching import Anchor
 from agentic_rag.configuration import Settings
 from agentic_rag.nodes import Node, timed
-from agentic_rag.workers.source import resolve_index
-from agentic_rag.workers.worker import explore
 from agentic_rag.state import WorkerState
 from agentic_rag.timing import part
+from agentic_rag.workers.source import resolve_index
+from agentic_rag.workers.worker import explore
 
 
 @timed(Node.WORKER)

@@ -14,10 +14,15 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from agentic_rag.datasets.crag import (
-    BadRecord, CragRecord, DataError, ReadReport, answer_to_str, iter_lines, write_records,
+    BadRecord,
+    CragRecord,
+    DataError,
+    ReadReport,
+    answer_to_str,
+    iter_lines,
+    write_records,
 )
 from agentic_rag.telemetry import parse_json
-
 
 OnBad = Literal["skip", "fail"]
 Stats = dict[str, Any]

@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from agentic_rag.datasets.crag import (
-    CragRecord, ReadReport, SearchResult, iter_records, resolve_dataset, write_records,
+    CragRecord,
+    ReadReport,
+    SearchResult,
+    iter_records,
+    resolve_dataset,
+    write_records,
 )
 from agentic_rag.datasets.prepare.common import OnBad, Stats, check_n, check_on_bad, progress_bar, sha1
-
 
 CRAG_QUESTIONS_FILE = "crag_questions.jsonl"
 CRAG_CORPUS_FILE = "crag_corpus.jsonl"

@@ -18,8 +18,17 @@ from pydantic import ValidationError
 
 from agentic_rag.datasets.crag import IDK, CragRecord, DataError, ReadReport, SearchResult, resolve_dataset
 from agentic_rag.datasets.prepare.common import (
-    BadLines, OnBad, Stats, check_n, error_text, iter_json_objects, question_rng, require_text, sample_sorted,
-    sha1, write_converted,
+    BadLines,
+    OnBad,
+    Stats,
+    check_n,
+    error_text,
+    iter_json_objects,
+    question_rng,
+    require_text,
+    sample_sorted,
+    sha1,
+    write_converted,
 )
 from agentic_rag.telemetry import parse_json
 

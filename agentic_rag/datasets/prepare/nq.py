@@ -11,8 +11,18 @@ from pydantic import ValidationError
 
 from agentic_rag.datasets.crag import CragRecord, DataError, ReadReport, SearchResult, resolve_dataset
 from agentic_rag.datasets.prepare.common import (
-    BadLines, OnBad, Stats, check_n, distinct, error_text, iter_json_objects, require_list, require_text,
-    sample_sorted, sha1, write_converted,
+    BadLines,
+    OnBad,
+    Stats,
+    check_n,
+    distinct,
+    error_text,
+    iter_json_objects,
+    require_list,
+    require_text,
+    sample_sorted,
+    sha1,
+    write_converted,
 )
 
 

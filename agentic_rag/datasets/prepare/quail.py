@@ -10,11 +10,18 @@ from urllib.parse import quote
 
 from agentic_rag.datasets.crag import DataError, ReadReport, answer_to_str, resolve_dataset
 from agentic_rag.datasets.prepare.common import (
-    BadLines, OnBad, Stats, check_n, iter_json_objects, question_rng, require_list, require_text, sha1,
+    BadLines,
+    OnBad,
+    Stats,
+    check_n,
+    iter_json_objects,
+    question_rng,
+    require_list,
+    require_text,
+    sha1,
     write_converted,
 )
-from agentic_rag.datasets.prepare.onepage import Split, build, check_split, in_split, one_page_record, \
-    sample_half_unanswerable
+from agentic_rag.datasets.prepare.onepage import Split, build, check_split, in_split, one_page_record, sample_half_unanswerable
 
 NOT_ENOUGH = "not enough information"
 UNANSWERABLE = "Unanswerable"

@@ -11,13 +11,28 @@ from typing import Any, Sequence
 from pydantic import ValidationError
 
 from agentic_rag.datasets.crag import (
-    IDK, CragRecord, DataError, ReadReport, SearchResult, answer_to_str, resolve_dataset,
+    IDK,
+    CragRecord,
+    DataError,
+    ReadReport,
+    SearchResult,
+    answer_to_str,
+    resolve_dataset,
 )
 from agentic_rag.datasets.prepare.common import (
-    BadLines, OnBad, Stats, check_n, distinct, error_text, iter_json_objects, question_rng, require_list,
-    require_text, sample_sorted, write_converted,
+    BadLines,
+    OnBad,
+    Stats,
+    check_n,
+    distinct,
+    error_text,
+    iter_json_objects,
+    question_rng,
+    require_list,
+    require_text,
+    sample_sorted,
+    write_converted,
 )
-
 
 RGB_VARIANTS = ("answerable", "negative", "counterfactual")
 

@@ -11,11 +11,26 @@ from urllib.parse import quote
 from pydantic import ValidationError
 
 from agentic_rag.datasets.crag import (
-    IDK, CragRecord, DataError, ReadReport, SearchResult, answer_to_str, resolve_dataset,
+    IDK,
+    CragRecord,
+    DataError,
+    ReadReport,
+    SearchResult,
+    answer_to_str,
+    resolve_dataset,
 )
 from agentic_rag.datasets.prepare.common import (
-    BadLines, OnBad, Stats, check_n, distinct, error_text, iter_json_objects, question_rng, require_list,
-    require_text, write_converted,
+    BadLines,
+    OnBad,
+    Stats,
+    check_n,
+    distinct,
+    error_text,
+    iter_json_objects,
+    question_rng,
+    require_list,
+    require_text,
+    write_converted,
 )
 
 

@@ -12,10 +12,18 @@ from urllib.parse import quote
 
 from agentic_rag.datasets.crag import DataError, ReadReport, resolve_dataset
 from agentic_rag.datasets.prepare.common import (
-    BadLines, OnBad, Stats, check_n, distinct, iter_json_objects, question_rng, require_text, sha1, write_converted,
+    BadLines,
+    OnBad,
+    Stats,
+    check_n,
+    distinct,
+    iter_json_objects,
+    question_rng,
+    require_text,
+    sha1,
+    write_converted,
 )
-from agentic_rag.datasets.prepare.onepage import Split, build, check_split, in_split, one_page_record, \
-    sample_half_unanswerable
+from agentic_rag.datasets.prepare.onepage import Split, build, check_split, in_split, one_page_record, sample_half_unanswerable
 
 NOT_FOUND = "ANSWERNOTFOUND"
 _INDICES = re.compile(r"^\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)\s*$")

@@ -21,7 +21,8 @@ from agentic_rag.testing.processes import child_env, compare_runs, eval_cmd, res
 from agentic_rag.testing.records import toy_dataset
 
 KEY = "sk-bench-5e1f0a9b77c4"  # distinctive: grepped for in every output of the fault cases
-GOOD = 'Finding Nemo won {cite:76th academy} "At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best Animated Feature".'
+GOOD = ('Finding Nemo won {cite:76th academy} "At the 76th Academy Awards, held in 2004, '
+        'Finding Nemo won the Oscar for Best Animated Feature".')
 WEAK = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."  # two calls and two rounds per question
 TRACEBACK = "Traceback (most recent call last)"
 

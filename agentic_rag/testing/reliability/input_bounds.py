@@ -16,7 +16,17 @@ from typing import Any
 from agentic_rag.testing.bad_inputs import rec, write_jsonl
 from agentic_rag.testing.processes import child_env, eval_cmd, result_ids
 from agentic_rag.testing.reliability.cases import (
-    GOOD, TRACEBACK, Context, ask_cmd, case, cli, eval_outcome, ingest_cmd, one_line_error, process_outcome, served_graph,
+    GOOD,
+    TRACEBACK,
+    Context,
+    ask_cmd,
+    case,
+    cli,
+    eval_outcome,
+    ingest_cmd,
+    one_line_error,
+    process_outcome,
+    served_graph,
 )
 
 CLI = [sys.executable, "-m", "agentic_rag.cli"]

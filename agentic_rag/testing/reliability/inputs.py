@@ -10,15 +10,44 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.testing.bad_inputs import (
-    ELF, LONG, REPLY, WRONG_TYPES, bom_dataset_with_a_latin1_line, empty_files_folder, folder_with_a_binary, latin1_dataset,
-    rec, surrogate_line, write_jsonl,
+    ELF,
+    LONG,
+    REPLY,
+    WRONG_TYPES,
+    bom_dataset_with_a_latin1_line,
+    empty_files_folder,
+    folder_with_a_binary,
+    latin1_dataset,
+    rec,
+    surrogate_line,
+    write_jsonl,
 )
 from agentic_rag.testing.hostile import (
-    DEEP_ANSWER, FALSE_FACT, INJECTIONS, INTRO, OBEDIENT, QUESTION, deep_page, hidden_records, html, injection_records, record,
+    DEEP_ANSWER,
+    FALSE_FACT,
+    INJECTIONS,
+    INTRO,
+    OBEDIENT,
+    QUESTION,
+    deep_page,
+    hidden_records,
+    html,
+    injection_records,
+    record,
 )
 from agentic_rag.testing.processes import child_env, eval_cmd, result_ids
 from agentic_rag.testing.reliability.cases import (
-    KEY, TRACEBACK, Context, ask_cmd, case, cli, eval_outcome, ingest_cmd, one_line_error, process_outcome, served_graph,
+    KEY,
+    TRACEBACK,
+    Context,
+    ask_cmd,
+    case,
+    cli,
+    eval_outcome,
+    ingest_cmd,
+    one_line_error,
+    process_outcome,
+    served_graph,
     warnings_shown,
 )
 

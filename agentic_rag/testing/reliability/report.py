@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.testing.processes import ROOT
-from agentic_rag.testing.reliability import (  # noqa: F401 - each module registers its cases
-    extensions, ingest, inputs, kill_resume, kit, memory, model_faults, rows_and_outputs, page_extraction,  # isort: skip
-    stuck_processes, input_bounds, runs, secrets_terminal, security, security_pages, settings,  # (their cases' order)
+
+# isort: off
+from agentic_rag.testing.reliability import (  # noqa: F401 - each module registers its cases, in this order
+    extensions, ingest, inputs, kill_resume, kit, memory, model_faults, rows_and_outputs, page_extraction,
+    stuck_processes, input_bounds, runs, secrets_terminal, security, security_pages, settings,
 )
+# isort: on
 from agentic_rag.testing.reliability.cases import CASES, GROUPS, Case, Context
 
 OUT_JSON, OUT_MD = ROOT / "benchmarks" / "reliability.json", ROOT / "benchmarks" / "reliability.md"

@@ -14,7 +14,16 @@ from typing import Any, Callable
 from agentic_rag.testing.bad_inputs import UNPARSABLE_LIST, abbreviation_page, rec, write_jsonl
 from agentic_rag.testing.processes import child_env, eval_cmd, result_ids
 from agentic_rag.testing.reliability.cases import (
-    GOOD, TRACEBACK, Context, ask_cmd, case, cli, ingest_cmd, one_line_error, process_outcome, warnings_shown,
+    GOOD,
+    TRACEBACK,
+    Context,
+    ask_cmd,
+    case,
+    cli,
+    ingest_cmd,
+    one_line_error,
+    process_outcome,
+    warnings_shown,
 )
 
 CLI = [sys.executable, "-m", "agentic_rag.cli"]

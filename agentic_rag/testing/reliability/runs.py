@@ -16,7 +16,14 @@ from typing import Any
 from agentic_rag.children import start_child
 from agentic_rag.testing.processes import child_env, eval_cmd, kill, lines, result_ids, start, wait_until
 from agentic_rag.testing.reliability.cases import (
-    TRACEBACK, WEAK, Context, case, cli, one_line_error, resumed_outcome, warnings_shown,
+    TRACEBACK,
+    WEAK,
+    Context,
+    case,
+    cli,
+    one_line_error,
+    resumed_outcome,
+    warnings_shown,
 )
 
 WRITER = """

@@ -10,11 +10,24 @@ import sys
 from typing import Any
 
 from agentic_rag.testing.attacks import (
-    FORBIDDEN_REQUEST_SETTINGS, markup_labels, pickled_npz, poison_checkpoints, served_attacks, unescaped_markup,
+    FORBIDDEN_REQUEST_SETTINGS,
+    markup_labels,
+    pickled_npz,
+    poison_checkpoints,
+    served_attacks,
+    unescaped_markup,
 )
 from agentic_rag.testing.processes import ROOT, child_env, eval_cmd
 from agentic_rag.testing.reliability.cases import (
-    GOOD, KEY, TRACEBACK, Context, case, cli, one_line_error, process_outcome, served_graph,
+    GOOD,
+    KEY,
+    TRACEBACK,
+    Context,
+    case,
+    cli,
+    one_line_error,
+    process_outcome,
+    served_graph,
 )
 
 BASE = [sys.executable, "-m", "agentic_rag.cli"]

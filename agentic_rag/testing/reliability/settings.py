@@ -13,7 +13,14 @@ from agentic_rag.configuration import Settings
 from agentic_rag.testing.fault_server import FaultServer
 from agentic_rag.testing.processes import compare_runs, eval_cmd, result_ids
 from agentic_rag.testing.reliability.cases import (
-    KEY, WEAK, Context, ask_cmd, case, cli, one_line_error, process_outcome,
+    KEY,
+    WEAK,
+    Context,
+    ask_cmd,
+    case,
+    cli,
+    one_line_error,
+    process_outcome,
 )
 
 

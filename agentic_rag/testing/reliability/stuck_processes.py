@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.testing.processes import (
-    PORT_CLOSE_S, alive, descendants, eval_cmd, seconds_until_ended, serve_stopped_by, start, wait_until,
+    PORT_CLOSE_S,
+    alive,
+    descendants,
+    eval_cmd,
+    seconds_until_ended,
+    serve_stopped_by,
+    start,
+    wait_until,
 )
 from agentic_rag.testing.reliability.cases import GOOD, TRACEBACK, Context, case, cli, eval_outcome
 
