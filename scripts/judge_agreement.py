@@ -230,8 +230,9 @@ def llm_sections(rows: list[dict], by_type: dict[str, list[dict]]) -> list[str]:
            "Each labelled answer graded by `agentic_rag/eval/llm_judge.py` against a served model "
            "(`python scripts/judge_agreement.py llm --base-url URL --model NAME`); agreement is over the rows it graded, "
            "the unjudged ones counted apart.", "",
-           "| judge | graded | agreement | unjudged | " + " | ".join(sorted(by_type)) + " |",
-           "|---|---|---|---|" + "---|" * len(by_type)]
+           "| judge | graded | agreement | unjudged | accepts a wrong answer | refuses a right one | "
+           + " | ".join(sorted(by_type)) + " |",
+           "|---|---|---|---|---|---|" + "---|" * len(by_type)]
     for path in files:
         data = json.loads(path.read_text())
         verdicts = data["verdicts"]
@@ -240,8 +241,12 @@ def llm_sections(rows: list[dict], by_type: dict[str, list[dict]]) -> list[str]:
             return (verdicts.get(f"{r['dataset']}|{r['system']}|{r['id']}") or {}).get("label")
 
         graded = [r for r in rows if verdict(r) not in (None, "unjudged")]
+        wrong = [r for r in graded if r["hand_label"] != "accurate"]
+        right = [r for r in graded if r["hand_label"] == "accurate"]
         cells = [_pct(sum(verdict(r) == r["hand_label"] for r in graded), len(graded)),
-                 str(sum(verdict(r) == "unjudged" for r in rows))]
+                 str(sum(verdict(r) == "unjudged" for r in rows)),
+                 _pct(sum(verdict(r) == "accurate" for r in wrong), len(wrong)),
+                 _pct(sum(verdict(r) != "accurate" for r in right), len(right))]
         for kind in sorted(by_type):
             part = [r for r in graded if r["audit_type"] == kind]
             cells.append(_pct(sum(verdict(r) == r["hand_label"] for r in part), len(part)))
