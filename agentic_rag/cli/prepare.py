@@ -84,13 +84,16 @@ def prepare_hotpotqa_cmd(
     variants: Annotated[str, typer.Option("--variants", help="Comma list of answerable,unanswerable.")] = "answerable,unanswerable",
     n: Annotated[Optional[int], typer.Option("--n", help="Questions to sample (each gives one record per variant).")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    layout: Annotated[str, typer.Option("--layout", help="How the evidence is laid out: distractors (ten pages), support_only, "
+                                                        "html_pages, snippets or long_page; a comma list for several.")] = "distractors",
 ) -> None:
     """HotpotQA -> CRAG format: ten paragraphs as pages, and an unanswerable twin without one supporting paragraph."""
     from agentic_rag.datasets.prepare import prepare_hotpotqa
 
     names = tuple(v.strip() for v in variants.split(",") if v.strip())
+    layouts = tuple(v.strip() for v in layout.split(",") if v.strip())
     out = output_file(out, "--out")
-    _run_prepare(lambda: prepare_hotpotqa(input, out, split=split, variants=names, n=n, seed=seed))
+    _run_prepare(lambda: prepare_hotpotqa(input, out, split=split, variants=names, n=n, seed=seed, layouts=layouts))
 
 
 SPLIT_HELP = "dev, test (each half of the questions, split by a hash of the question's id) or all."

@@ -38,11 +38,13 @@ def squad_records(source: Path, n: int, exclude_files: list[Path], seed: int, tm
 
 def base_id(interaction_id: str) -> str:
     """A record's question id without its variant suffix: NQ's "-answerable"/"-negative" (and "-snippets"
-    view), HotpotQA's "-answerable"/"-unanswerable" and a twin's number ("-unanswerable-1")."""
-    return _VARIANT.sub("", interaction_id.removesuffix(SNIPPETS_SUFFIX))
+    view), HotpotQA's "-answerable"/"-unanswerable", a twin's number ("-unanswerable-1") and an evidence
+    layout ("-answerable@snippets")."""
+    return _VARIANT.sub("", _LAYOUT.sub("", interaction_id).removesuffix(SNIPPETS_SUFFIX))
 
 
 _VARIANT = re.compile(r"-(?:answerable|negative|unanswerable(?:-\d+)?)$")
+_LAYOUT = re.compile(r"@[a-z_]+$")
 
 
 SNIPPETS_SUFFIX = "-snippets"

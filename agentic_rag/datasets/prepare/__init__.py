@@ -18,7 +18,8 @@ returns ``(output path(s), stats)`` where ``stats`` is a small JSON-friendly dic
   ``gold_page_urls`` (the ``page_url`` of the pages that answer: SQuAD's own paragraph, NQ's gold passage,
   RGB's positive snippets, HotpotQA's supporting paragraphs, the one page of SubjQA, QuAIL and PubMedQA; empty
   when nothing answers), RGB's and HotpotQA's ``variant``, RGB's ``fake_answer``, HotpotQA's
-  ``removed_paragraph``, SubjQA's ``subjective`` and ``annotators``.
+  ``removed_paragraph`` and ``layout`` (its evidence laid out other than as ten pages), SubjQA's ``subjective``
+  and ``annotators``.
 * SubjQA, QuAIL and PubMedQA take ``split`` (dev, test or all): a half by a hash of each question's own id,
   as HotpotQA's, so a question's half never depends on which other rows the file holds.
 """

@@ -4,7 +4,9 @@ unanswerable twin with one supporting paragraph removed (gold "i don't know").
 Multi-hop questions are where a single-passage signal stops transferring: a bridge answer joins two
 paragraphs, so removing either one leaves pages that are on topic but cannot answer. That twin is the
 usual "insufficient context" construction, and it keeps the answerable and unanswerable rows of a
-question in the same split, so a split by question never leaks one half into the other.
+question in the same split, so a split by question never leaks one half into the other. The same questions
+can be laid out in other ways too (one passage of the supporting sentences, HTML pages, search snippets, one
+long page: :mod:`agentic_rag.datasets.prepare.layouts`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any, Iterator, Literal
-from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from agentic_rag.datasets.crag import IDK, CragRecord, DataError, ReadReport, SearchResult, resolve_dataset
+from agentic_rag.datasets.crag import IDK, CragRecord, DataError, ReadReport, resolve_dataset
 from agentic_rag.datasets.prepare.common import (
     BadLines,
     OnBad,
@@ -29,6 +30,14 @@ from agentic_rag.datasets.prepare.common import (
     sample_sorted,
     sha1,
     write_converted,
+)
+from agentic_rag.datasets.prepare.layouts import (
+    DEFAULT_LAYOUT,
+    check_layouts,
+    layout_pages,
+    per_paragraph_support,
+    sentence_ids,
+    support_spans,
 )
 from agentic_rag.telemetry import parse_json
 
@@ -117,14 +126,19 @@ def prepare_hotpotqa(
     report: ReadReport | None = None,
     progress: bool | None = None,
     each_removed: bool = False,
+    layouts: tuple[str, ...] = (DEFAULT_LAYOUT,),
 ) -> tuple[Path, Stats]:
     """HotpotQA questions (distractor setting) as CRAG records, two per question: ``answerable`` (all ten
     paragraphs) and ``unanswerable`` (one supporting paragraph removed, chosen per question; gold "i don't
     know"). ``split`` keeps the dev or test half, split by question (``split_of``); ``n`` samples questions,
     not records, so both variants of a question stay together. ``each_removed`` adds a twin for every other
     supporting paragraph too (``-unanswerable-K``, K its place among them): the probe's training rows
-    see each hop missing, not only the one drawn."""
+    see each hop missing, not only the one drawn. ``layouts`` lays each question's evidence out in those
+    ways (``layouts.LAYOUTS``), a question's records of every layout together: the default ``distractors``
+    is the ten plain pages; another's records carry it in a ``layout`` field and as an id suffix
+    (``-answerable@snippets``), their ``gold_page_urls`` the pages that hold the support."""
     check_n(n)
+    check_layouts(layouts)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
     unknown = [v for v in variants if v not in VARIANTS]
@@ -152,16 +166,13 @@ def prepare_hotpotqa(
         qid = question_id(raw, question)
         if not in_split(qid, split):
             continue
+        ids = sentence_ids(raw)
         questions.append({"line": lineno, "id": qid, "question": question, "answer": answer,
                           "type": str(raw.get("type") or "bridge"), "level": str(raw.get("level") or ""),
-                          "paragraphs": paragraphs, "support": support})
+                          "paragraphs": paragraphs, "support": support, "spans": support_spans(paragraphs, support, ids),
+                          "per_paragraph": per_paragraph_support(paragraphs, support, ids)})
 
     chosen = sample_sorted(range(len(questions)), n, question_rng(seed, "hotpotqa", "sample"))
-
-    def page(title: str, sentences: list[str]) -> SearchResult:
-        text = "".join(sentences).strip()
-        return SearchResult(page_name=title, page_url=f"hotpotqa://{quote(title, safe='')}", page_snippet=text[:200],
-                            page_result=text)
 
     records: list[CragRecord] = []
     for i in chosen:
@@ -171,28 +182,34 @@ def prepare_hotpotqa(
         twins = [(k, t) for k, t in enumerate(q["support"]) if each_removed or t == drawn]
         versions = [(variant, None, "") for variant in variants if variant == "answerable"] + [
             ("unanswerable", t, "" if t == drawn else f"-{k}") for k, t in twins if "unanswerable" in variants]
-        for variant, removed, suffix in versions:
-            kept = [(t, s) for t, s in q["paragraphs"] if t != removed]
-            unanswerable = variant == "unanswerable"
-            try:
-                records.append(CragRecord(
-                    interaction_id=f"hotpotqa-{q['id']}-{variant}{suffix}",
-                    query=q["question"],
-                    answer=IDK if unanswerable else q["answer"],
-                    alternative_answers=[],
-                    domain="hotpotqa",
-                    question_type=q["type"],
-                    static_or_dynamic="static",
-                    search_results=[page(t, s) for t, s in kept],
-                    source="hotpotqa",
-                    source_id=q["id"],
-                    variant=variant,
-                    removed_paragraph=removed if unanswerable else None,
-                    gold_page_urls=[] if unanswerable else [f"hotpotqa://{quote(t, safe='')}" for t in q["support"]],
-                ))
-            except ValidationError as exc:
-                bad.withdraw(q["line"], error_text(exc))
-                break
+        built: list[CragRecord] = []
+        try:
+            for layout in layouts:
+                tag = {} if layout == DEFAULT_LAYOUT else {"layout": layout}
+                for variant, removed, suffix in versions:
+                    pages, gold = layout_pages(layout, q["id"], q["paragraphs"], q["support"], q["spans"], removed)
+                    unanswerable = variant == "unanswerable"
+                    built.append(CragRecord(
+                        interaction_id=f"hotpotqa-{q['id']}-{variant}{suffix}" + (f"@{layout}" if tag else ""),
+                        query=q["question"],
+                        answer=IDK if unanswerable else q["answer"],
+                        alternative_answers=[],
+                        domain="hotpotqa",
+                        question_type=q["type"],
+                        static_or_dynamic="static",
+                        search_results=pages,
+                        source="hotpotqa",
+                        source_id=q["id"],
+                        variant=variant,
+                        removed_paragraph=removed if unanswerable else None,
+                        gold_page_urls=gold,
+                        **tag,
+                    ))
+        except ValidationError as exc:
+            bad.withdraw(q["line"], error_text(exc))
+            continue
+        records += built
     return write_converted(records, out_path, src, read, bad, n, seed, split=split, questions=len(chosen),
                            bridge=sum(questions[i]["type"] == "bridge" for i in chosen),
-                           comparison=sum(questions[i]["type"] == "comparison" for i in chosen))
+                           comparison=sum(questions[i]["type"] == "comparison" for i in chosen), layouts=list(layouts),
+                           per_paragraph_support=sum(questions[i]["per_paragraph"] for i in chosen))
