@@ -90,7 +90,7 @@ def shift_rates(rows_by_split: dict[str, list[dict]], decision, cal_p: list[floa
     out = {}
     for name, rows in rows_by_split.items():
         fired = []
-        for i in range(0, len(rows) - CHUNK + 1, CHUNK):
+        for i in range(0, max(len(rows) - CHUNK, 0) + 1, CHUNK):  # a split shorter than a chunk is one chunk
             chunk = rows[i:i + CHUNK]
             p = [p_right_of(decision, r) for r in chunk if fitted_last(r)]
             fired.append(shift(p, cal_p, question_types(chunk), cal_types)["fires"])
@@ -199,11 +199,18 @@ def to_markdown(report: dict) -> str:
               "| calibration set | split | family in it | chunks | warned | rate |", "|---|---|---|---|---|---|"]
     cal_fams = {"calibrated_on_every_family": set(cal["families"]),
                 "calibrated_without_hotpotqa": set(cal["families"]) - {"hotpotqa"}}
+    pooled = {True: [0, 0], False: [0, 0]}  # family in the calibration set: [warned, chunks]
     for which, rates in report["shift"].items():
         for split, r in rates.items():
             fam = {"squad200": "squad", "rgb40": "rgb", "hotpot_test": "hotpotqa"}[split]
             lines.append(f"| {which.replace('_', ' ')} | {split} | {'yes' if fam in cal_fams[which] else 'no'} | "
                          f"{r['chunks']} | {r['fired']} | {r['rate']} |")
+            pooled[fam in cal_fams[which]][0] += r["fired"]
+            pooled[fam in cal_fams[which]][1] += r["chunks"]
+    rate = {k: v[0] / v[1] if v[1] else None for k, v in pooled.items()}
+    lines += ["", f"Warned on {pooled[False][0]} of {pooled[False][1]} chunks of a family left out of calibration "
+              f"({rate[False]:.3f}) and on {pooled[True][0]} of {pooled[True][1]} of a family in it ({rate[True]:.3f})"
+              + (f": {rate[False] / rate[True]:.1f}x as often." if rate[True] else ".")]
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,7 @@ import json
 
 from agentic_rag.eval.frontier import p_right_by_question
 from agentic_rag.eval.rejudge import rejudge_run, restore_run
-from agentic_rag.gate.fitted import DECISIONS_DIR, load_decision
+from agentic_rag.gate.fitted import DECISIONS_DIR, PREVIOUS_DECISIONS_DIR, load_decision
 from agentic_rag.testing.fakes import ScriptedChat
 from agentic_rag.testing.records import QUOTE_2004
 from agentic_rag.testing.records import toy_dataset as dataset
@@ -79,6 +79,12 @@ def test_p_right_is_read_back_from_the_rows_where_the_run_left_no_telemetry(tmp_
     config["decision"]["sha256"] = "0" * 64
     (restored / "config.json").write_text(json.dumps(config))
     assert p_right_by_question(restored) == {rows[1]["id"]: 0.61}
+    # a run made under a decision a refit replaced replays it from the previous decisions it was moved to
+    (replaced,) = PREVIOUS_DECISIONS_DIR.glob(SHIPPED.name.removesuffix(".json") + ".*.json")
+    config["decision"]["sha256"] = hashlib.sha256(replaced.read_bytes()).hexdigest()
+    (restored / "config.json").write_text(json.dumps(config))
+    old = round(load_decision(replaced).base.probability(signals), 4)
+    assert old != want and p_right_by_question(restored) == {rows[0]["id"]: old, rows[1]["id"]: 0.61}
 
 
 def test_the_rejudge_command_says_what_changed_and_refuses_a_folder_in_use(tmp_path, settings):

@@ -125,20 +125,23 @@ def p_right_of(decision, row: dict[str, Any]) -> float:
 
 
 def _recorded_decision(run_dir: Path):
-    """The decision file a run's config.json names, if it is still the file the run read (same SHA-256)."""
+    """The decision file a run's config.json names, if it is still the file the run read (same SHA-256): the
+    path it recorded, else the shipped file of that name, else one a later refit replaced
+    (``fitted.PREVIOUS_DECISIONS_DIR``), so committed runs keep their P(right) after a refit."""
     import hashlib
     import json
 
-    from agentic_rag.gate.fitted import DECISIONS_DIR, load_decision
+    from agentic_rag.gate.fitted import DECISIONS_DIR, PREVIOUS_DECISIONS_DIR, load_decision
 
     try:
         named = json.loads((run_dir / "config.json").read_text()).get("decision") or {}
         path = Path(str(named["path"]))
-        if not path.is_file():  # recorded on another checkout: the shipped file of that name
-            path = DECISIONS_DIR / path.name
-        if hashlib.sha256(path.read_bytes()).hexdigest() != named.get("sha256"):
-            return None
-        return load_decision(path)
+        stem = path.name.removesuffix(".json")
+        candidates = [path, DECISIONS_DIR / path.name, *sorted(PREVIOUS_DECISIONS_DIR.glob(f"{stem}.*.json"))]
+        for candidate in candidates:
+            if candidate.is_file() and hashlib.sha256(candidate.read_bytes()).hexdigest() == named.get("sha256"):
+                return load_decision(candidate)
+        return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

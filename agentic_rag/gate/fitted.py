@@ -37,6 +37,8 @@ from agentic_rag.telemetry import json_number, parse_json
 
 DECISION_FORMAT = "agentic-rag decision 1"
 DECISIONS_DIR = Path(__file__).resolve().parents[1] / "data" / "decisions"
+# a shipped decision a refit replaced, named <name>.<first 12 hex of its SHA-256>.json: committed runs read it
+PREVIOUS_DECISIONS_DIR = DECISIONS_DIR / "previous"
 VERIFIER_FEATURE = "support_verdict"
 
 # Every signal a decision may read, with the refusal it stands for when it pulls P down most: the
