@@ -149,11 +149,13 @@ def realized(drafts: list[Draft], threshold: float, alpha: float) -> dict[str, A
 def oracle_coverage(drafts: list[Draft], risk: float) -> float:
     """The most coverage any threshold on these same drafts reaches with a wrong share at most ``risk``
     (the hindsight comparison for a calibrated threshold)."""
-    best = 0.0
-    for t in {d.p for d in drafts if d.p is not None}:
-        answered, wrong = at_threshold(drafts, t)
-        if answered and wrong / answered <= risk + 1e-12:
-            best = max(best, answered / len(drafts))
+    scored = sorted((d for d in drafts if d.p is not None), key=lambda d: -d.p)
+    best, wrong = 0.0, 0
+    for k, d in enumerate(scored, start=1):  # answering the first k: the threshold at the k-th P
+        wrong += not d.right
+        tied = k < len(scored) and scored[k].p == d.p  # a threshold answers every draft of its P, not some
+        if not tied and wrong / k <= risk + 1e-12:
+            best = max(best, k / len(drafts))
     return round(best, 4)
 
 
@@ -235,11 +237,11 @@ def calibrate_run(settings, run_dir, alphas: list[float], delta: float, decision
     drafts got in an agent run under that same decision, written to ``decision_path``."""
     import json
 
+    from agentic_rag.baug.fitted import configured_decision_path, cut_for, decision_in_force
     from agentic_rag.errors import write_output
     from agentic_rag.eval.frontier import p_right_by_question
     from agentic_rag.eval.provenance import file_sha256
     from agentic_rag.eval.results import read_results
-    from agentic_rag.gate.fitted import configured_decision_path, cut_for, decision_in_force
 
     check_delta(delta)
     unrisked = settings.replace(RISK=None)

@@ -30,7 +30,7 @@ def get_chat_model(settings, max_tokens: int | None = None) -> BaseChatModel:
     if settings.llm.LLM_BACKEND == "local":
         path = resolve_local_model(settings)
         model = local_model(str(path), cap, settings.llm.TEMPERATURE, settings.llm.TORCH_THREADS, REPETITION_PENALTY,
-                            local_dtype(settings).dtype, settings.llm.LLM_SPECULATION)
+                            local_dtype(settings).dtype, settings.llm.LLM_SPECULATION, draft_model_path(settings, path))
         return _with_cache(model, settings)
     if settings.llm.LLM_BACKEND == "openai":
         if problem := settings.backend_error():
@@ -98,11 +98,23 @@ def _replay_cache(path: str):
 
 @lru_cache(maxsize=16)
 def local_model(path: str, cap: int, temperature: float, threads: int, repetition_penalty: float = 1.0,
-                dtype: str = "auto", speculation: str = "off") -> ChatLocalTransformers:
+                dtype: str = "auto", speculation: str = "off", draft_path: str | None = None) -> ChatLocalTransformers:
     return ChatLocalTransformers(
         model_path=path, max_new_tokens=cap, temperature=temperature, threads=threads,
-        repetition_penalty=repetition_penalty, dtype=dtype, speculation=speculation,
+        repetition_penalty=repetition_penalty, dtype=dtype, speculation=speculation, draft_model_path=draft_path,
     )
+
+
+def draft_model_path(settings, model_path) -> str | None:
+    """The draft model of ``LLM_SPECULATION=assisted``: the packaged 0.5B, which shares the packaged models'
+    tokenizer; None for the other modes. A model that is the 0.5B itself has nothing smaller to draft with."""
+    if settings.llm.LLM_SPECULATION != "assisted":
+        return None
+    draft = ensure_converted(Path(settings.paths.MODEL_CACHE_DIR).expanduser(), FAST_MODEL)
+    if Path(draft).resolve() == Path(model_path).resolve():
+        raise ValueError(f"LLM_SPECULATION=assisted drafts with the packaged {FAST_MODEL.short_name}, which is the "
+                         "generator itself here: use prompt_lookup or off")
+    return str(draft)
 
 
 @lru_cache(maxsize=16)

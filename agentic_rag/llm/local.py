@@ -10,6 +10,7 @@ where it would be emulated.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -209,6 +210,18 @@ def _count_passes(model: Any, into: list[int]) -> Iterator[None]:
         handle.remove()
 
 
+class _QuietAssisted(logging.Filter):
+    """Assisted generation hands this model's logits processors and generation config to the draft, and
+    transformers warns of both on every call, about nothing a user can change."""
+
+    NOISE = ("Passing `generation_config` together with generation-related arguments", "A custom logits processor of type")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.NOISE)
+
+
+logging.getLogger("transformers.generation.utils").addFilter(_QuietAssisted())
+
 # tokens a prompt-lookup pass proposes from the prompt (transformers' prompt_lookup_num_tokens): a RAG
 # answer copies the sources' words in runs, and a wrong proposal costs a little compute, not a pass
 PROMPT_LOOKUP_TOKENS = 10
@@ -228,8 +241,10 @@ class ChatLocalTransformers(BaseChatModel):
     temperature: float = Field(0.0, ge=0.0)
     threads: int = Field(0, ge=0, description="torch intra-op threads; 0 = all cores")
     repetition_penalty: float = Field(1.0, ge=1.0, description="HF repetition penalty; 1.0 = off")
-    speculation: Literal["off", "prompt_lookup"] = Field(
-        "off", description="lossless speculative decoding: off, or proposals looked up in the prompt and verified in one pass")
+    speculation: Literal["off", "prompt_lookup", "assisted"] = Field(
+        "off", description="lossless speculative decoding: off, proposals looked up in the prompt, or drafted by a "
+        "smaller model with the same tokenizer (draft_model_path), each batch verified in one pass")
+    draft_model_path: str | None = Field(None, description="the draft model's HF folder, for speculation='assisted'")
     stop: list[str] | None = None
     _identity: str = PrivateAttr("")
 
@@ -239,7 +254,13 @@ class ChatLocalTransformers(BaseChatModel):
         self.model_path = str(self.model_path)
         self.dtype = choose_dtype(self.dtype).dtype
         torch.set_num_threads(self.threads or usable_cpus())
-        _load(self.model_path, self.dtype)
+        model, tokenizer, _ = _load(self.model_path, self.dtype)
+        if self.speculation == "assisted":
+            if not self.draft_model_path:
+                raise ValueError("speculation='assisted' needs draft_model_path, a smaller model with the same tokenizer")
+            draft, draft_tokenizer, _ = _load(str(self.draft_model_path), self.dtype)
+            if draft_tokenizer.get_vocab() != tokenizer.get_vocab():  # its proposals would be other tokens' ids
+                raise ValueError(f"the draft model {self.draft_model_path} does not share {self.model_path}'s tokenizer")
         # A converted folder is known by the GGUF it came from, not by where it lies: replayed calls
         # then survive a moved folder, and another model put at a reused path is never replayed.
         self._identity = converted_source_key(Path(self.model_path)) or str(Path(self.model_path).resolve())
@@ -374,9 +395,11 @@ class ChatLocalTransformers(BaseChatModel):
             gen_kwargs["temperature"] = temperature
         if stop:
             gen_kwargs["stopping_criteria"] = [_StopOnStrings(tokenizer, stop, inputs["input_ids"].shape[1])]
-        speculative = self.speculation == "prompt_lookup" and temperature == 0
-        if speculative:
+        speculative = self.speculation != "off" and temperature == 0
+        if speculative and self.speculation == "prompt_lookup":
             gen_kwargs["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
+        elif speculative:  # assisted: the draft proposes, this model verifies (its own weights, its own lock)
+            gen_kwargs["assistant_model"] = _load(str(self.draft_model_path), self.dtype)[0]
         recorder = _RecordLogprobs() if kwargs.get("logprobs") and not speculative else None
         if recorder is not None:  # `logprobs=True`, as for ChatOpenAI: response_metadata["token_logprobs"]
             gen_kwargs["logits_processor"] = [recorder]
