@@ -1,8 +1,8 @@
 """The checks a question is judged by and the reason codes a decision ends in, each defined once.
 
-Everything else reads these tables: the policy's support checks and its ``REASONS`` (gate/policy.py),
+Everything else reads these tables: the policy's support checks and its ``REASONS`` (baug/policy.py),
 a refusal's sentence (generator/finalize.py), the trace's signal bars (trace/run.py), the telemetry's
-signal fields (gate/node.py), the metrics' pre-generation refusals (eval/metrics.py) and the docs'
+signal fields (baug/node.py), the metrics' pre-generation refusals (eval/metrics.py) and the docs'
 check table (``agentic-rag settings --markdown``, docs/configuration.md). Adding a check is one entry
 in ``CHECKS`` (with its ``compute`` when the reading is new) and its setting (docs/extending.md).
 
@@ -38,7 +38,7 @@ class Reason:
     when: str
     layer: str = ""  # abstention layer; "" for answers, retrievals and revisions
     stage: str = ""  # INPUT or PRE_GENERATION when decided before any generation, else ""
-    policy: bool = True  # returned by gate/policy.decide (False: the baseline's, or set by the extension runner)
+    policy: bool = True  # returned by baug/policy.decide (False: the baseline's, or set by the extension runner)
 
     @property
     def pre_generation(self) -> bool:
@@ -52,7 +52,7 @@ REASON_LIST: tuple[Reason, ...] = (
            "question stands"),
     Reason("STOP_LOW_BUDGET", STOP, "the budget ran out while a non-factoid draft was supported"),
     Reason("STOP_FITTED", STOP, "GATE_POLICY=fitted: the decision file's P(the answer is right) is above the cut "
-           "WRONG_ANSWER_COST implies (gate/fitted.py)"),
+           "WRONG_ANSWER_COST implies (baug/fitted.py)"),
     Reason("STOP_SINGLE_PASS", STOP, "the baseline (one retrieval, one answer, no checks)", policy=False),
     Reason("RETRIEVE_MISSING_ANCHORS", RETRIEVE_MORE, "anchors are missing from the evidence and one more round "
            "is affordable"),
@@ -154,8 +154,7 @@ def answer_new_words(draft: Draft) -> float | None:
     a long restatement that adds the one word asked for ("... is less than k.") answers the question. A
     question that offers the answer's options ("X or Y", a comparison) is answered by repeating one of
     them, so it is not read."""
-    from agentic_rag.retrieval.hybrid import tokenize
-    from agentic_rag.text import stem
+    from agentic_rag.text import stem, tokenize
 
     words = tokenize(draft.answer)
     if not words or draft.kind in ("comparison", "yes_no") or " or " in f" {draft.question.lower()} ":

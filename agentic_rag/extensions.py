@@ -9,7 +9,7 @@ editing graphs/agent.py. What the entry names must be an ``Extension`` or a func
 ``extension_factory``: nothing else is called. The guide is docs/extending.md; examples/freshness.py is a working one.
 
 An extension influences BAUG through ``extension_flags``: a request to abstain or to retrieve more,
-with a reason code and a message that the refusal shows (gate/policy.py, generator/finalize.py).
+with a reason code and a message that the refusal shows (baug/policy.py, generator/finalize.py).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any, Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agentic_rag.baug.policy import ABSTAIN, RETRIEVE_MORE
 from agentic_rag.configuration import Settings, SettingsError
-from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE
 from agentic_rag.state import RAGState
 
 ENTRY_POINT_GROUP = "agentic_rag.extensions"

@@ -86,7 +86,7 @@ class AnswerRecord(BaseModel):
     explanation: str = ""
     p_right: float | None = None  # the fitted decision's P(the last draft is right), where it decided
     missing: list[str] = Field(default_factory=list)
-    chain: list[dict[str, Any]] = Field(default_factory=list)  # a multi-hop answer's hops (gate/chain.py), each quoted or missing
+    chain: list[dict[str, Any]] = Field(default_factory=list)  # a multi-hop answer's hops (baug/chain.py), each quoted or missing
     options: list[dict[str, Any]] = Field(default_factory=list)
     tokens: dict[str, Any] = Field(default_factory=dict)
     llm_calls: int = 0
@@ -242,7 +242,7 @@ class Signals(SchemaTypedDict, total=False):
     support_verdict: float
     support_verdict_skipped: str
     verified_score: float | None
-    chain: list[dict[str, Any]]  # a multi-hop answer's hops: role, claim, quote, source, found (gate/chain.py)
+    chain: list[dict[str, Any]]  # a multi-hop answer's hops: role, claim, quote, source, found (baug/chain.py)
     hops_found: float | None  # the share of them a sentence states (None: single-hop, no chain)
     lp_mean: float | None  # the draft's mean token log-probability (nats; llm/logprobs.py)
     lp_min: float | None  # its least likely token's log-probability (nats)
@@ -251,11 +251,11 @@ class Signals(SchemaTypedDict, total=False):
 
 
 class BAUGDecision(SchemaTypedDict, total=False):
-    """The policy's action and reason code (gate/policy.py), with the flags it read."""
+    """The policy's action and reason code (baug/policy.py), with the flags it read."""
 
     action: str  # STOP, ABSTAIN, RETRIEVE_MORE, REFLECT
     reason: str  # a reason code, e.g. STOP_OVERLAP_OK, ABSTAIN_NO_EVIDENCE
-    flags: dict[str, Any]  # gate/policy.Flags
+    flags: dict[str, Any]  # baug/policy.Flags
     final_check: bool  # the decision waits for the final check
 
 
@@ -302,7 +302,7 @@ class RAGState(TypedDict, total=False):
     signals: Signals  # BAUG's readings of the draft (collect_signals; final_check adds the verifier's)
     cited_text: str  # the chunks the draft rests on, as collect_signals read them (the final check's verifier reads it)
     validation: dict[str, Any]
-    flags: dict[str, Any]  # what the policy reads besides the signals (gate/policy.Flags), from collect_signals
+    flags: dict[str, Any]  # what the policy reads besides the signals (baug/policy.Flags), from collect_signals
     # extension name -> its request to BAUG ({"action": ABSTAIN | RETRIEVE_MORE, "code", "message", "missing",
     # "terms"}) or None; the latest report of each extension stands (docs/extending.md)
     extension_flags: Annotated[dict[str, Any], merge_flags]

@@ -29,6 +29,16 @@ _ABBREV = re.compile(
 _ABBREV_NUM = re.compile(r"\b(?:no|nos|vol|fig|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$", re.IGNORECASE)
 
 
+_WORD = re.compile(r"(?u)\b\w+\b")
+_STOP = frozenset(STOPWORDS_EN)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens without English stop words (single digits kept: '3-point', 'Q1'): what BM25
+    indexes and what every overlap check compares, so both read the same words."""
+    return [t for t in _WORD.findall(text.lower()) if t not in _STOP]
+
+
 def fold(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
@@ -107,7 +117,6 @@ _MARKER_AFTER = re.compile(r"^[.,;:]?\s*(?:\[\d|\(?source\s+\d)", re.IGNORECASE)
 # words that introduce a quotation rather than take the quoted words as their object
 _QUOTING = re.compile(r"\b(?:says?|states?|stated|reads|quotes?|according to(?: the)?(?: sources?(?: \d+)?)?)\s*[:,]?$",
                       re.IGNORECASE)
-_STOP = frozenset(STOPWORDS_EN)
 # "According to Source 1, ..." is citation markup too: without its number it reads "According to, ..."
 _CITED_LEAD = re.compile(
     r"\b(?:(?:according to|as stated in|based on)\s+(?:the\s+)?sources?\s+\d+(?:\s*(?:,|and)\s*\d+)*\s*,?"

@@ -23,24 +23,25 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.types import Send
 
 from agentic_rag.anchors.node import predict_anchors_node
+from agentic_rag.baug.node import collect_signals_node, decide_node, final_check_node
+from agentic_rag.baug.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP
 from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
 from agentic_rag.extensions import Extension, load_extensions
-from agentic_rag.gate.confidence_node import confidence_gate_node
-from agentic_rag.gate.node import collect_signals_node, decide_node, final_check_node
-from agentic_rag.gate.policy import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP
 from agentic_rag.generator.finalize import make_finalize_node
 from agentic_rag.generator.node import generate_node, reflect_node
 from agentic_rag.nodes import BUDGET_CHECKED, Node
 from agentic_rag.reader.node import read_answerability_node
 from agentic_rag.state import GraphInput, GraphOutput, RAGState
 from agentic_rag.supervisor.ambiguity_node import disambiguate_node
+from agentic_rag.supervisor.confidence_gate_node import confidence_gate_node
 from agentic_rag.supervisor.node import supervise_node
 from agentic_rag.workers.node import worker_node
 from graphs.extend import Route, Shape
@@ -49,11 +50,15 @@ SYSTEM = "agent"
 
 
 # -- routers -------------------------------------------------------------------------------------
-def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | str:
+def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | Literal[Node.COLLECT_SIGNALS]:
     """One worker per selected anchor; a question without anchors gets one worker on the question itself.
     An out-of-domain or too long question is not searched at all: BAUG refuses it."""
     if state.get("ood") or state.get("too_long"):
         return Node.COLLECT_SIGNALS
+    return worker_sends(state, config)
+
+
+def worker_sends(state: RAGState, config: RunnableConfig) -> list[Send]:
     settings = Settings.from_runnable_config(config)
     anchors = state.get("anchors") or [None]
     base = {k: state[k] for k in ("question", "record", "index_dir") if k in state}
@@ -71,19 +76,19 @@ def dispatch_workers(state: RAGState, config: RunnableConfig) -> list[Send] | st
     return sends
 
 
-def route_after_supervise(state: RAGState, config: RunnableConfig) -> str:
+def route_after_supervise(state: RAGState, config: RunnableConfig) -> Literal[Node.DISAMBIGUATE, Node.COLLECT_SIGNALS]:
     """With evidence, the ambiguity policy and then the confidence gate look at it; without, BAUG abstains."""
     return Node.DISAMBIGUATE if (state.get("bundle") or {}).get("passages") else Node.COLLECT_SIGNALS
 
 
-def route_after_disambiguate(state: RAGState, config: RunnableConfig) -> str:
+def route_after_disambiguate(state: RAGState, config: RunnableConfig) -> Literal[Node.CONFIDENCE_GATE, Node.COLLECT_SIGNALS]:
     """An ambiguous or refused selection goes to BAUG (no LLM call); a resolved bundle to the gate."""
     if (state.get("ambiguity") or {}).get("status") in ("ambiguous", "refuse"):
         return Node.COLLECT_SIGNALS
     return Node.CONFIDENCE_GATE
 
 
-def route_after_gate(state: RAGState, config: RunnableConfig) -> str:
+def route_after_gate(state: RAGState, config: RunnableConfig) -> Literal[Node.GENERATE, Node.COLLECT_SIGNALS]:
     """Generate only past the gate, with something new to say, a model to ask, and within every cap;
     else BAUG decides."""
     settings = Settings.from_runnable_config(config)
@@ -95,13 +100,14 @@ def route_after_gate(state: RAGState, config: RunnableConfig) -> str:
     return Node.GENERATE
 
 
-def route_after_decide(state: RAGState, config: RunnableConfig) -> str | list[Send]:
+def route_after_decide(state: RAGState, config: RunnableConfig) -> list[Send] | Literal[Node.FINAL_CHECK, Node.REFLECT, Node.FINALIZE]:
+    """BAUG's action: more retrieval (once), the verifier's final check, a reflection, or the answer record."""
     decision = state.get("decision") or {}
     if decision.get("final_check"):
         return Node.FINAL_CHECK
     action = decision.get("action", ABSTAIN)
-    if action == RETRIEVE_MORE:
-        return dispatch_workers(state, config)
+    if action == RETRIEVE_MORE:  # a question refused before search never gets here: its decision is ABSTAIN
+        return worker_sends(state, config)
     if action == REFLECT:
         return Node.REFLECT
     return Node.FINALIZE
@@ -111,22 +117,21 @@ def route_after_decide(state: RAGState, config: RunnableConfig) -> str | list[Se
 def agent_shape() -> Shape:
     shape = Shape(start=Node.ANCHORS, budget_checked=BUDGET_CHECKED)
     shape.add(Node.ANCHORS, predict_anchors_node,
-              Route(dispatch_workers, (Node.WORKER, Node.COLLECT_SIGNALS), sends=frozenset({Node.WORKER}),
+              Route(dispatch_workers, sends=frozenset({Node.WORKER}),
                     labels={Node.WORKER: "one per anchor", Node.COLLECT_SIGNALS: "out of domain / too long"}))
     shape.add(Node.WORKER, worker_node, Node.SUPERVISE)
-    shape.add(Node.SUPERVISE, supervise_node, Route(route_after_supervise, (Node.DISAMBIGUATE, Node.COLLECT_SIGNALS),
+    shape.add(Node.SUPERVISE, supervise_node, Route(route_after_supervise,
                                                     labels={Node.DISAMBIGUATE: "evidence", Node.COLLECT_SIGNALS: "no evidence"}))
     shape.add(Node.DISAMBIGUATE, disambiguate_node,
-              Route(route_after_disambiguate, (Node.CONFIDENCE_GATE, Node.COLLECT_SIGNALS),
+              Route(route_after_disambiguate,
                     labels={Node.CONFIDENCE_GATE: "resolved", Node.COLLECT_SIGNALS: "ambiguous / refused"}))
-    shape.add(Node.CONFIDENCE_GATE, confidence_gate_node, Route(route_after_gate, (Node.GENERATE, Node.COLLECT_SIGNALS),
+    shape.add(Node.CONFIDENCE_GATE, confidence_gate_node, Route(route_after_gate,
                                                                 labels={Node.GENERATE: "passed, affordable",
                                                                         Node.COLLECT_SIGNALS: "refused / nothing new / no budget"}))
     shape.add(Node.GENERATE, generate_node, Node.READ)
     shape.add(Node.READ, read_answerability_node, Node.COLLECT_SIGNALS)
     shape.add(Node.COLLECT_SIGNALS, collect_signals_node, Node.DECIDE)
-    shape.add(Node.DECIDE, decide_node, Route(route_after_decide, (Node.WORKER, Node.FINAL_CHECK, Node.REFLECT,
-                                                                   Node.FINALIZE), sends=frozenset({Node.WORKER}),
+    shape.add(Node.DECIDE, decide_node, Route(route_after_decide, sends=frozenset({Node.WORKER}),
                                               labels={Node.WORKER: RETRIEVE_MORE, Node.FINAL_CHECK: f"{STOP} (verifier on)",
                                                       Node.REFLECT: REFLECT, Node.FINALIZE: f"{STOP} / {ABSTAIN}"}))
     shape.add(Node.FINAL_CHECK, final_check_node, Node.DECIDE)

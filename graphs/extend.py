@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, get_args, get_type_hints
+from types import UnionType
+from typing import Any, Callable, Literal, Union, get_args, get_origin, get_type_hints
 
 from langgraph.graph import END, START, StateGraph
 
+from agentic_rag.baug.policy import ABSTAIN
 from agentic_rag.budget import can_afford
 from agentic_rag.configuration import Settings
 from agentic_rag.extensions import (
@@ -28,7 +30,6 @@ from agentic_rag.extensions import (
     check_request,
     state_keys,
 )
-from agentic_rag.gate.policy import ABSTAIN
 from agentic_rag.nodes import EXTENSION_ROLE, ROLE, Node, timed
 from agentic_rag.state import RAGState
 
@@ -37,11 +38,19 @@ _FAILED = "extension_failed"  # the route an extension node takes once it has fa
 
 @dataclass
 class Route:
+    """A router and where it may go. ``targets`` left out are read from the router's return type, so a
+    graph's router says its destinations once: ``-> Literal[Node.A, Node.B]``, and ``| list[Send]`` for
+    a fan-out to the nodes in ``sends``."""
+
     router: Callable[..., Any]
-    targets: tuple[str, ...]
+    targets: tuple[str, ...] = ()
     sends: frozenset[str] = frozenset()  # targets reached by ``Send``: nothing can be inserted in front of them
     mapping: dict[str, str] = field(default_factory=dict)  # a target's name -> the node now in front of it
     labels: dict[str, str] = field(default_factory=dict)  # a target's name -> the decision that takes it (drawn)
+
+    def __post_init__(self) -> None:
+        if not self.targets:
+            self.targets = (*sorted(self.sends), *typed_targets(self.router))
 
     def successors(self) -> list[str]:
         return [self.mapping.get(t, t) for t in self.targets]
@@ -52,6 +61,13 @@ class Route:
 
 
 Exit = str | Route
+
+
+def typed_targets(router: Callable[..., Any]) -> tuple[str, ...]:
+    """The node names in a router's ``Literal[...]`` return type, in the order written (none: untyped)."""
+    returned = get_type_hints(router).get("return")
+    parts = get_args(returned) if get_origin(returned) in (Union, UnionType) else (returned,)
+    return tuple(str(name) for part in parts if get_origin(part) is Literal for name in get_args(part))
 
 
 class Shape:

@@ -73,8 +73,8 @@ def settings_problem(payload: dict[str, Any]) -> str | None:
     ``config.configurable``, flat or nested) cannot be used, or None: the one-line settings error before a
     run exists, not a validation traceback in the run's output. A request may set only the per-request
     settings (``Settings.from_runnable_config`` refuses the rest, here and in the run)."""
+    from agentic_rag.baug.fitted import decision_in_force
     from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, Settings, SettingsError, flat_name
-    from agentic_rag.gate.fitted import decision_in_force
 
     context, config = payload.get("context") or {}, payload.get("config") or {}
     for name, value in (("context", context), ("config", config)):

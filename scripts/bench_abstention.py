@@ -83,7 +83,7 @@ def leaked_negatives(run_dir: Path) -> dict | None:
     target is still measured on all of them; this says how much of the miss such questions explain."""
     from agentic_rag.datasets.crag import iter_records
     from agentic_rag.eval.rows import is_refusal
-    from agentic_rag.retrieval.hybrid import tokenize
+    from agentic_rag.text import tokenize
 
     rows = read_results(run_dir / "results.jsonl")
     if not any(r.get("world_answer") for r in rows):

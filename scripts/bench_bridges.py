@@ -20,10 +20,10 @@ from pathlib import Path
 
 from agentic_rag.anchors.matching import anchor_in_text
 from agentic_rag.anchors.predictor import propose_anchors
+from agentic_rag.baug.signals import bridge_passages, passages_text
 from agentic_rag.datasets.crag import DataError, iter_records
 from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.markdown import markdown_table
-from agentic_rag.gate.signals import bridge_passages, passages_text
 from agentic_rag.supervisor.validators import PERIOD_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
+from agentic_rag.baug.fitted import cut_for
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.frontier import cut_curve, operating_bounds, p_right_by_question
@@ -48,7 +49,6 @@ from agentic_rag.eval.probe_report import required_auc
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_groups
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.gate.fitted import cut_for
 from agentic_rag.reader.probe_training import auc
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,13 +18,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agentic_rag.baug.fitted import DECISIONS_DIR, cut_for, load_decision
 from agentic_rag.eval.frontier import fitted_last, p_right_of
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.refusals import withheld_right_answer
 from agentic_rag.eval.rejudge import restore_run
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_is_idk, is_refusal, split_usable
-from agentic_rag.gate.fitted import DECISIONS_DIR, cut_for, load_decision
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "benchmarks" / "agent_vs_baseline"

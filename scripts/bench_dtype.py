@@ -33,7 +33,7 @@ def main() -> int:
     from agentic_rag.configuration import Settings
     from agentic_rag.eval.runner import run_eval
     from agentic_rag.llm.dtype import processor_class
-    from agentic_rag.testing.bench import dtype_comparison, dtype_markdown, index_all, load_average, merge_class_row
+    from testkit.bench import dtype_comparison, dtype_markdown, index_all, load_average, merge_class_row
 
     with tempfile.TemporaryDirectory(prefix="bench-dtype-") as tmp:
         base = Settings.load(preset=args.preset, overrides={"ARTIFACTS_DIR": tmp, "EMBEDDING_CACHE_DIR": f"{tmp}/vectors"})

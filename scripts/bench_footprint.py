@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agentic_rag.configuration import Settings
 from agentic_rag.llm.packaged import PACKAGED_MODELS
-from agentic_rag.testing.bench import distribution_closure_bytes, folder_bytes
+from testkit.bench import distribution_closure_bytes, folder_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 GB = 1024 ** 3

@@ -154,8 +154,8 @@ def catalogue_pages(cat: dict) -> tuple[dict[str, str], dict[str, str]]:
 
 def hostile_catalogue(before_rev: str) -> dict:
     from agentic_rag.ingest import pages
-    from agentic_rag.testing.hostile import catalogue
     from agentic_rag.text import split_sentences, untrusted_sentences
+    from testkit.hostile import catalogue
 
     old_pages = module_at(before_rev, "agentic_rag/ingest/pages.py", "pages_before")
     old_prompts = module_at(before_rev, "agentic_rag/prompts.py", "prompts_before")

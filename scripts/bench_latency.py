@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         "page_embedded_once": indexing["chunks_embedded_with_cache"] == 0,
     }
     from agentic_rag.llm.dtype import processor_class
-    from agentic_rag.testing.bench import merge_class_row
+    from testkit.bench import merge_class_row
 
     out["processor"] = processor_class()
     report = merge_class_row(Path(args.out), out, ("dataset", "model"))

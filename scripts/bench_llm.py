@@ -28,7 +28,7 @@ import transformers
 from agentic_rag.configuration import Settings
 from agentic_rag.llm import local, packaged
 from agentic_rag.llm.dtype import choose_dtype, processor_class
-from agentic_rag.testing.bench import cpu_model, merge_class_row
+from testkit.bench import cpu_model, merge_class_row
 
 PREFILL_TOKENS = 800
 DECODE_TOKENS = 128

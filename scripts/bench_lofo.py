@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from agentic_rag.baug.fitted import cut_for
 from agentic_rag.eval.decision_fit import leave_one_family_out
-from agentic_rag.gate.fitted import cut_for
 from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
 
 ROOT = Path(__file__).resolve().parents[1]

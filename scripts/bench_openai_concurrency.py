@@ -23,8 +23,8 @@ from pathlib import Path
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.llm.packaged import FAST_MODEL, ensure_converted
-from agentic_rag.testing.bench import HIGH_LOAD, cpu_model, index_all, load_average, write_outputs
-from agentic_rag.testing.servers import console_script, free_port, running
+from testkit.bench import HIGH_LOAD, cpu_model, index_all, load_average, write_outputs
+from testkit.servers import console_script, free_port, running
 
 
 def _stage_sum(rows: list[dict], field: str) -> int:

@@ -32,7 +32,7 @@ from agentic_rag.llm.dtype import processor_class
 from agentic_rag.llm.packaged import PACKAGED_MODELS
 from agentic_rag.reader.probe_training import auc
 from agentic_rag.reader.read import local_plan, read_prompt, reader_model
-from agentic_rag.testing.bench import cpu_model, load_average
+from testkit.bench import cpu_model, load_average
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -5,12 +5,12 @@ adapter class in a process of its own), injects one fault (a model server that r
 rate-limits, hangs or answers garbage; SIGKILL or Ctrl-C at a chosen point; a bad setting; an
 unwritable folder; a defective data file or record; a hostile page; a broken kit batch) and records:
 did the process crash, did it print a traceback, were results lost or doubled, did the API key leak,
-and what the user got. Where a model answers, it is the scripted reply of agentic_rag/testing/fault_server.py over
+and what the user got. Where a model answers, it is the scripted reply of testkit/fault_server.py over
 real HTTP (openai backend); the Ctrl-C exit time and the memory of a 100-question run use the
-packaged 0.5B. Bad files, hostile pages and ingest folders come from agentic_rag.testing, the builders
+packaged 0.5B. Bad files, hostile pages and ingest folders come from testkit, the builders
 the test suite uses.
 
-Cases live in groups (`@case(group, name, injected)`) in agentic_rag/testing/reliability/, a module per
+Cases live in groups (`@case(group, name, injected)`) in testkit/reliability/, a module per
 group or a few related ones; this script only parses the flags and runs them. `--group` reruns some
 groups, replacing only their rows in benchmarks/reliability.json (the rest are kept). Writes
 benchmarks/reliability.json and benchmarks/reliability.md.
@@ -27,8 +27,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentic_rag.testing.processes import ROOT
-from agentic_rag.testing.reliability.report import all_cases, run
+from testkit.processes import ROOT
+from testkit.reliability.report import all_cases, run
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ Both runs use the same dataset, system and settings. The killed run is a separat
 Writes benchmarks/resume_check.json.
 
 The pieces (start an eval, kill it when a condition holds, compare a resumed run with a reference)
-live in agentic_rag.testing.processes; scripts/bench_reliability.py uses them for its kill and interrupt cases.
+live in testkit.processes; scripts/bench_reliability.py uses them for its kill and interrupt cases.
 
 Usage: python scripts/bench_resume.py [--dataset data/rgb40.jsonl] [--kill-after 15]
 """
@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentic_rag.testing.processes import ROOT, child_env, compare_runs, eval_cmd, kill, lines, start, wait_until
+from testkit.processes import ROOT, child_env, compare_runs, eval_cmd, kill, lines, start, wait_until
 
 
 def main() -> int:

@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agentic_rag.baug.fitted import load_decision
 from agentic_rag.eval.frontier import fitted_last, p_right_of
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.plots import finish_axes, pyplot
@@ -41,7 +42,6 @@ from agentic_rag.eval.risk_control import (
     shift,
 )
 from agentic_rag.eval.rows import family_of
-from agentic_rag.gate.fitted import load_decision
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "benchmarks" / "agent_vs_baseline"

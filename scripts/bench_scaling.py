@@ -29,7 +29,7 @@ from agentic_rag.configuration import Settings
 from agentic_rag.eval.executors import LocalExecutor, RayExecutor
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import warm_up
-from agentic_rag.testing.bench import HIGH_LOAD, cpu_model, index_all, load_average, write_outputs
+from testkit.bench import HIGH_LOAD, cpu_model, index_all, load_average, write_outputs
 
 
 def _run(name: str, workers: int, dataset: str, n: int, settings: Settings, out: Path) -> dict:

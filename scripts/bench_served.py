@@ -40,6 +40,7 @@ import sys
 from pathlib import Path
 
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
+from agentic_rag.baug.fitted import DECISIONS_DIR
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
@@ -50,7 +51,6 @@ from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.provenance import file_sha256
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.gate.fitted import DECISIONS_DIR
 from agentic_rag.llm.packaged import PACKAGED_MODELS, ensure_converted
 from agentic_rag.llm.serve import start_server
 from agentic_rag.reader.read import reader_plan
@@ -128,7 +128,7 @@ def transformers_server(folder: Path, port: int, log: Path):
     """``transformers serve`` pinned to a converted packaged folder, offline, and its base URL."""
     import os
 
-    from agentic_rag.testing.servers import console_script, running
+    from testkit.servers import console_script, running
 
     cmd = [*(console_script("transformers") or ["transformers"]), "serve", "--host", "127.0.0.1", "--port", str(port), str(folder)]
     hub = log.parent / "hub"

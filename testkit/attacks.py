@@ -80,9 +80,9 @@ def served_attacks(langgraph: list[str], folder: Path, env: dict[str, str], key:
     ``folder/client``), a path in ``context``, an assistant made with the client's URL, a ``context``
     section named ``llm``, flat ``context`` keys. What came back, what reached the client's server, what
     was written under ``folder/client``, and the server's log."""
-    from agentic_rag.testing.fault_server import FaultServer
-    from agentic_rag.testing.records import record
-    from agentic_rag.testing.servers import graph_server, post
+    from testkit.fault_server import FaultServer
+    from testkit.records import record
+    from testkit.servers import graph_server, post
 
     client = folder / "client"
     question = {"question": record().query, "question_id": "srv-sec", "record": record().model_dump(mode="json")}

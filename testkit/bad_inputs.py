@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentic_rag.testing.records import QUESTION
+from testkit.records import QUESTION
 
 PAGE = ("<html><body><article><p>At the 76th Academy Awards, held in 2004, Finding Nemo won the Oscar for Best "
         "Animated Feature. The ceremony took place at the Kodak Theatre in Hollywood.</p></article></body></html>")

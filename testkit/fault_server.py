@@ -6,7 +6,7 @@ exercised through its actual client, timeouts and error handling. Each request t
 ``/v1/chat/completions`` takes the next mode from ``plan`` (then ``default``):
 
 * ``ok``: a chat completion whose text is ``reply`` rendered against the prompt's sources
-  (``{cite:PHRASE}`` becomes ``[n]``, as in ``agentic_rag.testing.fakes.ScriptedChat``), with usage;
+  (``{cite:PHRASE}`` becomes ``[n]``, as in ``testkit.fakes.ScriptedChat``), with usage;
 * ``empty``: a well-formed completion with empty text;
 * ``500`` / ``429`` / ``401``: that HTTP status (the 500 body echoes the request's Authorization header, as a
   careless proxy would, so tests can check that no key leaks through error texts);
@@ -44,8 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable
 from urllib.parse import quote
 
-from agentic_rag.testing.fakes import render_reply
-from agentic_rag.testing.servers import free_port
+from testkit.fakes import render_reply
+from testkit.servers import free_port
 
 MODES = ("ok", "empty", "500", "429", "401", "hang", "malformed", "no_choices", "drop", "trickle", "gzip_bomb",
          "many_choices", "bad_usage", "negative_usage", "content_parts", "301", "302", "307", "500_escaped")

@@ -14,8 +14,8 @@ import threading
 import time
 from pathlib import Path
 
-from agentic_rag.testing.processes import descendants
-from agentic_rag.testing.servers import post
+from testkit.processes import descendants
+from testkit.servers import post
 
 NO_REPLY = 0  # the status of a request that got no reply at all: refused, reset, or still going at the deadline
 

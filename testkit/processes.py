@@ -22,9 +22,9 @@ from typing import Callable
 from agentic_rag.children import start_child
 from agentic_rag.configuration import ENV_PREFIX, PRESET_ENV
 from agentic_rag.telemetry import jsonl_lines
-from agentic_rag.testing.servers import free_port
+from testkit.servers import free_port
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout whose code the children run
+ROOT = Path(__file__).resolve().parents[1]  # the checkout whose code the children run
 TIMING = {"latency_p50_ms", "latency_p95_ms"}  # the summary fields that differ between two runs of the same questions
 
 
@@ -229,3 +229,39 @@ def start_ingest(folder: Path, out: Path, artifacts: Path) -> tuple[subprocess.P
     seen: list[bytes] = []
     threading.Thread(target=lambda: seen.extend(iter(lambda: proc.stderr.read(64), b"")), daemon=True).start()
     return proc, seen
+
+
+# every question drafts, is told to revise, and revises: two calls and two telemetry rounds each, so a
+# kill can land between a question's rounds
+WEAK = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."
+
+
+def overrides(url: str, tmp: Path) -> dict[str, object]:
+    """The fault server's settings; the answerability reader is off, as what a kill, a signal or a
+    resume does to a run does not depend on it, and its local prefill would be most of each question."""
+    return {"PROBE_ENABLED": False, "LLM_BACKEND": "openai", "OPENAI_BASE_URL": url, "LLM_MODEL": "m", "LLM_TIMEOUT_S": 120,
+            "LLM_BACKOFF_S": 0.05, "OVERLAP_TAU": 0.99, "REFLECT_MIN_OVERLAP": 0.0, "ARTIFACTS_DIR": str(tmp / "artifacts")}
+
+
+def as_options(values: dict[str, object]) -> list[str]:
+    return [x for k, v in values.items() for x in ("-o", f"{k}={v}")]
+
+
+def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0, step: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"eval ended early: {proc.communicate()[1][-2000:]}"
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(step)
+
+
+def start_eval(data: Path, out: Path, values: dict[str, object], *extra: str) -> subprocess.Popen:
+    return start(eval_cmd(data, out, [*as_options(values), *extra]), keep=SUITE_SETTINGS)
+
+
+KEY = "sk-fake-7f3a9c1d2e4b"  # distinctive: grepped for in every output
+
+
+def cli(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentic_rag.cli", *args], capture_output=True, text=True,
+                          env={**child_env(keep=SUITE_SETTINGS), **(env or {})}, timeout=600, **kw)

@@ -87,3 +87,6 @@ def kit_batches(records: list[CragRecord], batch_size: int) -> Iterator[dict[str
             "search_results": [[s.model_dump() for s in r.search_results] for r in chunk],
             "query_time": [r.query_time for r in chunk],
         }
+
+
+UNIVERSAL = "DreamWorks Animation is owned by Universal Pictures {cite:universal}. "

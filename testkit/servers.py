@@ -20,7 +20,7 @@ from typing import Iterator
 
 from agentic_rag.children import start_child, stop_child
 
-REPO = Path(__file__).resolve().parents[2]  # the checkout: langgraph.json and graphs/ live there
+REPO = Path(__file__).resolve().parents[1]  # the checkout: langgraph.json and graphs/ live there
 LANGGRAPH_STARTUP_S = 300  # a cold `langgraph dev` imports the graphs and loads the models first
 
 

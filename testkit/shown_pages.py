@@ -5,7 +5,7 @@ read by tests/test_ingest_retrieval.py and the silent_loss reliability case."""
 
 from __future__ import annotations
 
-from agentic_rag.testing.hostile import article
+from testkit.hostile import article
 
 SHOWN: dict[str, tuple[str, str]] = {  # kind: (markup, the sentence it shows)
     "css_before": ('<style>.fact::before{content:"The Amberly lighthouse was lit in 1874. "}</style>'

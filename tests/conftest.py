@@ -68,3 +68,14 @@ def shared_data() -> Path:
 def agent_settings(settings: Settings) -> Settings:
     """Settings whose telemetry goes to one file per test, so tests can read their own rows."""
     return settings.replace(TELEMETRY_PATH=str(settings.paths.ARTIFACTS_DIR / "telemetry.jsonl"))
+
+
+SYSTEM_TESTS = Path(__file__).resolve().parent / "system"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/system/ starts real processes, servers or clusters, and a ``model`` test loads
+    the real packaged LLM: both are marked ``system``, so the quick tier (``-m "not system"``) leaves them out."""
+    for item in items:
+        if SYSTEM_TESTS in Path(str(item.fspath)).resolve().parents or item.get_closest_marker("model"):
+            item.add_marker(pytest.mark.system)

@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-from agentic_rag.configuration import Settings
-from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.runner import answer
 from agentic_rag.state import STATE_KEYS
-from agentic_rag.telemetry import read_rows
-from agentic_rag.testing.fakes import ScriptedChat, real_tokens, sources_in
-from agentic_rag.testing.records import PAGES, QUESTION, QUOTE_2004, QUOTE_2005, record  # noqa: F401 - other tests import them from here
-
-SNAPSHOTS = Path(__file__).parent / "snapshots"
-
-
-def run(settings: Settings, replies: list[str], rec: CragRecord | None = None, tokenizer: bool = False, **overrides):
-    """The agent on ``rec`` with a scripted model, which counts usage in words, or with the packaged
-    tokenizer (``tokenizer=True``) where a test checks token accounting."""
-    s = settings.replace(**overrides) if overrides else settings
-    fake = ScriptedChat(replies=replies, **({"count_tokens": real_tokens(s)} if tokenizer else {}))
-    result = answer("agent", s, record=rec or record(), extra_config={"llm": fake})
-    rows = [r for r in read_rows(s.paths.TELEMETRY_PATH)]
-    return result, fake, rows
+from testkit.fakes import ScriptedChat, sources_in
+from testkit.records import PAGES, QUESTION, QUOTE_2004, QUOTE_2005, record
+from testkit.scripted_runs import SNAPSHOTS, run
 
 
 def test_supported_answer_stops_with_verified_citation(agent_settings):
@@ -235,7 +220,7 @@ def test_confidence_gate_refuses_before_the_generator(agent_settings):
     assert fake.calls == [] and result.llm_calls == 0
     assert result.reason == "ABSTAIN_LOW_RETRIEVAL_SCORE" and result.abstention_layer == "low_retrieval_score"
     assert result.tokens_saved > 0 and "The best retrieval score is 0." in result.explanation
-    assert "(needed 0.99)." in result.explanation  # the registry's sentence (gate/checks.py), judged there too
+    assert "(needed 0.99)." in result.explanation  # the registry's sentence (agentic_rag/checks.py), judged there too
     assert rows[-1]["confidence_gate"]["tier"] == "retrieval" and rows[-1]["confidence_gate"]["passed"] is False
 
 
@@ -335,7 +320,6 @@ def test_a_served_generator_is_read_by_the_packaged_reader_in_its_own_step(agent
     # in-process, the scripted stand-in for the generator exposes no states, and nothing reads in its place
     local, _, local_rows = run(agent_settings, [draft])
     assert local_rows[-1]["probe"]["status"] == "unavailable" and "answerability" not in local.signals
-
 
 
 def test_a_missing_bridge_anchor_sends_the_next_round_to_the_page_of_the_entity_the_draft_names(agent_settings):

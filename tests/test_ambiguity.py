@@ -1,7 +1,7 @@
 """Ambiguity policy and out-of-domain gate in the agent graph (scripted model, real retrieval)."""
 
 from agentic_rag.datasets.crag import CragRecord
-from tests.test_agent_graph import run
+from testkit.scripted_runs import run
 
 PLANET = ("Mercury is the smallest planet in the Solar System and the closest to the Sun. "
           "Its orbit around the Sun takes 88 Earth days.")
@@ -37,7 +37,7 @@ def test_two_topics_give_options_then_a_selection_answers(agent_settings):
     assert {"id", "signature", "anchor_passage", "sources", "best_score"} <= set(planet)
 
     from agentic_rag.runner import answer
-    from tests.fakes import ScriptedChat
+    from testkit.fakes import ScriptedChat
 
     reply = "Mercury is the smallest planet in the Solar System {cite:smallest planet}."
     chosen = answer("agent", s, record=mercury(), extra_config={"llm": ScriptedChat(replies=[reply])},

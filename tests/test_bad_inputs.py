@@ -1,6 +1,6 @@
 """Bad input files and records (issue #21, part A): each ends as a clear error or a clean refusal for
 that question, the run goes on, and nothing is lost. Every input is built in tmp_path by
-agentic_rag.testing.bad_inputs (the reliability benchmark feeds the same ones to real processes)."""
+testkit.bad_inputs (the reliability benchmark feeds the same ones to real processes)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from agentic_rag.datasets.crag import DataError, ReadReport, iter_records
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import answer
 from agentic_rag.state import STATE_KEYS
-from agentic_rag.testing.bad_inputs import (
+from testkit.bad_inputs import (
     ELF,
     LONG,
     PAGE,
@@ -30,8 +30,8 @@ from agentic_rag.testing.bad_inputs import (
     surrogate_line,
     write_jsonl,
 )
-from agentic_rag.testing.fakes import ScriptedChat
-from agentic_rag.testing.records import QUESTION
+from testkit.fakes import ScriptedChat
+from testkit.records import QUESTION
 
 runner = CliRunner()
 
@@ -228,7 +228,7 @@ CONTROLS = ("\x1b[2J", "\x1b]0;pwned", "\x00", "\x07", "\x9b", "\u202e")
 
 
 def test_control_characters_in_a_dataset_are_shown_never_obeyed_by_any_terminal_view(tmp_path):
-    from tests.fault_server import FaultServer
+    from testkit.fault_server import FaultServer
 
     page = PAGE.replace("The ceremony", f"The{HOSTILE} ceremony")
     data = write_jsonl(tmp_path / "hostile.jsonl", [

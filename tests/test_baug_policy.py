@@ -2,9 +2,9 @@
 
 import pytest
 
+from agentic_rag.baug.fitted import FITTED_REASONS
+from agentic_rag.baug.policy import ACTIONS, REASONS, Flags, decide
 from agentic_rag.configuration import Settings
-from agentic_rag.gate.fitted import FITTED_REASONS
-from agentic_rag.gate.policy import ACTIONS, REASONS, Flags, decide
 
 # COVERAGE_MIN 0.5: the default 0 would leave the coverage routes unreachable; the chain check on (off by default)
 S = Settings.load(preset="fast", overrides={"CHAIN_CHECK": True})
@@ -98,8 +98,8 @@ def test_the_guide_lists_every_reason_code():
     import re
     from pathlib import Path
 
-    from agentic_rag.gate.checks import REASON_LIST
-    from agentic_rag.gate.policy import REASONS
+    from agentic_rag.baug.policy import REASONS
+    from agentic_rag.checks import REASON_LIST
 
     guide = (Path(__file__).resolve().parents[1] / "docs" / "how-it-works.md").read_text()
     listed = set(re.findall(r"^\| `([A-Z_]+)` \|", guide, flags=re.M))

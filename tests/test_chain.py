@@ -1,5 +1,5 @@
 """Multi-hop answers as evidence chains: each hop found and quoted on its own page, a missing hop named,
-and the decision that refuses on it (gate/chain.py, gate/policy.py, generator/finalize.py); the plan's own
+and the decision that refuses on it (baug/chain.py, baug/policy.py, generator/finalize.py); the plan's own
 tests are in test_hop_plan.py."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.configuration import Settings
-from agentic_rag.eval.chain_report import question_plan
-from agentic_rag.gate.chain import (
+from agentic_rag.baug.chain import (
     answer_claims,
     draft_chain,
     evidence_chain,
@@ -21,29 +19,8 @@ from agentic_rag.gate.chain import (
     missing_hop,
     unconfirmed_hop,
 )
-
-BRIDGE_Q = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
-FILM = ("Kiss and Tell (1945 film)", "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley "
-        "Temple as Corliss Archer. In the film, two teenage girls cause their respective parents much concern.")
-PERSON = ("Shirley Temple", "Shirley Temple Black was an American actress, singer, dancer and diplomat. As an adult, "
-          "she was named United States ambassador to Ghana and to Czechoslovakia and also served as Chief of Protocol "
-          "of the United States.")
-OTHER = ("Meet Corliss Archer", "Meet Corliss Archer is an American radio sitcom. The program was an adaptation of "
-         "the radio series of the same name.")
-COMPARE_Q = "Who is older, Annie Morton or Terry Richardson?"
-MORTON = ("Annie Morton", "Annie Morton (born October 8, 1970) is an American model born in Pennsylvania. She has been "
-          "photographed by Terry Richardson and Peter Lindbergh.")
-RICHARDSON = ("Terry Richardson", "Terrence Richardson (born August 14, 1965) is an American fashion and portrait "
-              "photographer.")
-
-
-def _passages(*pages: tuple[str, str]) -> list[dict]:
-    return [{"n": i, "page_name": name, "text": text, "chunk_id": f"c{i}"} for i, (name, text) in enumerate(pages, 1)]
-
-
-def _plan(question: str):
-    return question_plan(question)[0]  # as the agent's anchor step plans it
-
+from agentic_rag.configuration import Settings
+from testkit.chains import BRIDGE_Q, COMPARE_Q, FILM, MORTON, OTHER, PERSON, RICHARDSON, chain_passages, hop_plan_of
 
 GELL_Q = "What nationality were social anthropologists Alfred Gell and Edmund Leach?"
 GELL = ("Alfred Gell", "Alfred Antony Francis Gell (1945-1997) was a British social anthropologist whose work drew on "
@@ -55,26 +32,26 @@ def test_what_both_items_are_must_be_stated_of_each_one():
     """One page saying "British" does not make the other man British: each item's hop is a sentence about
     that item stating the draft's answer. The twin without Leach's page (Gell's names him in passing) has
     his hop missing, named; a draft with another answer has both missing."""
-    plan = _plan(GELL_Q)
+    plan = hop_plan_of(GELL_Q)
     whole = draft_chain(plan.to_dict(), GELL_Q, "Both were British social anthropologists [1][2].", "other",
-                        _passages(GELL, LEACH))
+                        chain_passages(GELL, LEACH))
     assert [h["found"] for h in whole] == [True, True] and [h["page"] for h in whole] == ["Alfred Gell", "Edmund Leach"]
-    twin = draft_chain(plan.to_dict(), GELL_Q, "Both were British.", "other", _passages(GELL))
+    twin = draft_chain(plan.to_dict(), GELL_Q, "Both were British.", "other", chain_passages(GELL))
     assert [h["found"] for h in twin] == [True, False]
     assert missing_hop(twin) == "no page states British about Edmund Leach"
-    wrong = draft_chain(plan.to_dict(), GELL_Q, "They were both French.", "other", _passages(GELL, LEACH))
+    wrong = draft_chain(plan.to_dict(), GELL_Q, "They were both French.", "other", chain_passages(GELL, LEACH))
     assert hops_found(wrong) == 0.0
     # an answer in plain words: any of its content words, by stem ("poets" of "poet")
-    poets = _passages(("Marge Piercy", "Marge Piercy (born 1936) is an American poet, novelist, and social activist."),
+    poets = chain_passages(("Marge Piercy", "Marge Piercy (born 1936) is an American poet, novelist, and social activist."),
                       ("Richard Aldington", "Richard Aldington was an English writer and poet."))
     q = "What occupation is shared by both Marge Piercy and Richard Aldington?"
-    assert hops_found(draft_chain(_plan(q).to_dict(), q, "Both were poets.", "other", poets)) == 1.0
-    assert hops_found(draft_chain(_plan(q).to_dict(), q, "Both were painters.", "other", poets)) == 0.0
+    assert hops_found(draft_chain(hop_plan_of(q).to_dict(), q, "Both were poets.", "other", poets)) == 1.0
+    assert hops_found(draft_chain(hop_plan_of(q).to_dict(), q, "Both were painters.", "other", poets)) == 0.0
 
 
 def test_a_bridge_chain_quotes_each_hop_from_its_own_page():
-    plan = _plan(BRIDGE_Q)
-    chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(FILM, PERSON, OTHER))
+    plan = hop_plan_of(BRIDGE_Q)
+    chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), chain_passages(FILM, PERSON, OTHER))
     assert [h["found"] for h in chain] == [True, True] and hops_found(chain) == 1.0
     hop1, hop2 = chain
     assert hop1["n"] == 1 and hop1["quote"] in FILM[1] and "Shirley Temple" in hop1["quote"]
@@ -87,9 +64,9 @@ def test_a_bridge_chain_quotes_each_hop_from_its_own_page():
                          [(FILM, 0, "Corliss Archer"), (PERSON, 1, "about Shirley Temple states the answer")])
 def test_a_twin_without_one_page_names_the_hop_that_page_held(removed, missing_index, named):
     """The planted case: the hop is absent exactly when its page is, and the refusal names that hop."""
-    plan = _plan(BRIDGE_Q)
+    plan = hop_plan_of(BRIDGE_Q)
     pages = [p for p in (FILM, PERSON, OTHER) if p is not removed]
-    chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), _passages(*pages))
+    chain = evidence_chain(plan, answer_claims("Chief of Protocol", BRIDGE_Q), chain_passages(*pages))
     assert not chain[missing_index]["found"] and hops_found(chain) < 1.0
     assert named in missing_hop(chain) and missing_hop(chain) == chain[missing_index]["missing"]
     assert hop_line(chain[missing_index]).startswith(f"hop {missing_index + 1}") and "MISSING" in hop_line(chain[missing_index])
@@ -106,12 +83,12 @@ RINK = ("Dwyer Arena", "The main rink can seat up to 1,400 people and is the hom
 def test_a_draft_is_chained_through_the_bridge_it_names():
     """A draft that names bridge and answer either way round is chained; one that states the answer of
     the arena it names, when a page says it of another arena, is not."""
-    passages = _passages(FILM, PERSON, OTHER)
-    ok = draft_chain(_plan(BRIDGE_Q).to_dict(), BRIDGE_Q, "Shirley Temple served as Chief of Protocol.", "other", passages)
+    passages = chain_passages(FILM, PERSON, OTHER)
+    ok = draft_chain(hop_plan_of(BRIDGE_Q).to_dict(), BRIDGE_Q, "Shirley Temple served as Chief of Protocol.", "other", passages)
     assert hops_found(ok) == 1.0 and ok[1]["n"] == 2
-    plan = _plan(ARENA_Q)
+    plan = hop_plan_of(ARENA_Q)
     assert plan.shape == "bridge"
-    arenas = _passages(TEAM, ARENA, RINK)
+    arenas = chain_passages(TEAM, ARENA, RINK)
     right = draft_chain(plan.to_dict(), ARENA_Q, "The Androscoggin Bank Colisée seats 3,677 people.", "numeric", arenas)
     assert hops_found(right) == 1.0 and [h["n"] for h in right] == [1, 2]
     wrong = draft_chain(plan.to_dict(), ARENA_Q, "The Androscoggin Bank Colisée can seat up to 1,400 people.", "numeric", arenas)
@@ -120,12 +97,12 @@ def test_a_draft_is_chained_through_the_bridge_it_names():
 
 
 def test_a_comparison_needs_each_item_stated_on_its_own_page():
-    plan = _plan(COMPARE_Q)
-    chain = evidence_chain(plan, [], _passages(MORTON, RICHARDSON))
+    plan = hop_plan_of(COMPARE_Q)
+    chain = evidence_chain(plan, [], chain_passages(MORTON, RICHARDSON))
     assert [h["n"] for h in chain] == [1, 2] and hops_found(chain) == 1.0
     assert "1965" in chain[1]["quote"]
     # Morton's page names Richardson, but gives no date of his: the hop is missing, and named
-    twin = evidence_chain(plan, [], _passages(MORTON))
+    twin = evidence_chain(plan, [], chain_passages(MORTON))
     assert [h["found"] for h in twin] == [True, False]
     assert missing_hop(twin) == "no page states a date about Terry Richardson"
 
@@ -137,28 +114,28 @@ def test_a_compared_item_is_stated_by_a_sentence_about_it_not_one_that_names_it_
     film = ("Doctor Strange (2016 film)", "The film was directed by Scott Derrickson, who wrote it with Jon Spaihts.")
     wood = ("Ed Wood", "Ed Wood is a 1994 American biographical film directed by Tim Burton.")
     own = ("Scott Derrickson", "Scott Derrickson (born July 16, 1966) is an American director.")
-    plan = _plan(question)
-    twin = evidence_chain(plan, [], _passages(film, wood), answer="Yes")
+    plan = hop_plan_of(question)
+    twin = evidence_chain(plan, [], chain_passages(film, wood), answer="Yes")
     assert [h["found"] for h in twin] == [False, True] and twin[0]["missing"] == "no page states a fact about Scott Derrickson"
-    whole = evidence_chain(plan, [], _passages(film, wood, own), answer="Yes")
+    whole = evidence_chain(plan, [], chain_passages(film, wood, own), answer="Yes")
     assert [h["found"] for h in whole] == [True, True] and whole[0]["page"] == "Scott Derrickson"
 
 
 def test_a_comparison_draft_must_name_the_item_the_pages_make_the_winner():
     """"Who is older?": the earlier birth date wins; a draft that names the other is a broken chain whose
     last hop says what the pages give."""
-    plan = _plan(COMPARE_Q)
-    assert plan.wins == "least" and _plan("Which mountain is taller, Gasherbrum II or Langtang Ri?").wins == "most"
-    pages = _passages(MORTON, RICHARDSON)
+    plan = hop_plan_of(COMPARE_Q)
+    assert plan.wins == "least" and hop_plan_of("Which mountain is taller, Gasherbrum II or Langtang Ri?").wins == "most"
+    pages = chain_passages(MORTON, RICHARDSON)
     right = evidence_chain(plan, [], pages, answer="Terry Richardson is older than Annie Morton.")
     assert [h["role"] for h in right] == ["item", "item", "compare"] and hops_found(right) == 1.0
     assert right[2]["claim"] == "Terry Richardson has the earlier date (1965-08-14 against 1970-10-08 for Annie Morton)"
     wrong = evidence_chain(plan, [], pages, answer="Annie Morton is older than Terry Richardson.")
     assert hops_found(wrong) == 2 / 3 and missing_hop(wrong).startswith("the pages make Terry Richardson, not Annie Morton")
-    peaks = _passages(("Gasherbrum II", "Gasherbrum II, surveyed as K4, is the 13th highest mountain in the world at "
+    peaks = chain_passages(("Gasherbrum II", "Gasherbrum II, surveyed as K4, is the 13th highest mountain in the world at "
                                         "8035 m above sea level."),
                       ("Langtang Ri", "At an elevation of 7205 m Langtang Ri is the 106th highest mountain in the world."))
-    taller = evidence_chain(_plan("Which mountain is taller, Gasherbrum II or Langtang Ri?"), [], peaks, answer="Gasherbrum II")
+    taller = evidence_chain(hop_plan_of("Which mountain is taller, Gasherbrum II or Langtang Ri?"), [], peaks, answer="Gasherbrum II")
     assert taller[2]["found"] and "8035 against 7205" in taller[2]["claim"]  # not the ordinals, not the K4
 
 
@@ -170,22 +147,22 @@ def test_a_month_is_no_bridge():
     rovelli = ("Carlo Rovelli", "Carlo Rovelli (born 3 May 1956) is an Italian theoretical physicist who has worked in "
                "France since 2000.")
     other = ("Claudio Pellegrini", "Claudio Pellegrini (born in Rome on May 9, 1935) is an Italian physicist.")
-    chain = evidence_chain(_plan(question), ["2000"], _passages(book, rovelli, other))
+    chain = evidence_chain(hop_plan_of(question), ["2000"], chain_passages(book, rovelli, other))
     assert [h["n"] for h in chain] == [1, 2] and chain[0]["entity"] == "Carlo Rovelli"
-    twin = evidence_chain(_plan(question), ["2000"], _passages(rovelli, other))
+    twin = evidence_chain(hop_plan_of(question), ["2000"], chain_passages(rovelli, other))
     assert not twin[0]["found"] and "May" not in twin[0]["missing"]
 
 
 def test_a_bridge_draft_that_claims_nothing_has_a_chain_that_says_so():
     """A draft with no name, number or long word ("Yes, it is.") still gets its chain: nothing to look for."""
-    chain = draft_chain(_plan(BRIDGE_Q).to_dict(), BRIDGE_Q, "Yes, it is.", "other", _passages(FILM, PERSON))
+    chain = draft_chain(hop_plan_of(BRIDGE_Q).to_dict(), BRIDGE_Q, "Yes, it is.", "other", chain_passages(FILM, PERSON))
     assert hops_found(chain) == 0.0 and missing_hop(chain) == "the draft states no answer to look for"
 
 
 def test_a_single_hop_question_has_no_chain_and_no_reading():
     question = "In what country is Normandy located?"
-    chain = draft_chain(_plan(question).to_dict(), question, "Normandy is in France.", "other",
-                        _passages(("Normans", "The Normans gave their name to Normandy, a region in France.")))
+    chain = draft_chain(hop_plan_of(question).to_dict(), question, "Normandy is in France.", "other",
+                        chain_passages(("Normans", "The Normans gave their name to Normandy, a region in France.")))
     assert chain == [] and hops_found(chain) is None
 
 
@@ -200,10 +177,10 @@ def test_a_run_keeps_the_chain_and_trace_shows_it_and_a_twin_is_refused_naming_i
     from agentic_rag.cli import app
     from agentic_rag.datasets.crag import write_records
     from agentic_rag.eval.runner import run_eval
-    from agentic_rag.testing.fakes import ScriptedChat
-    from agentic_rag.testing.records import record
     from agentic_rag.trace.html import render_html
     from agentic_rag.trace.run import load_run
+    from testkit.fakes import ScriptedChat
+    from testkit.records import record
 
     whole = record(BRIDGE_Q, dict((FILM, PERSON, OTHER)))
     whole.interaction_id, whole.answer = "bridge-whole", "Chief of Protocol"
@@ -242,8 +219,8 @@ def test_the_evidence_a_system_packs_is_what_its_generator_reads_and_its_gold_pa
     one a run's generator reads, and the gold pages it holds are counted per group."""
     from agentic_rag.eval.evidence import evidence_recall, gold_held, packed_evidence
     from agentic_rag.runner import answer
-    from agentic_rag.testing.fakes import ScriptedChat
-    from agentic_rag.testing.records import record
+    from testkit.fakes import ScriptedChat
+    from testkit.records import record
 
     rec = record(BRIDGE_Q, dict((FILM, PERSON, OTHER)))
     rec.gold_page_urls = ["toy://0", "toy://1"]  # the film's page and Shirley Temple's
@@ -271,10 +248,10 @@ def test_a_bridge_questions_worker_follows_a_name_its_passages_give_to_that_page
     The agent asks that only of a bridge question's workers."""
     from agentic_rag.anchors.matching import Anchor
     from agentic_rag.runner import graph_input
-    from agentic_rag.testing.records import record
     from agentic_rag.workers.source import resolve_index
     from agentic_rag.workers.worker import WORKER_PASSAGES, explore
     from graphs.agent import dispatch_workers
+    from testkit.records import record
 
     pages = dict((FILM, PERSON, OTHER))
     pages.update({f"Distractor {i}": text for i, text in enumerate([
@@ -343,7 +320,7 @@ def test_a_runs_drafts_are_read_again_by_this_code_over_all_their_records_pages(
 
     from agentic_rag.datasets.crag import write_records
     from agentic_rag.eval.chain_report import rechained
-    from agentic_rag.testing.records import record
+    from testkit.records import record
 
     whole, twin = record(BRIDGE_Q, dict((FILM, PERSON, OTHER))), record(BRIDGE_Q, dict((FILM, OTHER)))
     whole.interaction_id, twin.interaction_id = "whole", "twin"
@@ -386,7 +363,7 @@ class _Extractive:
 
     @staticmethod
     def model():
-        from agentic_rag.testing.fakes import ScriptedChat, sources_in
+        from testkit.fakes import ScriptedChat, sources_in
 
         class FirstSentence(ScriptedChat):
             def _generate(self, messages, stop=None, run_manager=None, **kwargs):
@@ -455,20 +432,20 @@ def test_a_draft_chain_reads_the_answer_through_typographic_quotes_and_past_the_
     question's "United States Vice President" into the name it answers."""
     song_q = ("What is the name of the fight song of the university whose main campus is in Lawrence, Kansas and whose "
               "branch campuses are in the Kansas City metropolitan area?")
-    pages = _passages(("Kansas Song", "Kansas Song (We’re From Kansas) is a fight song of the University of Kansas."),
+    pages = chain_passages(("Kansas Song", "Kansas Song (We’re From Kansas) is a fight song of the University of Kansas."),
                       ("University of Kansas", "The University of Kansas is a public research university. Its main "
                        "campus is in Lawrence, Kansas, with branch campuses in the Kansas City metropolitan area."))
     draft = 'The fight song of the University of Kansas is "We\'re From Kansas".'
-    chain = draft_chain(_plan(song_q).to_dict(), song_q, draft, "other", pages)
+    chain = draft_chain(hop_plan_of(song_q).to_dict(), song_q, draft, "other", pages)
     assert [h["found"] for h in chain] == [True, True] and chain[1]["entity"] == "University of Kansas", chain
     assert chain[1]["page"] == "Kansas Song"
 
     vp_q = "Alfred Balk served as secretary of the Committee on Minority Groups under which United States Vice President?"
-    pages = _passages(("Alfred Balk", "Alfred Balk served as secretary of New York Governor Nelson Rockefeller's "
+    pages = chain_passages(("Alfred Balk", "Alfred Balk served as secretary of New York Governor Nelson Rockefeller's "
                        "Committee on Minority Groups."),
                       ("Nelson Rockefeller", "Nelson Rockefeller served as Vice President of the United States."))
     draft = "Alfred Balk served under the United States Vice President Nelson Rockefeller."
-    chain = draft_chain(_plan(vp_q).to_dict(), vp_q, draft, "other", pages)
+    chain = draft_chain(hop_plan_of(vp_q).to_dict(), vp_q, draft, "other", pages)
     assert chain[1]["found"] and chain[1]["claim"].startswith("Nelson Rockefeller"), chain
 
 
@@ -480,8 +457,8 @@ def test_a_pronoun_is_no_bridge():
              "High School.")
     parenteau = ("Marc Parenteau", "Marc Parenteau is a Canadian football player. He was drafted 36th overall by the "
                  "Ottawa Renegades in the 2003 CFL Draft.")
-    chain = draft_chain(_plan(question).to_dict(), question, "He was drafted in 2003.", "date", _passages(white, parenteau))
-    assert _plan(question).shape == "bridge" and not chain[0]["found"]
+    chain = draft_chain(hop_plan_of(question).to_dict(), question, "He was drafted in 2003.", "date", chain_passages(white, parenteau))
+    assert hop_plan_of(question).shape == "bridge" and not chain[0]["found"]
     assert all(h["entity"] != "He" for h in chain)
 
 

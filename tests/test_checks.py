@@ -1,13 +1,13 @@
-"""The check and reason-code registry (gate/checks.py) and what is derived from it: refusal wording,
+"""The check and reason-code registry (agentic_rag/checks.py) and what is derived from it: refusal wording,
 the trace's check rows, telemetry and the docs; and explanations that do not contradict themselves."""
 
 from pathlib import Path
 
 import pytest
 
+from agentic_rag.baug.policy import Decision, Flags, decide
+from agentic_rag.checks import ABSTAIN, CHECKS, DRAFT_CHECKS, REASON_LIST, reasons_markdown
 from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, Settings, unit_of
-from agentic_rag.gate.checks import ABSTAIN, CHECKS, DRAFT_CHECKS, REASON_LIST, reasons_markdown
-from agentic_rag.gate.policy import Decision, Flags, decide
 from agentic_rag.generator.finalize import EXPLANATIONS, INPUT_EXPLANATIONS, build_record, explain_refusal
 
 # the defaults whatever AGENTIC_RAG_PRESET says (COVERAGE_MIN 0), under the thresholds' policy these checks belong to
@@ -56,7 +56,7 @@ def test_the_guide_tables_are_the_registry():
 
 
 def test_telemetry_records_every_draft_check():
-    from agentic_rag.gate.node import _telemetry
+    from agentic_rag.baug.node import _telemetry
 
     row = _telemetry({}, S, {**GOOD, "new_hits_ratio": 1.0}, Decision("STOP", "STOP_OVERLAP_OK"), {})
     assert {c.signal for c in DRAFT_CHECKS} <= set(row)
@@ -147,7 +147,7 @@ def test_the_html_page_marks_an_answered_questions_unneeded_checks_advisory(tmp_
 
 # -- the check added through the registry alone: an answer that restates the question ------------
 def test_an_answer_that_only_restates_the_question_is_not_shown():
-    from agentic_rag.gate.checks import Draft, answer_new_words
+    from agentic_rag.checks import Draft, answer_new_words
 
     assert answer_new_words(Draft("Who will play Billy Batson in Shazam?", "Billy Batson will play in Shazam.")) == 0.0
     assert (answer_new_words(Draft("Who will play Billy Batson in Shazam?", "Zachary Levi plays Billy Batson."))

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
-from agentic_rag.testing.records import docs_folder
-from tests.test_agent_graph import SNAPSHOTS
+from testkit.records import docs_folder
+from testkit.scripted_runs import SNAPSHOTS
 
 runner = CliRunner()
 

@@ -20,15 +20,14 @@ from agentic_rag.datasets.crag import CragRecord, iter_records
 from agentic_rag.ingest.ingest import index_for_record, record_cache_key
 from agentic_rag.llm.factory import get_tokenizer
 from agentic_rag.llm.packaged import resolve_local_model
-from agentic_rag.testing.fakes import ScriptedChat
-from agentic_rag.testing.records import kit_batches
+from testkit.fakes import ScriptedChat
+from testkit.records import UNIVERSAL, kit_batches
 
 KIT_DIR = Path(os.environ.get("CRAG_KIT_DIR", "/nonexistent-crag-kit"))
 needs_kit = pytest.mark.skipif(
     not (KIT_DIR / "tokenizer" / "tokenizer.json").is_file(),
     reason="set CRAG_KIT_DIR to a checkout of the official CRAG starter kit (facebookresearch/CRAG)",
 )
-UNIVERSAL = "DreamWorks Animation is owned by Universal Pictures {cite:universal}. "
 
 
 @pytest.fixture(scope="module")

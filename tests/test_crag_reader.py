@@ -76,7 +76,7 @@ def test_missing_dataset_is_a_clear_error(tmp_path):
 
 
 def test_a_dataset_from_a_pipe_is_refused_not_read_in_part(tmp_path):
-    from agentic_rag.testing.records import toy_dataset
+    from testkit.records import toy_dataset
 
     data = toy_dataset(tmp_path, n=3).read_bytes()
     read, write = os.pipe()
@@ -90,7 +90,7 @@ def test_a_dataset_from_a_pipe_is_refused_not_read_in_part(tmp_path):
 
 
 def test_a_field_that_exhausts_the_parser_is_one_bad_record(tmp_path):
-    from agentic_rag.testing.bad_inputs import UNPARSABLE_LIST
+    from testkit.bad_inputs import UNPARSABLE_LIST
 
     rows = [{"interaction_id": i, "query": "q", "alternative_answers": alt} for i, alt in
             (("a", "['x']"), ("b", UNPARSABLE_LIST), ("c", "[]"))]

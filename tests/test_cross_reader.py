@@ -104,7 +104,7 @@ def test_the_shipped_reader_on_the_packaged_minilm_prefers_sources_that_answer()
 
 def test_the_reader_setting_picks_the_cross_encoder_alone_or_beside_the_probe(settings):
     from agentic_rag.reader.read import CROSS, LOCAL, plan_for
-    from agentic_rag.testing.fakes import ScriptedChat
+    from testkit.fakes import ScriptedChat
 
     alone = plan_for(ScriptedChat(replies=["x"]), settings.replace(ANSWERABILITY_READER="cross-encoder"))
     assert (alone.how, alone.cross_path) == (CROSS, str(PACKAGED_CROSS_READER)) and alone.call_kwargs("Q?") == {}
@@ -141,8 +141,8 @@ def test_both_readers_average_their_logits_and_keep_each_part(settings):
 def test_an_agent_run_reads_answerability_with_the_cross_encoder_in_its_own_step(agent_settings):
     """A generator that exposes no states (the scripted fake) still gets a reading: the cross-encoder's,
     taken in the read step, which the decision reads like the probe's."""
-    from agentic_rag.testing.records import QUOTE_2004
-    from tests.test_agent_graph import run
+    from testkit.records import QUOTE_2004
+    from testkit.scripted_runs import run
 
     reply = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
     result, _, rows = run(agent_settings, [reply], ANSWERABILITY_READER="cross-encoder", ANSWERABILITY_MIN=0.0)
@@ -159,7 +159,7 @@ def test_training_pairs_hold_the_sources_the_answer_prompt_shows(settings):
     import graphs  # noqa: F401  (registers the agent graph)
     from agentic_rag.eval.answer_prompts import generator_inputs
     from agentic_rag.prompts import answer_messages, render_sources
-    from agentic_rag.testing.records import record
+    from testkit.records import record
 
     rec = record()
     prompt, bundle = generator_inputs(rec, settings)
@@ -173,7 +173,7 @@ def test_reader_pairs_keep_the_exact_prompt_skip_refused_records_and_resume(sett
     import graphs  # noqa: F401  (registers the agent graph)
     from agentic_rag.eval.answer_prompts import generator_inputs, write_pairs
     from agentic_rag.reader.features import pair_messages
-    from agentic_rag.testing.records import record
+    from testkit.records import record
 
     answered, empty = record(), record().model_copy(update={"interaction_id": "empty", "search_results": []})
     out = tmp_path / "pairs.jsonl"
@@ -186,6 +186,7 @@ def test_reader_pairs_keep_the_exact_prompt_skip_refused_records_and_resume(sett
     assert [m.content for m in pair_messages(row)] == [m.content for m in prompt]
 
 
+@pytest.mark.system
 def test_score_reports_each_reader_and_both_on_the_same_questions(tmp_path):
     import subprocess
     import sys

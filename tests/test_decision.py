@@ -14,6 +14,19 @@ import pytest
 from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
 
+from agentic_rag.baug.fitted import (
+    FITTED_REASONS,
+    DecisionFile,
+    DecisionMismatchError,
+    FittedModel,
+    available_features,
+    configured_decision,
+    cut_for,
+    decide_fitted,
+    model_key,
+    policy_in_force,
+)
+from agentic_rag.baug.policy import REASONS, Flags
 from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.decision_fit import (
@@ -29,25 +42,13 @@ from agentic_rag.eval.decision_fit import (
     signal_aucs,
 )
 from agentic_rag.eval.provenance import model_identity
-from agentic_rag.gate.fitted import (
-    FITTED_REASONS,
-    DecisionFile,
-    DecisionMismatchError,
-    FittedModel,
-    available_features,
-    configured_decision,
-    cut_for,
-    decide_fitted,
-    model_key,
-    policy_in_force,
-)
-from agentic_rag.gate.judge import yes_probability
-from agentic_rag.gate.policy import REASONS, Flags
+from agentic_rag.llm.choices import yes_probability
 from agentic_rag.llm.factory import get_chat_model
 from agentic_rag.llm.logprobs import NOT_RETURNED, RETURNED, reply_signals, request_kwargs
 from agentic_rag.runner import answer
-from tests.fault_server import FaultServer
-from tests.test_agent_graph import QUOTE_2004, record, run
+from testkit.fault_server import FaultServer
+from testkit.records import QUOTE_2004, record
+from testkit.scripted_runs import run
 
 SUPPORTED = f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'
 UNSUPPORTED = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."
@@ -75,7 +76,7 @@ def test_a_server_that_returns_logprobs_gives_the_drafts_signals_and_the_verifie
 
 def test_a_server_that_ignores_logprobs_leaves_the_signals_none_and_the_run_says_so(agent_settings, tmp_path):
     from agentic_rag.eval.runner import run_eval
-    from tests.test_eval_runner import dataset
+    from testkit.records import toy_dataset as dataset
 
     with FaultServer(reply="yes, " + SUPPORTED) as srv:  # as `transformers serve`: the request is ignored
         s = remote(agent_settings, srv.url)
@@ -403,8 +404,8 @@ def test_calibrate_fit_runs_the_agent_under_the_thresholds_then_judges_its_draft
     """The run path: one agent run on the split (hand-set thresholds, whatever GATE_POLICY says), then
     the refusal of a split too small to fit, with the run kept for a later --run."""
     from agentic_rag.eval.decision_fit import calibrate_fit
-    from tests.fakes import ScriptedChat
-    from tests.test_eval_runner import dataset
+    from testkit.fakes import ScriptedChat
+    from testkit.records import toy_dataset as dataset
 
     s = fitted(agent_settings, tmp_path, intercept=-9.0)  # a fitted policy would refuse every draft
     fake = ScriptedChat(replies=[SUPPORTED])
@@ -416,7 +417,7 @@ def test_calibrate_fit_runs_the_agent_under_the_thresholds_then_judges_its_draft
 
 
 def test_without_decision_file_the_packaged_models_shipped_decision_is_read(settings, tmp_path, monkeypatch):
-    import agentic_rag.gate.fitted as fitted_module
+    import agentic_rag.baug.fitted as fitted_module
 
     monkeypatch.setattr(fitted_module, "DECISIONS_DIR", tmp_path)
     s = settings.replace(GATE_POLICY="fitted")  # the fast preset: the packaged 0.5B
@@ -470,7 +471,7 @@ def test_the_default_policy_is_the_one_measured_best_for_each_model_and_backend(
 def test_the_chain_is_a_feature_on_every_draft_a_one_passage_question_missing_no_hop():
     """A draft without a chain (a one-passage question) reads as missing no hop, so the fit can read the
     chain on every draft; a broken chain that pulls P down most is the refusal's reason."""
-    from agentic_rag.gate.fitted import driver, feature_value
+    from agentic_rag.baug.fitted import driver, feature_value
 
     rows = [{"id": "single", "query": "q", "gold": "a", "prediction": "a", "draft": "A.", "judgement": "right",
              "signals": {"overlap_est": 1.0}},
@@ -489,7 +490,7 @@ def test_the_chain_is_a_feature_on_every_draft_a_one_passage_question_missing_no
 def test_a_refusal_never_names_a_signal_that_stands_above_the_mean_draft():
     # faithfulness weighted negatively beside overlap (correlated signals): a perfectly faithful draft's
     # faithfulness lowers the logit, but the refusal names the low overlap, never "only 100% ... occur"
-    from agentic_rag.gate.fitted import driver
+    from agentic_rag.baug.fitted import driver
 
     model = FittedModel("logistic", ["overlap_est", "faith_est"], [0.5, 0.5],
                         {"mean": [0.5, 0.5], "scale": [0.2, 0.2], "coef": [0.3, -2.0], "intercept": 0.0})

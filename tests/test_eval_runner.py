@@ -6,27 +6,12 @@ import pytest
 
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.llm.dtype import choose_dtype
-from agentic_rag.testing.bad_inputs import LINE_BREAKS
-from agentic_rag.testing.fakes import ScriptedChat
-from agentic_rag.testing.processes import TIMING  # noqa: F401 - other tests import it from here
-from agentic_rag.testing.records import QUOTE_2004
-from agentic_rag.testing.records import toy_dataset as dataset  # other tests import it from here
-
-
-def fake():
-    return ScriptedChat(replies=[f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'])
-
-
-def interrupt_after(n: int):
-    """An ``on_result`` callback that presses Ctrl-C once ``n`` rows are written."""
-    seen = []
-
-    def on_result(row):
-        seen.append(row["id"])
-        if len(seen) == n:
-            raise KeyboardInterrupt
-
-    return on_result
+from testkit.bad_inputs import LINE_BREAKS
+from testkit.fakes import ScriptedChat
+from testkit.processes import TIMING
+from testkit.records import QUOTE_2004
+from testkit.records import toy_dataset as dataset
+from testkit.scripted_runs import fake, interrupt_after
 
 
 def test_interrupted_run_resumes_to_the_same_summary(tmp_path, settings):

@@ -8,18 +8,18 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from agentic_rag.baug.policy import Flags, decide
 from agentic_rag.cli import app
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.extensions import Extension, ExtensionError, extension_factory, load_extension, request
-from agentic_rag.gate.policy import Flags, decide
 from agentic_rag.nodes import Node
 from agentic_rag.runner import answer
 from agentic_rag.state import STATE_KEYS
 from agentic_rag.telemetry import read_rows
 from examples.freshness import FreshnessSettings, parse_time, stale_pages
 from graphs.agent import agent_shape, build_graph
-from tests.fakes import ScriptedChat
-from tests.test_agent_graph import PAGES, QUESTION, QUOTE_2004
+from testkit.fakes import ScriptedChat
+from testkit.records import PAGES, QUESTION, QUOTE_2004
 
 SPEC = "examples.freshness:freshness"
 ASKED = "03/13/2024, 09:30:59 PT"
@@ -194,7 +194,7 @@ def test_build_time_errors(declaration, message):
 
 
 def test_a_bounded_loop_is_allowed_and_stops_at_the_budget(agent_settings):
-    from tests.test_agent_graph import record
+    from testkit.records import record
 
     seen = []
 
@@ -222,7 +222,7 @@ def test_the_agent_graph_has_no_unguarded_loop():
 
 
 def test_run_time_errors_name_the_extension(agent_settings):
-    from tests.test_agent_graph import record
+    from testkit.records import record
 
     def writes_more(state, config):
         return {"draft": "rewritten"}
@@ -240,7 +240,7 @@ def test_run_time_errors_name_the_extension(agent_settings):
 
 
 def test_an_extension_sees_only_what_it_reads(agent_settings):
-    from tests.test_agent_graph import record
+    from testkit.records import record
 
     seen = {}
 
@@ -317,7 +317,8 @@ crashing_router = Extension(name="crashing", node=lambda state, config: {}, read
 def test_an_extension_that_raises_fails_its_question_and_the_eval_goes_on(spec, agent_settings, tmp_path):
     """Its node or its router: either one raising fails the question it raised on, nothing more."""
     from agentic_rag.eval.runner import run_eval
-    from tests.test_eval_runner import dataset, fake
+    from testkit.records import toy_dataset as dataset
+    from testkit.scripted_runs import fake
 
     settings = agent_settings.replace(EXTENSIONS=[spec])
     out = tmp_path / "run"
@@ -352,8 +353,9 @@ def test_a_callable_that_is_not_an_extension_is_refused_without_being_called(spe
     assert message.startswith(f"extension error: extension '{spec}' is a {kind}, not an agentic_rag.extensions.Extension")
 
 
+@pytest.mark.system
 def test_os_abort_named_as_an_extension_does_not_kill_the_process():
-    from tests.test_model_faults import cli
+    from testkit.processes import cli
 
     res = cli("graph", "-o", "EXTENSIONS=os:abort")
     assert res.returncode == 2, res.stderr[-2000:]

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from agentic_rag.cli import app
 from agentic_rag.ingest.ingest import evict_indexes
-from agentic_rag.testing.fault_server import FaultServer
-from agentic_rag.testing.records import docs_folder
-from agentic_rag.testing.records import toy_dataset as dataset
-from tests.test_run_reliability import WEAK, as_options, overrides
+from testkit.fault_server import FaultServer
+from testkit.processes import WEAK, as_options, overrides
+from testkit.records import docs_folder
+from testkit.records import toy_dataset as dataset
 
 runner = CliRunner()
 

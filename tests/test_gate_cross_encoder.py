@@ -5,8 +5,8 @@ import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
 from agentic_rag.configuration import Settings, SettingsError
-from agentic_rag.gate.confidence import confidence_gate
-from agentic_rag.gate.cross_encoder import entailment_probability, load_cross_encoder, rerank_scores
+from agentic_rag.supervisor.confidence_gate import confidence_gate
+from agentic_rag.supervisor.cross_encoder import entailment_probability, load_cross_encoder, rerank_scores
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran", "a", "is"]
 
@@ -73,7 +73,8 @@ def test_tier_2_scales_mean_the_same_for_each_source():
 
 
 def test_nli_layer_in_the_agent_graph(nli_dir, settings):
-    from tests.test_agent_graph import QUOTE_2004, run
+    from testkit.records import QUOTE_2004
+    from testkit.scripted_runs import run
 
     s = settings.replace(TELEMETRY_PATH=str(settings.paths.ARTIFACTS_DIR / "t.jsonl"), NLI_MODEL=str(nli_dir))
     good = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'

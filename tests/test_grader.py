@@ -4,8 +4,9 @@ the budget it leaves for the answer. The packaged model's real grading is tested
 from __future__ import annotations
 
 from agentic_rag.configuration import Settings
-from agentic_rag.gate.grader import GRADE_STAGE
-from tests.test_agent_graph import QUOTE_2004, run
+from agentic_rag.supervisor.grader import GRADE_STAGE
+from testkit.records import QUOTE_2004
+from testkit.scripted_runs import run
 
 LLM_TIER_1 = {"USE_RERANKER": True, "RERANKER_KIND": "llm", "MAX_LLM_CALLS": 8}
 

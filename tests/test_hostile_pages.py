@@ -5,7 +5,7 @@ that as an answer, and no quote from such a page is ever shown as verified.
 
 The catalogue of hiding methods and of phrasings addressed to the model is package data
 (``agentic_rag/data/hostile_pages.json``, also measured by scripts/bench_hostile_inputs.py); its suite
-runs end to end against a real OpenAI-compatible server (tests/fault_server.py) that obeys the page."""
+runs end to end against a real OpenAI-compatible server (testkit/fault_server.py) that obeys the page."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from agentic_rag.prompts import is_untrusted
 from agentic_rag.retrieval.chunks import chunk_page
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
-from agentic_rag.testing.fakes import ScriptedChat
-from agentic_rag.testing.fault_server import FaultServer
-from agentic_rag.testing.hostile import (
+from testkit.fakes import ScriptedChat
+from testkit.fault_server import FaultServer
+from testkit.hostile import (
     ARTICLE,
     CLEAN,
     DEEP_ANSWER,

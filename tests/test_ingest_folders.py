@@ -9,7 +9,7 @@ import json
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
-from agentic_rag.testing.records import docs_folder
+from testkit.records import docs_folder
 
 SECRET = "zanzibarite passphrase of the vault. " * 20
 

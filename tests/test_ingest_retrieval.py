@@ -8,10 +8,11 @@ from agentic_rag.ingest.ingest import build_corpus_index, index_for_record, page
 from agentic_rag.ingest.pages import html_to_text, make_page
 from agentic_rag.retrieval.chunks import chunk_page
 from agentic_rag.retrieval.embeddings import get_embedder
-from agentic_rag.retrieval.hybrid import HybridIndex, tokenize
-from agentic_rag.testing.hostile import article, too_deep
-from agentic_rag.testing.shown_pages import SHOWN, shown_page
+from agentic_rag.retrieval.hybrid import HybridIndex
+from agentic_rag.text import tokenize
 from agentic_rag.workers.source import retrieve
+from testkit.hostile import article, too_deep
+from testkit.shown_pages import SHOWN, shown_page
 
 HTML = """<html><head><title>T</title><script>var tracking = 'SCRIPTJUNK';</script>
 <style>.x{color:red}</style></head><body><nav>Home | About | NAVJUNK</nav>

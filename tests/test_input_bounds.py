@@ -12,14 +12,8 @@ import zlib
 import pytest
 
 from agentic_rag.errors import OutputError
-from agentic_rag.testing.fakes import ScriptedChat
-from agentic_rag.testing.records import QUOTE_2004
-from agentic_rag.testing.records import toy_dataset as dataset
-
-
-def fake():
-    return ScriptedChat(replies=[f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'])
-
+from testkit.records import toy_dataset as dataset
+from testkit.scripted_runs import fake
 
 # --- 1. links ----------------------------------------------------------------------------------------
 
@@ -95,7 +89,7 @@ def test_a_page_whose_extraction_fails_is_one_skipped_page_not_a_failed_run(monk
 
 
 def _line(**fields) -> str:
-    from agentic_rag.testing.bad_inputs import rec
+    from testkit.bad_inputs import rec
 
     return json.dumps(rec("r", **fields))
 
@@ -230,7 +224,7 @@ def test_a_view_or_trigger_in_a_checkpoint_file_is_refused_before_any_query(tmp_
 
 
 def _decision(**base) -> dict:
-    from agentic_rag.gate.fitted import DECISION_FORMAT
+    from agentic_rag.baug.fitted import DECISION_FORMAT
 
     model = {"kind": "logistic", "features": ["a", "b"], "reference": [0.5, 0.5],
              "params": {"intercept": 0.1, "coef": [1.0, -1.0], "mean": [0.5, 0.5], "scale": [1.0, 1.0]}} | base
@@ -249,7 +243,7 @@ def _decision(**base) -> dict:
      "reads feature 7 of 2"),
 ])
 def test_a_hostile_decision_file_is_refused_at_load_in_one_line_naming_what_is_wrong(tmp_path, change, said):
-    from agentic_rag.gate.fitted import load_decision
+    from agentic_rag.baug.fitted import load_decision
 
     path = tmp_path / f"decision-{abs(hash(said))}.json"
     path.write_text(json.dumps(_decision(**change)))

@@ -2,12 +2,13 @@
 
 Read from the source (AST), so nothing heavy is imported: every import of a module of agentic_rag/
 counts, function-local ones and ``importlib.import_module("...")`` with a literal name included.
-A *unit* is a subpackage of agentic_rag (``gate``) or one of its top-level modules (``runner``).
+A *unit* is a subpackage of agentic_rag (``baug``) or one of its top-level modules (``runner``).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -18,21 +19,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "agentic_rag"
 
 # Bottom to top: a unit may import units of its own layer and of the layers below it, never above.
-# (Inside a layer, the cycle test keeps the imports one way.) The table is docs/architecture.md's.
-LAYERS: list[tuple[str, set[str]]] = [
-    ("core", {"errors", "redact", "terminal", "injection", "configuration", "timing", "budget", "nodes", "state", "prompts", "text",
-              "telemetry", "events", "checkpoints", "children", "claims"}),
-    ("services", {"datasets", "llm", "retrieval", "ingest"}),
-    ("role: anchors", {"anchors"}),
-    ("role: workers", {"workers"}),
-    ("role: supervisor", {"supervisor"}),
-    ("role: reader (answerability)", {"reader"}),
-    ("role: gate (BAUG)", {"gate"}),
-    ("role: generator", {"generator"}),
-    ("running a graph", {"extensions", "runner"}),
-    ("tools", {"eval", "trace", "testing"}),
-    ("entry points", {"cli", "crag_adapter"}),
-]
+# (Inside a layer, the cycle test keeps the imports one way.) Read from docs/architecture.md's table, the
+# one place the layers are written down: a row per layer, each unit in backticks (graphs/ is not a unit).
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _layers_of_the_doc() -> list[tuple[str, set[str]]]:
+    rows = [line.split("|")[1:3] for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ") and not line.startswith(("| layer", "| ---"))]
+    return [(name.strip(), set(re.findall(r"`([a-z_]+)`", units))) for name, units in rows]
+
+
+LAYERS: list[tuple[str, set[str]]] = _layers_of_the_doc()
 # Only the entry points sit above graphs/ and may import it; the rest of the library is handed the
 # graphs (graphs/__init__.py registers its factory with agentic_rag.runner).
 ENTRY_POINTS = {"cli", "crag_adapter"}
@@ -76,7 +74,7 @@ def _imported(path: Path) -> list[tuple[int, str]]:
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            # ``from agentic_rag import gate`` imports the unit ``gate``
+            # ``from agentic_rag import baug`` imports the unit ``baug``
             out += [(node.lineno, f"{name}.{alias.name}" if name == "agentic_rag" else name) for alias in node.names]
         elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
               and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
@@ -144,8 +142,8 @@ def _rank() -> dict[str, int]:
 
 def test_every_unit_is_placed_in_a_layer():
     placed = set().union(*(units for _, units in LAYERS))
-    assert _units() - placed == set(), "a new package or module: add it to LAYERS here and to docs/architecture.md"
-    assert placed - _units() == set(), "LAYERS names a unit that no longer exists"
+    assert _units() - placed == set(), "a new package or module: add it to docs/architecture.md's table"
+    assert placed - _units() == set(), "docs/architecture.md's table names a unit that no longer exists"
 
 
 def test_no_import_cycle_between_packages():
@@ -217,13 +215,21 @@ def _crossings(folder: Path, forbidden_roots: set[str], forbidden_folder: str) -
 
 
 def test_scripts_import_no_test_module_and_tests_import_no_script():
-    """What both need lives in the package (agentic_rag/testing/ for builders): a script imported by a
+    """What both need lives in the package (testkit/ for builders): a script imported by a
     test, or a test module imported by a script, ties a benchmark's figures to a test's internals. Nor
     does a script import another: scripts are thin callers of the package, each run on its own."""
-    test_modules = {"tests", "conftest", *(p.stem for p in TESTS.glob("*.py"))}
+    test_modules = {"tests", "conftest", *(p.stem for p in TESTS.rglob("*.py"))}
     script_modules = {"scripts", *(p.stem for p in SCRIPTS.glob("*.py"))}
     offenders = (_crossings(SCRIPTS, test_modules, "tests") + _crossings(TESTS, script_modules, "scripts")
                  + _crossings(SCRIPTS, script_modules, "/scripts/"))
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_test_module_imports_another_and_the_package_never_imports_the_testkit():
+    """A test module is read on its own: what two need lives in testkit/ (or conftest.py's fixtures). The
+    package and graphs/ never import testkit/, which is not in the wheel."""
+    offenders = _crossings(TESTS, {"tests"}, "/tests/") + _crossings(PACKAGE, {"testkit"}, "/testkit/")
+    offenders += _crossings(ROOT / APP_PACKAGE, {"testkit"}, "/testkit/")
     assert not offenders, "\n".join(offenders)
 
 
@@ -231,7 +237,7 @@ def test_the_crossing_check_sees_every_way_in(tmp_path, monkeypatch):
     (tmp_path / "a.py").write_text("from tests.fakes import ScriptedChat\nimport train_probe\n"
                                    "def f():\n    import scripts.bench_x\n"
                                    "spec = importlib.util.spec_from_file_location('t', ROOT / 'scripts' / 't.py')\n"
-                                   "from agentic_rag.testing import fakes\n")
+                                   "from testkit import fakes\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert [f.split(" ", 1)[0] for f in _crossings(tmp_path, {"tests"}, "tests")] == ["a.py:1"]
     assert sorted(f.split(" ", 1)[0] for f in _crossings(tmp_path, {"train_probe", "scripts"}, "scripts")) == [
@@ -265,3 +271,19 @@ def test_the_graphs_are_handed_down_to_the_runner(monkeypatch):
     monkeypatch.setattr(runner, "_factory", None)
     with pytest.raises(RuntimeError, match="import graphs"):
         runner.system_graph("agent")
+
+
+ROLE_FOLDERS = ("anchors", "workers", "supervisor", "generator", "reader", "baug")
+
+
+def test_the_architecture_doc_names_every_module_of_every_room():
+    """docs/architecture.md's room list is how a newcomer finds a module: each role folder's modules, no
+    more and no fewer."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text[text.index("## The rooms"):text.index("## The check")]
+    items = {m.group(1): m.group(2) for m in re.finditer(r"^- `([a-z_]+)/`:(.*?)(?=^- |^Shared|\Z)", section, re.S | re.M)}
+    assert list(items) == list(ROLE_FOLDERS), "a room of the graph is missing from the doc, or out of graph order"
+    for folder, body in items.items():
+        named = set(re.findall(r"`([a-z_]+\.py)`", body))
+        actual = {p.name for p in (PACKAGE / folder).glob("*.py") if p.name != "__init__.py"}
+        assert named == actual, f"{folder}/: the doc names {sorted(named - actual)} that are not there, and not {sorted(actual - named)}"

@@ -31,7 +31,7 @@ from agentic_rag.llm.packaged import (
     verify_file,
 )
 from agentic_rag.llm.usage import UsageLedger, invoke_llm
-from tests.servers import console_script, free_port, running
+from testkit.servers import console_script, free_port, running
 
 QUESTION = [
     SystemMessage("Answer in as few words as possible."),
@@ -184,7 +184,8 @@ def test_local_stop_strings(local_llm):
 
 @pytest.mark.model
 def test_support_verifier_reads_a_graded_yes_from_one_prefill_of_the_real_model(settings, local_llm):
-    from agentic_rag.gate.judge import verify_messages, yes_probability
+    from agentic_rag.baug.verifier import verify_messages
+    from agentic_rag.llm.choices import yes_probability
 
     quote = {"sentences": [{"supported": True, "quote": "Paris is the capital and largest city of France."}]}
     right = verify_messages("What is the capital of France?", "Paris", quote, "")
@@ -201,7 +202,7 @@ def test_support_verifier_reads_a_graded_yes_from_one_prefill_of_the_real_model(
 
 @pytest.mark.model
 def test_relevance_grader_ranks_the_passage_that_answers_above_an_unrelated_one_with_the_real_model(settings, local_llm):
-    from agentic_rag.gate.grader import GRADE_STAGE, grade_messages, llm_grades
+    from agentic_rag.supervisor.grader import GRADE_STAGE, grade_messages, llm_grades
 
     question = "What is the capital of France?"
     passages = [{"text": "Paris is the capital and largest city of France."},
@@ -337,7 +338,7 @@ def test_eval_workers_send_concurrent_requests_to_an_openai_server(model_dir, op
 
     from agentic_rag.eval.runner import run_eval
     from agentic_rag.llm.remote import RemoteChat
-    from tests.test_eval_runner import dataset
+    from testkit.records import toy_dataset as dataset
 
     in_flight, peak, lock = [0], [0], threading.Lock()
     real = RemoteChat._generate
@@ -444,29 +445,3 @@ def test_the_local_model_computes_in_the_chosen_dtype_from_one_copy_on_disk(sett
     assert "paris" in twin.invoke(QUESTION).content.lower()
     assert twin._identifying_params["dtype"] != local_llm._identifying_params["dtype"]
     assert [p.name for p in model_dir.glob("*.safetensors")] == ["model.safetensors"]  # no second copy
-
-
-@pytest.mark.model
-def test_prompt_lookup_decodes_the_same_answer_in_fewer_passes_over_the_weights(settings):
-    """Speculation that changes nothing: with the answer's words in the prompt, prompt lookup proposes them and
-    one pass verifies several; the greedy text, its token log-probabilities and the prefill's hidden state
-    (what the answerability reader reads) are the plain decode's."""
-    import math
-
-    from agentic_rag.llm.factory import get_chat_model
-
-    sentence = "The Kodak Theatre in Hollywood hosted the 76th Academy Awards ceremony on February 29, 2004."
-    messages = [HumanMessage(f"Source: {sentence}\n\nCopy the source sentence exactly, word for word.")]
-    replies = {}
-    for mode in ("off", "prompt_lookup"):
-        model = get_chat_model(settings.replace(LLM_SPECULATION=mode, LLM_CACHE_PATH=None), max_tokens=40)
-        replies[mode] = model.bind(max_tokens=40, logprobs=True, prompt_state_layer=12).invoke(messages)
-    plain, fast = (replies[m] for m in ("off", "prompt_lookup"))
-    assert fast.content == plain.content and "Kodak Theatre" in str(plain.content)
-    assert fast.response_metadata["token_logprobs"] == pytest.approx(plain.response_metadata["token_logprobs"], abs=0.05)
-    a, b = (r.response_metadata["prompt_state"]["state"] for r in (plain, fast))
-    cosine = sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
-    assert cosine > 0.999
-    tokens = plain.usage_metadata["output_tokens"]
-    assert plain.response_metadata["forward_passes"] >= tokens - 1
-    assert fast.response_metadata["forward_passes"] < 0.6 * plain.response_metadata["forward_passes"]

@@ -10,9 +10,9 @@ from agentic_rag.cli import app
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.llm_judge import judge_settings, llm_judge, reply_score
-from agentic_rag.testing.fakes import ScriptedChat
-from agentic_rag.testing.fault_server import FaultServer, refused_url
-from agentic_rag.testing.records import toy_dataset as dataset
+from testkit.fakes import ScriptedChat
+from testkit.fault_server import FaultServer, refused_url
+from testkit.records import toy_dataset as dataset
 
 CHOICE = "Who is older, Ferdi Taygan or Mahesh Bhupathi?"
 

@@ -16,9 +16,9 @@ from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.runner import answer
 from agentic_rag.trace import otel
 from agentic_rag.trace.run import load_run
-from tests.fakes import ScriptedChat
-from tests.test_agent_graph import record
-from tests.test_trace import REPLIES, make_run, rows_of
+from testkit.fakes import ScriptedChat
+from testkit.records import record
+from testkit.scripted_runs import REPLIES, make_run, rows_of
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed: pip install 'agentic-rag[otel]'")
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -156,7 +156,7 @@ def test_without_the_packages_the_setting_and_the_flag_say_how_to_install_them(r
 
 
 def test_trace_otlp_says_when_no_collector_took_the_spans(run_dir, monkeypatch):
-    from tests.servers import free_port
+    from testkit.servers import free_port
 
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
@@ -165,7 +165,7 @@ def test_trace_otlp_says_when_no_collector_took_the_spans(run_dir, monkeypatch):
 
 
 def test_a_run_with_more_spans_than_the_sdk_queue_arrives_whole(run_dir, spans, tmp_path):
-    from agentic_rag.testing.otlp_collector import SDK_BATCH, SDK_SPAN_QUEUE, OtlpCollector, repeated_run
+    from testkit.otlp_collector import SDK_BATCH, SDK_SPAN_QUEUE, OtlpCollector, repeated_run
 
     # more spans than the SDK's queue and its first batch hold while the collector's first reply is held
     # back: a sender that queues them for a background thread drops some
@@ -179,7 +179,7 @@ def test_a_run_with_more_spans_than_the_sdk_queue_arrives_whole(run_dir, spans, 
 
 
 def test_trace_otlp_fails_when_the_collector_takes_only_some_spans_and_stops_sending(run_dir, spans, tmp_path):
-    from agentic_rag.testing.otlp_collector import OtlpCollector, repeated_run
+    from testkit.otlp_collector import OtlpCollector, repeated_run
 
     copies = 3 * otel.EXPORT_BATCH_SPANS // len(spans)  # three batches or more
     with OtlpCollector(refuse_after=1) as collector:

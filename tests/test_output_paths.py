@@ -18,13 +18,12 @@ from typer.testing import CliRunner
 from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.testing.fault_server import FaultServer
-from agentic_rag.testing.places import ZERO_DEVICE, PlaceRefused, char_device, fifo_reader
-from agentic_rag.testing.processes import SUITE_SETTINGS, child_env
-from agentic_rag.testing.records import docs_folder
-from agentic_rag.testing.records import toy_dataset as dataset
-from tests.test_input_bounds import fake
-from tests.test_run_reliability import WEAK, as_options, overrides
+from testkit.fault_server import FaultServer
+from testkit.places import ZERO_DEVICE, PlaceRefused, char_device, fifo_reader
+from testkit.processes import SUITE_SETTINGS, WEAK, as_options, child_env, overrides
+from testkit.records import docs_folder
+from testkit.records import toy_dataset as dataset
+from testkit.scripted_runs import fake
 
 runner = CliRunner()
 

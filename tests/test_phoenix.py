@@ -19,8 +19,8 @@ from agentic_rag.cli import app
 from agentic_rag.configuration import missing_otel_packages
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.trace import otel
-from tests.fakes import ScriptedChat
-from tests.servers import free_port, running
+from testkit.fakes import ScriptedChat
+from testkit.servers import free_port, running
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("phoenix") is None or missing_otel_packages() is not None,

@@ -21,26 +21,13 @@ from agentic_rag.datasets.prepare import (
     prepare_rgb,
     prepare_squad2,
 )
+from testkit.shared_data import DATA, HOTPOT, needs_data, reread
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SQUAD = DATA / "squad2" / "squad2_dev_half.jsonl"
 RGB = DATA / "rgb" / "rgb_en_fact_100.jsonl"
 NQ = DATA / "nq" / "nq_open_oracle.jsonl"
 CRAG = DATA / "crag" / "crag_example_10.jsonl.bz2"
-HOTPOT = DATA / "hotpotqa" / "hotpot_dev_distractor_first100.json"
-
-needs_data = pytest.mark.skipif(
-    not DATA.is_dir(), reason=f"shared evaluation data not found at {DATA} (see ../shared/data/SOURCES.md)"
-)
-
-
-def reread(path: Path) -> list:
-    """Every output must read back through the one CRAG reader with no bad line."""
-    report = ReadReport(str(path))
-    records = list(iter_records(path, report=report))
-    assert report.bad == [], report.bad
-    return records
 
 
 def raw_lines(path: Path) -> list[dict]:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from agentic_rag.cli import app
 from agentic_rag.datasets.crag import IDK, DataError, ReadReport
 from agentic_rag.datasets.prepare import prepare_pubmedqa, prepare_quail, prepare_subjqa
-from tests.test_prepare import reread
+from testkit.shared_data import reread
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SUBJQA = DATA / "subjqa" / "subjqa_dev_1557.jsonl"

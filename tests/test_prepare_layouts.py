@@ -19,7 +19,7 @@ from agentic_rag.datasets.prepare import prepare_hotpotqa
 from agentic_rag.datasets.prepare.layouts import COOKIE_NOTICE, LAYOUTS, ONE_PAGE, SNIPPET_WORDS, snippet
 from agentic_rag.datasets.probe_sets import base_id
 from agentic_rag.ingest.pages import html_to_text, looks_like_html
-from tests.test_prepare import DATA, HOTPOT, needs_data, reread
+from testkit.shared_data import DATA, HOTPOT, needs_data, reread
 
 MORE = DATA / "hotpotqa" / "hotpot_dev_distractor_more685.jsonl"
 # the default output of the first-100 file before layouts were added (bytes, sha1): the default must not move

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from agentic_rag.gate.policy import Flags, decide
+from agentic_rag.baug.policy import Flags, decide
 from agentic_rag.reader.probe import (
     PACKAGED_PROBE,
     ProbeMismatchError,
@@ -14,7 +14,7 @@ from agentic_rag.reader.probe import (
 )
 from agentic_rag.reader.probe_training import auc, fit_probe
 from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, read_other_prompt, reading_of_reply
-from tests.fakes import ScriptedChat
+from testkit.fakes import ScriptedChat
 
 
 def _synthetic(n=160, layers=4, hidden=8, informative=2, seed=0):
@@ -256,7 +256,7 @@ def test_real_model_view_collection_saves_in_chunks_and_resumes_without_rereadin
 
 
 def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_passage_lacks(settings):
-    from agentic_rag.gate.signals import unmatched_question_terms
+    from agentic_rag.baug.signals import unmatched_question_terms
     from agentic_rag.generator.finalize import explain_refusal
 
     passage = "The Cape Colony published its first newspaper in 1800, and the colony grew."
@@ -288,7 +288,7 @@ def test_learning_curve_subsamples_training_folds():
 def test_real_model_quote_probe_reads_the_quoted_sentences_alone_in_one_booked_call(settings):
     """The quote probe is the packaged probe on the answer prompt whose only source is the quote: its
     reading equals a forward pass over that prompt, and its call decodes one token under 'verify'."""
-    from agentic_rag.gate.judge import VERIFY_STAGE
+    from agentic_rag.baug.verifier import VERIFY_STAGE
     from agentic_rag.llm.factory import get_chat_model
     from agentic_rag.reader.probe import quote_bundle, quote_probe_messages
 
@@ -324,7 +324,7 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     from pathlib import Path
 
     from agentic_rag.datasets.crag import IDK, write_records
-    from agentic_rag.testing.records import record
+    from testkit.records import record
 
     answerable = record()
     unanswerable = record().model_copy(update={"interaction_id": "toy-2", "answer": IDK})
@@ -345,7 +345,7 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
 
 
 def test_verified_score_averages_the_readings_its_mode_names_and_the_refusal_says_so(settings):
-    from agentic_rag.gate.judge import needs_verdict, verified_score
+    from agentic_rag.baug.verifier import needs_verdict, verified_score
     from agentic_rag.generator.finalize import explain_refusal
 
     alone = settings.model_copy(update={"VERIFIER_MIN": 0.55})
@@ -421,7 +421,7 @@ def test_the_views_job_builds_pairs_as_it_goes_and_a_rerun_reads_nothing_again(t
     from pathlib import Path
 
     from agentic_rag.reader.features import load_views
-    from agentic_rag.testing.records import toy_dataset
+    from testkit.records import toy_dataset
 
     data = toy_dataset(tmp_path, n=3)
     out = tmp_path / "views"

@@ -15,7 +15,7 @@ from agentic_rag.reader.features import ensembles, feature_sets
 from agentic_rag.reader.probe import AnswerabilityProbe, ProbeMismatchError, ProbeSet, load_probe
 from agentic_rag.reader.probe_training import VIEW_C, fit_probe
 from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, reading_of_reply
-from tests.fakes import ScriptedChat
+from testkit.fakes import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,7 +131,7 @@ def test_a_reader_per_route_reads_a_signal_whose_sign_the_route_flips(tmp_path):
 
 def test_the_routes_read_each_rows_plan_from_its_question():
     from agentic_rag.eval.probe_routes import plan_routes
-    from tests.test_chain import BRIDGE_Q, COMPARE_Q
+    from testkit.chains import BRIDGE_Q, COMPARE_Q
 
     views = _layered(4, 1.0, np.random.default_rng(5), multi_hop=2)
     asked = {"q0": BRIDGE_Q, "q1": COMPARE_Q, "q2": "When was the Eiffel Tower built?", "q3": "Who wrote Hamlet?"}
@@ -197,7 +197,7 @@ def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_pat
     assert both["oof_auc"] > 0.8 > 0.65 > last["oof_auc"]
     # a decision fit's dev questions are left out, with each of their variants ("q3-answerable" is question q3)
     from agentic_rag.datasets.crag import write_records
-    from agentic_rag.testing.records import record
+    from testkit.records import record
 
     write_records([record().model_copy(update={"interaction_id": f"q{i}-answerable"}) for i in range(20)], tmp_path / "dev.jsonl")
     assert fit("last", exclude=(str(tmp_path / "dev.jsonl"),))["n"] == 220

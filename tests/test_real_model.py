@@ -12,7 +12,7 @@ import pytest
 from agentic_rag.datasets.crag import iter_records
 from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
-from tests.test_agent_graph import record as oscars_record
+from testkit.records import record as oscars_record
 
 pytestmark = pytest.mark.model
 

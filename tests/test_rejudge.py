@@ -7,12 +7,12 @@ import gzip
 import hashlib
 import json
 
+from agentic_rag.baug.fitted import DECISIONS_DIR, PREVIOUS_DECISIONS_DIR, load_decision
 from agentic_rag.eval.frontier import p_right_by_question
 from agentic_rag.eval.rejudge import rejudge_run, restore_run
-from agentic_rag.gate.fitted import DECISIONS_DIR, PREVIOUS_DECISIONS_DIR, load_decision
-from agentic_rag.testing.fakes import ScriptedChat
-from agentic_rag.testing.records import QUOTE_2004
-from agentic_rag.testing.records import toy_dataset as dataset
+from testkit.fakes import ScriptedChat
+from testkit.records import QUOTE_2004
+from testkit.records import toy_dataset as dataset
 
 SHIPPED = DECISIONS_DIR / "decision-qwen2.5-coder-1.5b.json"
 

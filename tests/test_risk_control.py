@@ -11,6 +11,7 @@ import random
 import pytest
 from typer.testing import CliRunner
 
+from agentic_rag.baug.fitted import DecisionFile, FittedModel, load_decision, model_key, risk_level
 from agentic_rag.cli import app
 from agentic_rag.eval.risk_control import (
     MIN_DRAFTS,
@@ -24,10 +25,9 @@ from agentic_rag.eval.risk_control import (
     shift,
     upper_bound,
 )
-from agentic_rag.gate.fitted import DecisionFile, FittedModel, load_decision, model_key, risk_level
-from agentic_rag.testing.fakes import ScriptedChat
-from agentic_rag.testing.records import record, write_records
-from agentic_rag.testing.records import toy_dataset as dataset
+from testkit.fakes import ScriptedChat
+from testkit.records import record, write_records
+from testkit.records import toy_dataset as dataset
 
 
 def _drafts(rng: random.Random, n: int, skew: float = 0.3) -> list[Draft]:

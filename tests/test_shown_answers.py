@@ -10,7 +10,7 @@ import pytest
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.runner import answer
 from agentic_rag.text import strip_markup
-from tests.fakes import ScriptedChat
+from testkit.fakes import ScriptedChat
 
 MAYOR = "In 2019 the mayor of Springfield was Christine Lundberg, who served as mayor from 2011 to 2020."
 BRONTE = "Anne Bronte wrote The Tenant of Wildfell Hall in 1848, after her first novel Agnes Grey."
@@ -63,7 +63,7 @@ def test_a_heading_does_not_turn_a_supported_answer_into_a_refusal(agent_setting
 
 
 def test_support_window_matches_whole_sentences_not_a_heading_inside_the_quote():
-    from agentic_rag.gate.signals import claim_in, support_window
+    from agentic_rag.baug.signals import claim_in, support_window
 
     window = support_window(MAYOR[:-1], f"Springfield\nThe city lies in Oregon.\n{MAYOR}")
     assert "2019" in window and window.startswith("The city lies")

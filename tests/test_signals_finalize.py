@@ -3,8 +3,8 @@
 import pytest
 
 from agentic_rag.anchors.matching import Anchor
+from agentic_rag.baug.signals import claim_in, claims_of, collect_signals, key_tokens, new_claims, says_something
 from agentic_rag.configuration import Settings
-from agentic_rag.gate.signals import claim_in, claims_of, collect_signals, key_tokens, new_claims, says_something
 from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.text import split_sentences
@@ -158,7 +158,7 @@ def test_abstention_has_no_citations_and_says_what_is_missing():
 
 
 def test_names_echoed_from_the_question_need_no_support_except_in_comparisons(embedder):
-    from agentic_rag.gate.signals import new_claims
+    from agentic_rag.baug.signals import new_claims
 
     q = "is dreamworks animation owned by time warner or universal pictures?"
     assert new_claims("DreamWorks Animation is owned by Time Warner.", q, "other") == []
@@ -228,7 +228,7 @@ def test_plain_words_match_by_stem_names_do_not():
 
 
 def test_a_period_must_be_near_the_supporting_sentence():
-    from agentic_rag.gate.signals import support_window
+    from agentic_rag.baug.signals import support_window
     from agentic_rag.supervisor.validators import validate
 
     chunk = ("Kerber won in 2018. She beat Serena Williams in straight sets. Crowds were large. "
@@ -242,7 +242,7 @@ def test_a_period_must_be_near_the_supporting_sentence():
 
 
 def test_a_page_date_beside_the_quote_scopes_nothing_when_content_only():
-    from agentic_rag.gate.signals import support_window
+    from agentic_rag.baug.signals import support_window
 
     snippet = "Aug 27, 2019 ...\nCoco Gauff made her U.S. Open singles debut on Tuesday. She lost in round three."
     quote = "Coco Gauff made her U.S. Open singles debut on Tuesday."
@@ -322,7 +322,7 @@ def test_a_period_that_describes_the_bridge_entity_is_met_on_the_bridge_page(emb
     """A bridge question: the answer's page (the band) names the bridge, and the period the question uses
     to describe it is on the bridge's own page (the album), whose title the cited page does not name but
     which names the cited page's subject; an unlinked page with the same year is no bridge."""
-    from agentic_rag.gate.signals import read_draft
+    from agentic_rag.baug.signals import read_draft
     from agentic_rag.supervisor.validators import validate
 
     question = "Which record label formed the Danish band whose debut album Salt Lines came out in 2011?"
@@ -341,7 +341,7 @@ def test_a_page_linked_through_a_name_the_question_uses_is_no_bridge(embedder):
     """The single-hop error the period check exists for stays caught: the award's own page names the
     asked year, but the question names that award, and the sentence that names the cited winner does
     not name the year."""
-    from agentic_rag.gate.signals import read_draft
+    from agentic_rag.baug.signals import read_draft
     from agentic_rag.supervisor.validators import validate
 
     bundle = {"passages": [

@@ -27,8 +27,8 @@ from agentic_rag.runner import answer
 from agentic_rag.telemetry import read_rows
 from agentic_rag.timing import node_clock, part
 from agentic_rag.workers.source import retrieve
-from tests.fakes import ScriptedChat
-from tests.test_agent_graph import QUOTE_2004, record
+from testkit.fakes import ScriptedChat
+from testkit.records import QUOTE_2004, record
 
 LLM_SLEEP_S = 0.4
 
@@ -185,7 +185,7 @@ def test_a_store_that_cannot_be_used_is_a_settings_error(value, why):
 
 def test_kit_telemetry_rows_carry_the_node_times(settings, tmp_path):
     from agentic_rag.crag_adapter import UserModel
-    from tests.test_crag_adapter import UNIVERSAL, kit_batches
+    from testkit.records import UNIVERSAL, kit_batches
 
     rec = record("who owns dreamworks animation?", {"Universal": "DreamWorks Animation is owned by Universal Pictures."})
     kit = settings.replace(CRAG_ARTIFACTS_DIR=str(tmp_path / "kit"), CRAG_SECONDS_PER_QUERY=600.0)
@@ -202,7 +202,7 @@ def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(own_in
 
     from agentic_rag.cli import app
     from agentic_rag.eval.results import read_results
-    from agentic_rag.testing.records import lightest_examples
+    from testkit.records import lightest_examples
 
     out = tmp_path / "run"
     # an index cache of its own: the suite's shared one may already hold this question's pages
@@ -222,7 +222,7 @@ def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(own_in
 PAGE_TIMES = """
 import json, time
 from agentic_rag.ingest.pages import make_page
-from agentic_rag.testing.bad_inputs import ABBREVIATIONS, abbreviation_page
+from testkit.bad_inputs import ABBREVIATIONS, abbreviation_page
 
 def fastest(page, tries):  # a loaded machine only ever slows a try down
     times = []
@@ -241,8 +241,9 @@ LINEAR_RATIO_MAX = 40
 PAGE_TIMES_LIMIT_S = 120  # all the timings, linear, take seconds; quadratic, the 20 KB pages alone took minutes
 
 
+@pytest.mark.system
 def test_a_page_that_runs_one_abbreviation_on_is_read_in_time_linear_in_its_length():
-    from agentic_rag.testing.processes import child_env
+    from testkit.processes import child_env
 
     try:  # in a child process: quadratic, the 200 KB pages would take half an hour each
         proc = subprocess.run([sys.executable, "-c", PAGE_TIMES], env=child_env(), capture_output=True, text=True,

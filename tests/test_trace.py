@@ -7,53 +7,20 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
-from agentic_rag.datasets.crag import write_records
-from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import answer
 from agentic_rag.trace.html import render_html
 from agentic_rag.trace.run import load_run, question_view
-from tests.fakes import ScriptedChat
-from tests.test_agent_graph import PAGES, QUOTE_2004, QUOTE_2005, record
-
-runner = CliRunner()
-HOSTILE = "</script><script>window.__pwned=2</script> <img src=x onerror=window.__pwned=3>"
-HOSTILE_NAME = "<script>window.__pwned=1</script> Oscars 2005"
-REPLIES = [f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"',
-           f'The Incredibles won. {{cite:77th academy}} "{QUOTE_2005}"']
-
-
-def records():
-    ok = record()
-    ok.interaction_id = "toy-ok"
-    none = record("who designed the first jet engine for the luftwaffe?", {"Gardening": PAGES["Gardening"]})
-    none.interaction_id, none.answer = "toy-none", "i don't know"
-    hostile = record("which movie won best animated feature at the 2005 oscars?",
-                     {HOSTILE_NAME: f"{PAGES['Oscars 2005']} {HOSTILE}", "Gardening": PAGES["Gardening"]})
-    hostile.interaction_id, hostile.answer = "toy-hostile", "the incredibles"
-    return [ok, none, hostile]
-
-
-def make_run(out: Path, system: str = "agent", replies: list[str] = REPLIES, **overrides) -> Path:
-    """A small real run folder (real retrieval and BAUG, scripted generator)."""
-    settings = Settings.load(overrides={"ARTIFACTS_DIR": str(out.parent / "artifacts"), **overrides})
-    data = out.parent / "toy.jsonl"
-    write_records(records(), data)
-    fake = ScriptedChat(replies=list(replies))
-    run_eval(data, system, settings, out, progress=False, extra_config={"llm": fake})
-    return out
+from testkit.fakes import ScriptedChat
+from testkit.records import PAGES, QUOTE_2004, record
+from testkit.scripted_runs import HOSTILE, REPLIES, make_run, rows_of, runner
 
 
 @pytest.fixture(scope="module")
 def agent_run(tmp_path_factory) -> Path:
     return make_run(tmp_path_factory.mktemp("trace") / "agent-run")
-
-
-def rows_of(run: Path) -> dict[str, dict]:
-    return {r["id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())}
 
 
 def test_result_rows_record_every_node(agent_run):
@@ -419,7 +386,7 @@ def test_the_page_layout_runs_the_main_path_down_and_draws_loops_back_up():
 
 
 def test_a_failed_llm_call_is_kept_with_its_error(tmp_path):
-    from tests.fakes import UNAVAILABLE
+    from testkit.fakes import UNAVAILABLE
 
     settings = Settings.load(overrides={"ARTIFACTS_DIR": str(tmp_path)})
     result = answer("agent", settings, record=record(), extra_config={"llm": ScriptedChat(replies=[UNAVAILABLE])})

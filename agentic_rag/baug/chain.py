@@ -13,7 +13,7 @@ sentence holds the names; a chain asks each step for its own sentence:
 Every quote is exact source text from an untrusted-free passage. A hop no sentence states is
 ``found: False`` and named in words a refusal can show ("no page links Kiss and Tell to the entity
 the question describes"). The plan comes from the question (anchors/hops.py); the decision reads the
-chain through gate/checks.py's ``hops_found`` check.
+chain through agentic_rag/checks.py's ``hops_found`` check.
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from typing import Any, Iterable
 
 from agentic_rag.anchors.hops import HopPlan, described_clause
 from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_DATE_OR_YEAR, RE_NUMBER, claims_of, first_date, normalize_text
+from agentic_rag.baug.signals import _DISAMBIGUATION, _chunk_sentences, claim_in, key_tokens, new_claims, says_something
 from agentic_rag.events import clip
-from agentic_rag.gate.signals import _DISAMBIGUATION, _chunk_sentences, claim_in, key_tokens, new_claims, says_something
-from agentic_rag.retrieval.hybrid import tokenize
-from agentic_rag.text import stem, stems, untrusted_source
+from agentic_rag.text import stem, stems, tokenize, untrusted_source
 
 # the share of the question's names a bridge chain's two passages must state (HotpotQA dev, gold answers:
 # 1.0 breaks more twins and fewer answerable chains, 0.5 the reverse; benchmarks/chain/)
@@ -287,7 +286,7 @@ def unconfirmed_hop(chain: list[dict[str, Any]], question: str) -> str:
     if not chain or not all(h["found"] for h in chain):
         return ""
     from agentic_rag.anchors.ner import content_words
-    from agentic_rag.gate.signals import unmatched_question_terms
+    from agentic_rag.baug.signals import unmatched_question_terms
 
     last = chain[-1]
     said = " ".join(f"{h.get('quote', '')} {h.get('page', '')} {h.get('entity', '')}" for h in chain)
@@ -318,7 +317,7 @@ def next_hop_query(chain: list[dict[str, Any]], question: str) -> str:
     """The search for the first missing hop, keyed by what the hop before it found: the bridge entity
     with the question's words its page did not state ("Shirley Temple government position held"), the
     question's names for a missing link, the compared item with what is compared."""
-    from agentic_rag.gate.signals import unmatched_question_terms
+    from agentic_rag.baug.signals import unmatched_question_terms
 
     hop = next((h for h in chain if not h["found"]), None)
     if hop is None:

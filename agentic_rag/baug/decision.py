@@ -1,8 +1,8 @@
 """What a BAUG decision is and what it is made from: the Decision, the run's Flags, and the two rules
 both policies share (whether the extra retrieval round is on offer, which extension asked for a code).
 
-Its own module, below both policies: the thresholds (gate/policy.py) and the fitted decision
-(gate/fitted.py) each read these, and neither imports the other's module to get them.
+Its own module, below both policies: the thresholds (baug/policy.py) and the fitted decision
+(baug/fitted.py) each read these, and neither imports the other's module to get them.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from agentic_rag.gate.checks import GATE_REASONS as _GATE_REASONS
-from agentic_rag.gate.checks import REASON_LIST
+from agentic_rag.checks import GATE_REASONS as _GATE_REASONS
+from agentic_rag.checks import REASON_LIST
 
-# the codes with their actions, layers and wording are defined once, in gate/checks.py
+# the codes with their actions, layers and wording are defined once, in agentic_rag/checks.py
 REASONS = {r.code: r.action for r in REASON_LIST if r.policy}
 GATE_REASONS = {gate_reason: code for gate_reason, (code, _) in _GATE_REASONS.items()}
 

@@ -30,8 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.gate.checks import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP
-from agentic_rag.gate.decision import Decision, Flags, can_retrieve_more
+from agentic_rag.baug.decision import Decision, Flags, can_retrieve_more
+from agentic_rag.checks import ABSTAIN, REFLECT, RETRIEVE_MORE, STOP
 from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
 from agentic_rag.telemetry import json_number, parse_json
 

@@ -1,7 +1,7 @@
 """Graph nodes: BAUG in three steps, so a trace shows where each reading, call and decision came from.
 
 ``collect_signals`` reads the draft against its evidence (and may make the gray-zone judge call);
-``decide`` applies the pure policy (gate/policy.py) to those readings and to any extension's request;
+``decide`` applies the pure policy (baug/policy.py) to those readings and to any extension's request;
 a draft about to be shown with the verifier on goes once through ``final_check`` (quote probe and
 verifier calls, booked under stage ``verify``) and back to ``decide``. The decision that stands is
 written to telemetry, one row per round. Where the graph goes next is graphs/agent.py's business.
@@ -16,12 +16,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.anchors.matching import RE_PERIOD_MENTION, Anchor
-from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
-from agentic_rag.configuration import Settings
-from agentic_rag.gate.chain import draft_chain, hops_found, next_hop_query
-from agentic_rag.gate.checks import DRAFT_CHECKS
-from agentic_rag.gate.cross_encoder import entailment_probability
-from agentic_rag.gate.judge import (
+from agentic_rag.baug.chain import draft_chain, hops_found, next_hop_query
+from agentic_rag.baug.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flags, decide, requested
+from agentic_rag.baug.signals import DraftReading, read_draft, supported_quotes
+from agentic_rag.baug.verifier import (
     COMBINE_PARTS,
     VERIFY_STAGE,
     in_gray_zone,
@@ -30,12 +28,12 @@ from agentic_rag.gate.judge import (
     run_judge,
     verified_score,
     verify_messages,
-    yes_no_cost,
-    yes_probability,
 )
-from agentic_rag.gate.policy import ABSTAIN, RETRIEVE_MORE, STOP, Decision, Flags, decide, requested
-from agentic_rag.gate.signals import DraftReading, read_draft, supported_quotes
+from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
+from agentic_rag.checks import DRAFT_CHECKS
+from agentic_rag.configuration import Settings
 from agentic_rag.llm.calls import model_from, prompt_cost
+from agentic_rag.llm.choices import yes_no_cost, yes_probability
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline, model_failed
 from agentic_rag.nodes import Node, timed
 from agentic_rag.prompts import is_hedging, reflect_request
@@ -43,6 +41,7 @@ from agentic_rag.reader.probe import quote_bundle, quote_probe_messages
 from agentic_rag.reader.read import GENERATION, QUOTE_READ_OUTPUT_TOKENS, plan_for, read_other_prompt
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.state import RAGState, merge_usage
+from agentic_rag.supervisor.cross_encoder import entailment_probability
 from agentic_rag.supervisor.validators import PERIOD_TYPES, validate
 from agentic_rag.telemetry import telemetry_path, write_row
 from agentic_rag.text import strip_markup
@@ -83,7 +82,7 @@ def collect_signals_node(state: RAGState, config: RunnableConfig) -> dict[str, A
 
 
 def read_round(state: RAGState, settings: Settings) -> DraftReading:
-    """The draft read against this round's bundle (gate/signals.read_draft), with the answerability
+    """The draft read against this round's bundle (baug/signals.read_draft), with the answerability
     reader's reading of the prompt that wrote it, and NLI when a model is configured."""
     draft = state.get("draft", "")
     passages = (state.get("bundle") or {}).get("passages", [])
@@ -95,7 +94,7 @@ def read_round(state: RAGState, settings: Settings) -> DraftReading:
         get_embedder(settings) if draft else None, new_hits_ratio=new_hits, rounds=round_no,
         stagnation=round_no > 1 and new_hits < settings.agent.NEW_HITS_EPS, kind=state.get("kind", "other"),
     )
-    if draft:  # a multi-hop answer's chain, hop by hop (gate/chain.py); none for a single-hop question
+    if draft:  # a multi-hop answer's chain, hop by hop (baug/chain.py); none for a single-hop question
         chain = draft_chain(state.get("hop_plan"), state["question"], strip_markup(draft, [p["text"] for p in passages]),
                             state.get("kind", "other"), passages)
         reading.signals.update(chain=chain, hops_found=hops_found(chain))
@@ -292,11 +291,11 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "pruned_count": sum(p.get("pruned_count", 0) for p in paths),
         "terminated_by": [p.get("terminated_by") for p in paths],
         "new_hits_ratio": signals["new_hits_ratio"],
-        # every draft check's reading (gate/checks.py), and the readings the final check averages
+        # every draft check's reading (agentic_rag/checks.py), and the readings the final check averages
         **{c.signal: signals.get(c.signal) for c in DRAFT_CHECKS},
         "support_verdict": signals.get("support_verdict"),
         "quote_answerability": signals.get("quote_answerability"),
-        "p_right": getattr(decision, "p_right", None),  # GATE_POLICY=fitted (gate/fitted.py)
+        "p_right": getattr(decision, "p_right", None),  # GATE_POLICY=fitted (baug/fitted.py)
         "untrusted_sources": [u["n"] for u in signals.get("untrusted_sources", [])],
         "chain": [{k: h.get(k) for k in ("hop", "role", "found", "n")} for h in signals.get("chain") or []],
         "probe": state.get("probe"),

@@ -40,8 +40,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.gate.chain import searchable
-from agentic_rag.gate.checks import (  # noqa: F401  (STOP ... ACTIONS: their names are imported from here)
+from agentic_rag.baug.chain import searchable
+from agentic_rag.baug.decision import (  # noqa: F401  (Decision ... requested: their names are imported from here)
+    GATE_REASONS,
+    REASONS,
+    Decision,
+    Flags,
+    can_retrieve_more,
+    decided,
+    requested,
+)
+from agentic_rag.baug.fitted import decide_fitted, decision_in_force
+from agentic_rag.checks import (  # noqa: F401  (STOP ... ACTIONS: their names are imported from here)
     ABSTAIN,
     ACTIONS,
     CHECK_BY_SIGNAL,
@@ -53,16 +63,6 @@ from agentic_rag.gate.checks import (  # noqa: F401  (STOP ... ACTIONS: their na
     failed,
     passes,
 )
-from agentic_rag.gate.decision import (  # noqa: F401  (Decision ... requested: their names are imported from here)
-    GATE_REASONS,
-    REASONS,
-    Decision,
-    Flags,
-    can_retrieve_more,
-    decided,
-    requested,
-)
-from agentic_rag.gate.fitted import decide_fitted, decision_in_force
 
 FACTOID_KINDS = {"numeric", "date", "person", "award", "tournament", "time_window", "other"}
 
@@ -79,7 +79,7 @@ def decide(signals: dict[str, Any], flags: Flags, settings) -> Decision:
 
 
 def failed_support(signals: dict[str, Any], settings) -> list[tuple[str, float, float]]:
-    """(signal, value, threshold) of each support check (gate/checks.py) the draft fails, in registry
+    """(signal, value, threshold) of each support check (agentic_rag/checks.py) the draft fails, in registry
     order: what the policy abstains on, and what a LOW_SUPPORT refusal explains. A reading that was not
     taken (relevance without an embedder, entailment without NLI_MODEL) does not count against it."""
     return [(c.signal, signals[c.signal], c.threshold(settings)) for c in failed(SUPPORT_CHECKS, signals, settings)]

@@ -30,8 +30,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from agentic_rag.anchors.matching import MONTH_ABBR, MONTHS, RE_NUMBER, Anchor, anchor_coverage, claims_of, normalize_text
 from agentic_rag.budget import llm_calls, tokens_used
-from agentic_rag.gate.checks import Draft, computed_readings
-from agentic_rag.retrieval.hybrid import tokenize
+from agentic_rag.checks import Draft, computed_readings
 from agentic_rag.state import support_of
 from agentic_rag.text import (
     cited_numbers,
@@ -42,6 +41,7 @@ from agentic_rag.text import (
     stem,
     stems,
     strip_markup,
+    tokenize,
     untrusted_sentences,
     untrusted_source,
 )
@@ -412,7 +412,7 @@ def read_draft(
         "bridge_sources": [p["n"] for p in bridges],
         "hop_names": hop_names(claims, cited_text),
         "cited_text_chars": len(cited_text),
-        # the registry's own readings (gate/checks.py Check.compute): a new check needs no code here
+        # the registry's own readings (agentic_rag/checks.py Check.compute): a new check needs no code here
         **(computed_readings(Draft(question, plain, kind)) if plain else {}),
     }
     return DraftReading(signals, cited_text, windows, bridge_text)

@@ -65,7 +65,7 @@ def load_settings(preset: str | None, overrides: list[str] | None, needs_llm: bo
     if needs_llm:
         _model_cache_writable(settings)
     if needs_llm:  # a decision asked for (GATE_POLICY=fitted or a DECISION_FILE) that cannot be read fails now, in one line
-        from agentic_rag.gate.fitted import decision_in_force
+        from agentic_rag.baug.fitted import decision_in_force
 
         try:
             decision_in_force(settings)

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from agentic_rag.baug.chain import hop_line
 from agentic_rag.cli.common import (
     AddressOpt,
     DatasetOpt,
@@ -41,7 +42,6 @@ from agentic_rag.datasets.crag import DataError
 from agentic_rag.errors import named_path, output_file, replace_file
 from agentic_rag.eval.provenance import signal_gaps, signals_unavailable
 from agentic_rag.events import clip
-from agentic_rag.gate.chain import hop_line
 from agentic_rag.state import citation_status
 
 

@@ -237,8 +237,8 @@ def settings_markdown(rows: list[tuple[str, ...]]) -> str:
     """The settings as markdown, one table per section, with the section's own description; paths
     under the user cache are written from ``<user cache>`` and others under the home folder from
     ``~``, so the tables read the same on every machine and for every user's environment."""
+    from agentic_rag.checks import checks_markdown
     from agentic_rag.configuration import FIELD_SECTIONS, PER_REQUEST_SETTINGS, SECTIONS, USER_CACHE, unit_of
-    from agentic_rag.gate.checks import checks_markdown
 
     home, cache = str(Path.home()), str(USER_CACHE)
     out: list[str] = []
@@ -256,7 +256,7 @@ def settings_markdown(rows: list[tuple[str, ...]]) -> str:
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         out.append("")
     units = {name: unit_of(SECTIONS[section].model_fields[name]) for name, section in FIELD_SECTIONS.items()}
-    out += ["### checks", "", "What each threshold is held against (gate/checks.py): a reading passes when it reaches "
+    out += ["### checks", "", "What each threshold is held against (agentic_rag/checks.py): a reading passes when it reaches "
             "its setting; a check whose on-switch is off does not apply.", "", checks_markdown(units), ""]
     return "\n".join(out).rstrip() + "\n"
 

@@ -93,8 +93,8 @@ class LLMSettings(_Section):
     TORCH_THREADS: int = setting(0, "threads", "Torch intra-op threads; 0 = number of CPU cores.", ge=0)
     LLM_DTYPE: Literal["auto", "bfloat16", "float32"] = setting("auto", "choice", "What the local model computes in: 'auto' = "
         "bfloat16 where the processor computes it natively (AVX-512 BF16, AMX, Arm BF16), else float32 (faster than emulated).")
-    LLM_SPECULATION: Literal["off", "prompt_lookup"] = setting("off", "choice", "Lossless speculative decoding of the local model "
-        "(greedy): prompt_lookup proposes the next tokens from the prompt and checks them in one pass.")
+    LLM_SPECULATION: Literal["off", "prompt_lookup", "assisted"] = setting("prompt_lookup", "choice", "Speculative decoding of "
+        "the local model, lossless when greedy: tokens from the prompt (prompt_lookup) or the 0.5B (assisted), checked in one pass.")
     MAX_REPLY_CHARS: int = setting(20_000, "characters", "A remote model's reply is cut to this many characters before "
                                    "any text processing (a server may ignore MAX_OUTPUT_TOKENS).", ge=100)
     LLM_TIMEOUT_S: float = setting(
@@ -254,7 +254,7 @@ class GateSettings(_Section):
         True, "on/off", "Refuse before generation when retrieval confidence is low.", per_request=True
     )
     GATE_SCORE_SOURCE: Literal["vector", "bm25", "fused"] = setting(
-        "vector", "choice", "Tier-2 score the gate reads, normalised to [0,1] (see gate/confidence.py).", per_request=True
+        "vector", "choice", "Tier-2 score the gate reads, normalised to [0,1] (see supervisor/confidence_gate.py).", per_request=True
     )
     RETRIEVAL_MIN_SCORE: float = setting(
         0.15, "0-1", "Tier 2: normalised score the top passage needs; calibrated on a SQuAD dev split.", ge=0.0, le=1.0,
@@ -269,7 +269,7 @@ class GateSettings(_Section):
     RERANKER_KIND: Literal["cross_encoder", "llm"] = setting(
         "cross_encoder", "choice",
         "Tier 1's grader: the cross-encoder at RERANKER_MODEL, or the generator asked for a 0-3 digit per passage "
-        "(one call each, stage 'grade'; see gate/grader.py).", per_request=True,
+        "(one call each, stage 'grade'; see supervisor/grader.py).", per_request=True,
     )
     RERANKER_MODEL: str | None = setting(
         None, "path", "Local folder of a relevance cross-encoder (e.g. a saved ms-marco-MiniLM-L-6-v2)."
@@ -389,7 +389,7 @@ class BAUGSettings(_Section):
         per_request=True
     )
     JUDGE_MAX_CALLS_PER_Q: int = setting(1, "calls", "LLM judge calls per question at most.", ge=0, per_request=True)
-    # -- the fitted decision (gate/fitted.py, fitted by `agentic-rag calibrate --fit`) --------------
+    # -- the fitted decision (baug/fitted.py, fitted by `agentic-rag calibrate --fit`) --------------
     GATE_POLICY: Literal["auto", "thresholds", "fitted"] = setting(
         "auto", "choice",
         "How a draft is judged: the hand-set thresholds above, or one fitted P(the answer is right | signals) from "

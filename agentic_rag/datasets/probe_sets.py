@@ -17,7 +17,7 @@ import numpy as np
 
 from agentic_rag.datasets.crag import IDK, CragRecord, DataError, SearchResult, iter_records
 from agentic_rag.datasets.prepare import prepare_nq, prepare_squad2
-from agentic_rag.retrieval.hybrid import tokenize
+from agentic_rag.text import tokenize
 
 
 def squad_records(source: Path, n: int, exclude_files: list[Path], seed: int, tmp: Path) -> list[CragRecord]:

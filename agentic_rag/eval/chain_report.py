@@ -13,9 +13,9 @@ from typing import Any, Iterable, Iterator
 from agentic_rag.anchors.hops import SHAPES, HopPlan, plan_hops
 from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.predictor import propose_anchors
+from agentic_rag.baug.chain import answer_claims, draft_chain, evidence_chain, hops_found, missing_hop, unconfirmed_hop
 from agentic_rag.configuration.sections import AgentSettings
 from agentic_rag.datasets.prepare.hotpotqa import in_split, paragraphs_of, question_id, supporting_titles
-from agentic_rag.gate.chain import answer_claims, draft_chain, evidence_chain, hops_found, missing_hop, unconfirmed_hop
 from agentic_rag.telemetry import parse_json
 from agentic_rag.text import strip_markup
 

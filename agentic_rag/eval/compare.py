@@ -108,8 +108,8 @@ def compare(run_dirs: list[str | Path]) -> dict[str, Any]:
 def _kept_frontier(run: dict[str, Any], ids: list[str], base: dict[str, dict[str, Any]],
                    rows: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The trade a fitted decision's cut makes (eval/frontier.kept_frontier), for a run that has one."""
+    from agentic_rag.baug.fitted import cut_for
     from agentic_rag.eval.frontier import kept_frontier, p_right_by_question
-    from agentic_rag.gate.fitted import cut_for
 
     p_right = p_right_by_question(run["dir"])
     if not p_right:

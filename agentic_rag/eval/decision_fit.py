@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from agentic_rag.errors import replace_file, write_output
-from agentic_rag.gate.fitted import (
+from agentic_rag.baug.fitted import (
     CANDIDATE_FEATURES,
     VERIFIER_FEATURE,
     DecisionFile,
@@ -38,6 +37,7 @@ from agentic_rag.gate.fitted import (
     feature_value,
     model_key,
 )
+from agentic_rag.errors import replace_file, write_output
 
 MIN_DRAFTS = 30  # drafts a development split must give before a decision is fitted on it
 MIN_PER_CLASS = 5  # right and wrong drafts each, at least (cross-validation needs both in every fold)
@@ -87,7 +87,8 @@ def fill_verdicts(records: list[dict[str, Any]], rows: list[dict[str, Any]], set
     """The verifier's P(yes) for every draft the run did not verify; how many calls that took. It reads
     the sentences the draft quoted, as at run time; a result row keeps no cited text, so a draft that
     quoted nothing is asked about an empty evidence (at run time: the first cited characters)."""
-    from agentic_rag.gate.judge import VERIFY_STAGE, verify_messages, yes_probability
+    from agentic_rag.baug.verifier import VERIFY_STAGE, verify_messages
+    from agentic_rag.llm.choices import yes_probability
 
     by_id = {r["id"]: r for r in rows}
     calls = 0

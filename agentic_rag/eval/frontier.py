@@ -13,8 +13,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Callable
 
+from agentic_rag.baug.verifier import COMBINE_PARTS
 from agentic_rag.eval.rows import gold_groups, gold_is_idk, is_refusal
-from agentic_rag.gate.judge import COMBINE_PARTS
 
 # each reading the replay can cut: the single readings, and the means VERIFIER_COMBINE offers
 READINGS: dict[str, tuple[str, ...]] = {
@@ -117,7 +117,7 @@ def replayed_p_right(run_dir: str | Path) -> dict[str, float]:
 def p_right_of(decision, row: dict[str, Any]) -> float:
     """The P(right) ``decision`` gives a row's last draft, from its signals (the verified model where the
     verifier's verdict is among them): another decision replayed on a run's drafts."""
-    from agentic_rag.gate.fitted import VERIFIER_FEATURE
+    from agentic_rag.baug.fitted import VERIFIER_FEATURE
 
     signals = row.get("signals") or {}
     model = decision.verified if signals.get(VERIFIER_FEATURE) is not None and decision.verified else decision.base
@@ -131,7 +131,7 @@ def _recorded_decision(run_dir: Path):
     import hashlib
     import json
 
-    from agentic_rag.gate.fitted import DECISIONS_DIR, PREVIOUS_DECISIONS_DIR, load_decision
+    from agentic_rag.baug.fitted import DECISIONS_DIR, PREVIOUS_DECISIONS_DIR, load_decision
 
     try:
         named = json.loads((run_dir / "config.json").read_text()).get("decision") or {}
@@ -153,7 +153,7 @@ def last_decision(row: dict[str, Any]) -> dict[str, Any]:
 
 def fitted_last(row: dict[str, Any]) -> bool:
     """Whether the row's last decision was the fitted decision's (see ``replayed_p_right``)."""
-    from agentic_rag.gate.fitted import FITTED_EXPLANATION_OPENS, STOP_FITTED_REASON
+    from agentic_rag.baug.fitted import FITTED_EXPLANATION_OPENS, STOP_FITTED_REASON
 
     last = last_decision(row)
     return last.get("reason") == STOP_FITTED_REASON or str(last.get("explanation", "")).startswith(FITTED_EXPLANATION_OPENS)

@@ -9,10 +9,10 @@ import statistics
 from collections import Counter
 from typing import Any
 
+from agentic_rag import checks
 from agentic_rag.eval.provenance import signal_gaps
 from agentic_rag.eval.refusals import refusals_by_reason
 from agentic_rag.eval.rows import gold_groups, is_refusal, split_judged, split_usable, stage_calls
-from agentic_rag.gate import checks
 
 # every field of summary.json: key -> (plain name, what it means in one line). Rates are fractions of the
 # group named; "answerable" means a gold other than "i don't know" and "invalid question".

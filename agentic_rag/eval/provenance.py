@@ -105,7 +105,7 @@ def probe_identity(system: str, settings: Settings) -> dict[str, Any] | None:
 
 def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
     """The decision file an agent run under the fitted policy reads (its content decides like a setting)."""
-    from agentic_rag.gate.fitted import configured_decision_path, policy_in_force
+    from agentic_rag.baug.fitted import configured_decision_path, policy_in_force
 
     try:
         if system != "agent" or policy_in_force(settings) != "fitted":
@@ -115,7 +115,7 @@ def decision_identity(system: str, settings: Settings) -> dict[str, Any] | None:
         return None
     out = {"path": str(path), "sha256": file_sha256(path) if path.is_file() else None}
     if settings.baug.RISK is not None:  # what the run promises, and on what it was calibrated: its summary reads it
-        from agentic_rag.gate.fitted import load_decision, risk_level
+        from agentic_rag.baug.fitted import load_decision, risk_level
 
         out["risk"] = {"alpha": settings.baug.RISK, **risk_level(load_decision(path), settings.baug.RISK)}
     return out

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentic_rag.baug.fitted import FEATURE_REASONS
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.rows import gold_groups, is_refusal
-from agentic_rag.gate.fitted import FEATURE_REASONS
 
 # a refusal written into an answer ("I don't know" with status ok): no check refused it, the model did
 ANSWERED_IDK = "ANSWERED_IDK"

@@ -85,7 +85,7 @@ def result_row(record: CragRecord, result, judgement) -> dict[str, Any]:
         "p_right": result.p_right,  # the fitted decision's, where it decided (a stated risk is a cut on it)
         "missing": list(result.missing),  # what a refusal says would be needed (entities, periods, units)
         "citations": [c.model_dump() for c in result.citations],
-        "chain": list(result.chain),  # a multi-hop answer's hops, each quoted or missing (gate/chain.py)
+        "chain": list(result.chain),  # a multi-hop answer's hops, each quoted or missing (baug/chain.py)
         "judgement": judgement.label,
         "judge_rule": judgement.rule,
         "score": judgement.score,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.gate.signals import states_answer
+from agentic_rag.baug.signals import states_answer
 from agentic_rag.state import support_of
 from agentic_rag.text import cited_numbers, quote_in, quotes, strip_markup, untrusted_source
 

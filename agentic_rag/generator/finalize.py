@@ -17,14 +17,14 @@ from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.matching import normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, content_words
 from agentic_rag.anchors.predictor import propose_anchors
+from agentic_rag.baug.chain import missing_hop, unconfirmed_hop
+from agentic_rag.baug.policy import requested
+from agentic_rag.baug.signals import collect_signals, supported_quotes
+from agentic_rag.baug.verifier import combined_readings
 from agentic_rag.budget import llm_calls, tokens_summary
+from agentic_rag.checks import CHECK_BY_SIGNAL, INPUT_LAYERS, LAYER_CODES, SUPPORT_CHECKS, failed, passes
 from agentic_rag.configuration import Settings
 from agentic_rag.events import quoted_chunks
-from agentic_rag.gate.chain import missing_hop, unconfirmed_hop
-from agentic_rag.gate.checks import CHECK_BY_SIGNAL, INPUT_LAYERS, LAYER_CODES, SUPPORT_CHECKS, failed, passes
-from agentic_rag.gate.judge import combined_readings
-from agentic_rag.gate.policy import requested
-from agentic_rag.gate.signals import collect_signals, supported_quotes
 from agentic_rag.generator.citations import citations_from_support, extract_citations
 from agentic_rag.generator.short_answer import short_answer
 from agentic_rag.nodes import Node, timed

@@ -19,8 +19,7 @@ from agentic_rag.anchors.matching import RE_DATE_OR_YEAR, normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, get_nlp
 from agentic_rag.claims import asks_yes_no, choice_options, chosen_option, polarity, without_preamble, words
 from agentic_rag.prompts import INVALID_QUESTION
-from agentic_rag.retrieval.hybrid import tokenize
-from agentic_rag.text import dangling_words, split_sentences, stem, strip_markup
+from agentic_rag.text import dangling_words, split_sentences, stem, strip_markup, tokenize
 
 _NUMBER_UNIT = re.compile(
     r"[-$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?(?:\s+(?:million|billion|thousand|trillion))?(?:\s+[a-z][\w-]*)?", re.IGNORECASE

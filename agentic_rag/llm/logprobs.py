@@ -3,7 +3,7 @@
 Why: the answerability probe needs the in-process model's hidden states, so a served model (vLLM,
 llama.cpp's server, OpenAI) had no signal of its own confidence at all. Every one of those servers
 returns the log-probability of each generated token when asked (``logprobs``), and the in-process
-model has it in its scores; the fitted decision (gate/fitted.py) reads three numbers from it:
+model has it in its scores; the fitted decision (baug/fitted.py) reads three numbers from it:
 
 * ``lp_mean``: the mean token log-probability over the reply (nats per token; 0 = certain);
 * ``lp_min``: the least likely token's log-probability (one invented name shows here, not in the mean);

@@ -8,7 +8,7 @@ packaged reader model runs the same prompt's prefill here, without decoding (``L
 refusals that rest on the probe travel to every backend. A run's ``ReaderPlan`` says which, once per
 model and settings; each reading records how it was read, by which model, and its time.
 
-The decision layers (gate/) read the readings; this package never imports them.
+The decision layers (baug/) read the readings; this package never imports them.
 """
 
 from __future__ import annotations

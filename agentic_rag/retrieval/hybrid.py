@@ -22,20 +22,17 @@ from typing import Any, Callable, Iterable
 import bm25s
 import faiss
 import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
 
 from agentic_rag.errors import FolderMark, UserError, replaceable_folder
 from agentic_rag.retrieval.chunks import Chunk, Page, chunk_page
 from agentic_rag.retrieval.embedding_cache import EmbeddingCache, embed_with_cache
 from agentic_rag.retrieval.embeddings import Embedder
 from agentic_rag.retrieval.vectorstore import build_store, nearest_rows
-from agentic_rag.text import fold
+from agentic_rag.text import fold, tokenize
 
 INDEX_FORMAT = 1
 # what tells an index folder from any folder that holds a manifest.json (a web app's): the keys save writes
 INDEX_FOLDER = FolderMark("an index folder", "manifest.json", frozenset({"format", "embedding_model", "files"}))
-_WORD = re.compile(r"(?u)\b\w+\b")
-_STOP = frozenset(STOPWORDS_EN)
 
 BonusFn = Callable[[Chunk], float]
 _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")  # "Alien (film)" is named "Alien"
@@ -44,11 +41,6 @@ MIN_TITLE_CHARS = 4  # a shorter title ("Jaws" passes, "It" not) is named by cha
 
 class BrokenIndexError(UserError, ValueError):
     """An index folder exists but cannot be used: a killed writer, a truncated file, a race."""
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens without English stop words (single digits kept: '3-point', 'Q1')."""
-    return [t for t in _WORD.findall(text.lower()) if t not in _STOP]
 
 
 @dataclass

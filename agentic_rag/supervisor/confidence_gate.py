@@ -1,7 +1,7 @@
 """Confidence gate: refuse before the generator is called when the packed evidence is weak.
 
 Tier 1 (``USE_RERANKER``): relevance on a 0-3 scale, from a cross-encoder (``RERANKER_KIND=cross_encoder``,
-gate/cross_encoder.py) or from the generator asked for a grade per passage (``llm``, gate/grader.py);
+supervisor/cross_encoder.py) or from the generator asked for a grade per passage (``llm``, supervisor/grader.py);
 the top passage needs ``RELEVANCE_THRESHOLD``.
 Tier 2 (otherwise): retrieval scores normalised to [0, 1] so one threshold means the same thing for
 every score source (``GATE_SCORE_SOURCE``):
@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agentic_rag.gate.checks import GATE_REASONS, PRE_GENERATION_CHECKS, failed, gate_readings
+from agentic_rag.checks import GATE_REASONS, PRE_GENERATION_CHECKS, failed, gate_readings
 
 BM25_HALF_SCORE = 5.0  # the raw BM25 score that normalises to 0.5 (BM25 score units)
 
-# the sentence each of the gate's reasons opens its message with (codes and wording: gate/checks.py)
+# the sentence each of the gate's reasons opens its message with (codes and wording: agentic_rag/checks.py)
 REASONS = {gate_reason: text for gate_reason, (_, text) in GATE_REASONS.items()}
 GATE_REASON_OF = {code: gate_reason for gate_reason, (code, _) in GATE_REASONS.items()}
 

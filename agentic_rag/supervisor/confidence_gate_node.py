@@ -8,13 +8,13 @@ from langchain_core.runnables import RunnableConfig
 
 from agentic_rag.budget import question_deadline
 from agentic_rag.configuration import Settings
-from agentic_rag.gate.confidence import confidence_gate
-from agentic_rag.gate.cross_encoder import rerank_scores
-from agentic_rag.gate.grader import llm_grades
 from agentic_rag.llm.calls import model_from
 from agentic_rag.llm.usage import LLMUnavailableError, llm_deadline
 from agentic_rag.nodes import Node, timed
 from agentic_rag.state import RAGState
+from agentic_rag.supervisor.confidence_gate import confidence_gate
+from agentic_rag.supervisor.cross_encoder import rerank_scores
+from agentic_rag.supervisor.grader import llm_grades
 
 
 @timed(Node.CONFIDENCE_GATE)

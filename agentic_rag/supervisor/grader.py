@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_rag.budget import can_afford
-from agentic_rag.gate.judge import choice_probabilities
 from agentic_rag.llm.calls import prompt_cost
+from agentic_rag.llm.choices import choice_probabilities
 from agentic_rag.prompts import messages_for
 from agentic_rag.state import merge_usage
 

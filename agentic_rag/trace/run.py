@@ -13,18 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic_rag.baug.chain import hop_line
+from agentic_rag.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
 from agentic_rag.datasets.crag import pick, position_hint
 from agentic_rag.errors import UserError
 from agentic_rag.eval.results import read_object, read_results
 from agentic_rag.events import clip
-from agentic_rag.gate.chain import hop_line
-from agentic_rag.gate.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
 from agentic_rag.nodes import EXTENSION_ROLE, ROLE, Node
 from agentic_rag.state import citation_status, support_of
 from agentic_rag.telemetry import read_rows
 from agentic_rag.trace.draw import ROLE_COLOURS
 
-# Signal -> the setting it must reach (>=) in gate/policy.decide for the answer to stand (gate/checks.py).
+# Signal -> the setting it must reach (>=) in baug/policy.decide for the answer to stand (agentic_rag/checks.py).
 SIGNAL_THRESHOLDS = {c.signal: c.setting for c in DRAFT_CHECKS}
 # Worker path fields -> the setting they are held to in workers/worker.py.
 PATH_THRESHOLDS = {"path_score": "PATH_MIN_SCORE", "new_hits_ratio": "NEW_HITS_EPS"}
@@ -116,7 +116,7 @@ def advisory(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def signal_checks(signals: dict[str, Any], settings: dict[str, Any], answered: bool = False) -> list[dict[str, Any]]:
-    """Each draft check (gate/checks.py) whose reading was taken, against its threshold (``passed`` None
+    """Each draft check (agentic_rag/checks.py) whose reading was taken, against its threshold (``passed`` None
     when not comparable, switched off, or only advisory because the answer was shown)."""
     rows = [_registered(c, reading(signals, c), settings) for c in DRAFT_CHECKS if reading(signals, c) is not None]
     return advisory(rows) if answered else rows

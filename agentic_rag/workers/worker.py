@@ -24,7 +24,8 @@ import numpy as np
 
 from agentic_rag.anchors.matching import Anchor, anchor_in_text
 from agentic_rag.configuration import Settings
-from agentic_rag.retrieval.hybrid import HybridIndex, Passage, tokenize
+from agentic_rag.retrieval.hybrid import HybridIndex, Passage
+from agentic_rag.text import tokenize
 from agentic_rag.workers.source import retrieve
 
 HOP_DECAY = 0.5  # a hop-1 passage inherits this share of its parent's fused score (fraction)

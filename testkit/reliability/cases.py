@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.eval.results import read_results
-from agentic_rag.testing.bad_inputs import screen_lines
-from agentic_rag.testing.fault_server import FaultServer
-from agentic_rag.testing.processes import child_env, compare_runs, eval_cmd, result_ids
-from agentic_rag.testing.records import toy_dataset
+from testkit.bad_inputs import screen_lines
+from testkit.fault_server import FaultServer
+from testkit.processes import child_env, compare_runs, eval_cmd, result_ids
+from testkit.records import toy_dataset
 
 KEY = "sk-bench-5e1f0a9b77c4"  # distinctive: grepped for in every output of the fault cases
 GOOD = ('Finding Nemo won {cite:76th academy} "At the 76th Academy Awards, held in 2004, '
@@ -187,7 +187,7 @@ def warnings_shown(stderr: str) -> list[str]:
 def served_graph(ctx: Context, name: str, requests: Callable[[list[str], Path], Any]) -> Any:
     """``requests(langgraph command, folder)`` with `langgraph dev` installed and a fresh work folder ``name``;
     a server that never comes up is a failed row (RuntimeError), not a lost report."""
-    from agentic_rag.testing.servers import ServerDidNotStart, console_script
+    from testkit.servers import ServerDidNotStart, console_script
 
     langgraph = console_script("langgraph")
     if langgraph is None:

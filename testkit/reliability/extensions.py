@@ -8,8 +8,8 @@ import subprocess
 import sys
 from typing import Any
 
-from agentic_rag.testing.processes import ROOT, child_env, eval_cmd, result_ids
-from agentic_rag.testing.reliability.cases import GOOD, Context, case, cli, eval_outcome, process_outcome
+from testkit.processes import ROOT, child_env, eval_cmd, result_ids
+from testkit.reliability.cases import GOOD, Context, case, cli, eval_outcome, process_outcome
 
 EXTENSION_MODULES = {
     "crash_ext": ("from agentic_rag.extensions import Extension\n\n"

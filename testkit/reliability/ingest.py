@@ -1,5 +1,5 @@
 """Killed ingest: SIGKILL of `ingest` while embedding or while the index is written, then a rerun. The
-folder and process are the test suite's (agentic_rag/testing/); here also the rerun."""
+folder and process are the test suite's (testkit/); here also the rerun."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.testing.processes import start_ingest, wait_until
-from agentic_rag.testing.records import docs_folder
-from agentic_rag.testing.reliability.cases import Context, case, cli, ingest_cmd, process_outcome
+from testkit.processes import start_ingest, wait_until
+from testkit.records import docs_folder
+from testkit.reliability.cases import Context, case, cli, ingest_cmd, process_outcome
 
 
 def temp_folders(out: Path) -> list[Path]:

@@ -13,9 +13,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.testing.bad_inputs import rec, write_jsonl
-from agentic_rag.testing.processes import child_env, eval_cmd, result_ids
-from agentic_rag.testing.reliability.cases import (
+from testkit.bad_inputs import rec, write_jsonl
+from testkit.processes import child_env, eval_cmd, result_ids
+from testkit.reliability.cases import (
     GOOD,
     TRACEBACK,
     Context,
@@ -146,7 +146,7 @@ def _long_line(ctx: Context) -> dict[str, Any]:
 @case(GROUP, "served graph: unbounded and malformed requests", "langgraph dev (a scripted model, no decision for it): a record "
       "of 2,000 pages; config [1]; metadata nested 990 deep; GATE_POLICY=fitted in the request")
 def _served(ctx: Context) -> dict[str, Any]:
-    from agentic_rag.testing.servers import graph_server, post
+    from testkit.servers import graph_server, post
 
     question = {"question": "which movie won best animated feature at the 2004 oscars?"}
     pages = [{"page_name": f"p{i}", "page_url": f"toy://p{i}", "page_result": f"page {i}"} for i in range(2000)]
@@ -213,7 +213,7 @@ def _view(ctx: Context) -> dict[str, Any]:
 @case(GROUP, "ask: a hostile DECISION_FILE", "a boosting tree whose node 1 points back to node 0; then a logistic model "
       "of one coefficient for two features")
 def _decision(ctx: Context) -> dict[str, Any]:
-    from agentic_rag.gate.fitted import DECISION_FORMAT
+    from agentic_rag.baug.fitted import DECISION_FORMAT
 
     model = {"kind": "boosting", "features": ["overlap_est"], "reference": [0.5],
              "params": {"init": 0.0, "learning_rate": 0.1, "trees": [

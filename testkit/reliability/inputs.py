@@ -1,5 +1,5 @@
 """Bad inputs and hostile pages. The files, records and pages are the test suite's
-(agentic_rag/testing/bad_inputs.py and hostile.py); here each goes to a real process."""
+(testkit/bad_inputs.py and hostile.py); here each goes to a real process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.testing.bad_inputs import (
+from testkit.bad_inputs import (
     ELF,
     LONG,
     REPLY,
@@ -22,7 +22,7 @@ from agentic_rag.testing.bad_inputs import (
     surrogate_line,
     write_jsonl,
 )
-from agentic_rag.testing.hostile import (
+from testkit.hostile import (
     DEEP_ANSWER,
     FALSE_FACT,
     INJECTIONS,
@@ -35,8 +35,8 @@ from agentic_rag.testing.hostile import (
     injection_records,
     record,
 )
-from agentic_rag.testing.processes import child_env, eval_cmd, result_ids
-from agentic_rag.testing.reliability.cases import (
+from testkit.processes import child_env, eval_cmd, result_ids
+from testkit.reliability.cases import (
     KEY,
     TRACEBACK,
     Context,
@@ -228,7 +228,7 @@ def _ask_long(ctx: Context) -> dict[str, Any]:
 def _served(ctx: Context) -> dict[str, Any]:
     import urllib.request
 
-    from agentic_rag.testing.servers import graph_server, post
+    from testkit.servers import graph_server, post
 
     def requests(langgraph: list[str], folder: Path):
         with graph_server(langgraph, folder, child_env()) as (port, log):
@@ -247,7 +247,7 @@ def _served(ctx: Context) -> dict[str, Any]:
             "detail": {"responses": [missing, wrong]}}
 
 # --- hostile pages --------------------------------------------------------------------------------
-# The pages are the test suite's (agentic_rag/testing/hostile.py). The scripted model obeys them: it answers
+# The pages are the test suite's (testkit/hostile.py). The scripted model obeys them: it answers
 # PWNED and quotes every planted sentence, so any that verifies would show as a fabricated quote.
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.testing.processes import eval_cmd, kill, lines, result_ids, start, wait_until
-from agentic_rag.testing.reliability.cases import TRACEBACK, WEAK, Context, case, process_outcome, resumed_outcome
+from testkit.processes import eval_cmd, kill, lines, result_ids, start, wait_until
+from testkit.reliability.cases import TRACEBACK, WEAK, Context, case, process_outcome, resumed_outcome
 
 
 def killed_run(ctx: Context, name: str, plan: list[str], ready: Callable[[Path, int], bool], step: float = 0.05):

@@ -11,9 +11,9 @@ import sys
 import time
 from typing import Any
 
-from agentic_rag.testing.processes import ROOT, child_env
-from agentic_rag.testing.records import kit_batches
-from agentic_rag.testing.reliability.cases import GOOD, KEY, Context, case, process_outcome
+from testkit.processes import ROOT, child_env
+from testkit.records import kit_batches
+from testkit.reliability.cases import GOOD, KEY, Context, case, process_outcome
 
 KIT_RUN = """
 import json, sys, time

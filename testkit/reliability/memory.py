@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from agentic_rag.testing.processes import eval_cmd, result_ids
-from agentic_rag.testing.reliability.cases import TRACEBACK, Context, case, cli
+from testkit.processes import eval_cmd, result_ids
+from testkit.reliability.cases import TRACEBACK, Context, case, cli
 
 MEMORY_WRAPPER = """
 import resource, subprocess, sys, time

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentic_rag.testing.fault_server import refused_url
-from agentic_rag.testing.processes import eval_cmd
-from agentic_rag.testing.reliability.cases import GOOD, KEY, Context, ask_cmd, case, cli, eval_outcome, process_outcome
+from testkit.fault_server import refused_url
+from testkit.processes import eval_cmd
+from testkit.reliability.cases import GOOD, KEY, Context, ask_cmd, case, cli, eval_outcome, process_outcome
 
 # name: (requests the server answers with, the reason the question must end with); the hang comes last:
 # after it the server's breaker refuses the next questions' calls at once (llm/breaker.py), so in the eval

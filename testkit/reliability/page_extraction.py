@@ -1,6 +1,6 @@
 """Pages (groups ``hangs``, ``silent_loss``): a page whose one element carries a quarter of a million
 attributes (libxml2 and trafilatura took time in the square of them), and text on screen in forms the
-extractor dropped. The pages are the test suite's (agentic_rag/testing/hostile.py and shown_pages.py); each
+extractor dropped. The pages are the test suite's (testkit/hostile.py and shown_pages.py); each
 is ingested by a real ``agentic-rag ingest`` and searched by ``agentic-rag search``."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.testing.hostile import ARTICLE, attribute_bomb
-from agentic_rag.testing.reliability.cases import Context, case, cli, ingest_cmd, process_outcome
-from agentic_rag.testing.shown_pages import SHOWN, shown_page
+from testkit.hostile import ARTICLE, attribute_bomb
+from testkit.reliability.cases import Context, case, cli, ingest_cmd, process_outcome
+from testkit.shown_pages import SHOWN, shown_page
 
 EXTRACT_LIMIT_S = 5.0  # the issue's bar for extracting the 250,000-attribute page (before: 283 s)
 

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from agentic_rag.testing.bad_inputs import UNPARSABLE_LIST, abbreviation_page, rec, write_jsonl
-from agentic_rag.testing.processes import child_env, eval_cmd, result_ids
-from agentic_rag.testing.reliability.cases import (
+from testkit.bad_inputs import UNPARSABLE_LIST, abbreviation_page, rec, write_jsonl
+from testkit.processes import child_env, eval_cmd, result_ids
+from testkit.reliability.cases import (
     GOOD,
     TRACEBACK,
     Context,
@@ -114,7 +114,7 @@ QUESTIONS = 400  # of the re-sent run, as in the issue's run
 @case("silent_loss", "trace --otlp with more spans than the SDK's queue",
       f"a {QUESTIONS}-question run re-sent to a local OTLP collector that holds its first reply 2 s")
 def _otlp_queue(ctx: Context) -> dict[str, Any]:
-    from agentic_rag.testing.otlp_collector import SDK_SPAN_QUEUE, OtlpCollector, repeated_run
+    from testkit.otlp_collector import SDK_SPAN_QUEUE, OtlpCollector, repeated_run
 
     ctx.serve(GOOD)
     small = ctx.folder("otlp_small")

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.children import start_child
-from agentic_rag.testing.processes import child_env, eval_cmd, kill, lines, result_ids, start, wait_until
-from agentic_rag.testing.reliability.cases import (
+from testkit.processes import child_env, eval_cmd, kill, lines, result_ids, start, wait_until
+from testkit.reliability.cases import (
     TRACEBACK,
     WEAK,
     Context,

@@ -7,9 +7,9 @@ import re
 import sys
 from typing import Any
 
-from agentic_rag.testing.fault_server import refused_url
-from agentic_rag.testing.processes import eval_cmd, result_ids
-from agentic_rag.testing.reliability.cases import GOOD, KEY, Context, case, cli, process_outcome
+from testkit.fault_server import refused_url
+from testkit.processes import eval_cmd, result_ids
+from testkit.reliability.cases import GOOD, KEY, Context, case, cli, process_outcome
 
 
 @case("secrets_terminal", "a key inside OPENAI_BASE_URL", "http://bob:KEY@host/v1?api-key=KEY: eval (question 1 "

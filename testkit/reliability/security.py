@@ -1,6 +1,6 @@
 """Security (group ``security``): a run folder whose checkpoints carry code, a served-graph client that names
 endpoints, keys or paths, dataset text that reaches the markdown reports, and pickled .npz files. The artefacts
-are the test suite's (agentic_rag/testing/attacks.py); here each goes to a real process."""
+are the test suite's (testkit/attacks.py); here each goes to a real process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shutil
 import sys
 from typing import Any
 
-from agentic_rag.testing.attacks import (
+from testkit.attacks import (
     FORBIDDEN_REQUEST_SETTINGS,
     markup_labels,
     pickled_npz,
@@ -17,8 +17,8 @@ from agentic_rag.testing.attacks import (
     served_attacks,
     unescaped_markup,
 )
-from agentic_rag.testing.processes import ROOT, child_env, eval_cmd
-from agentic_rag.testing.reliability.cases import (
+from testkit.processes import ROOT, child_env, eval_cmd
+from testkit.reliability.cases import (
     GOOD,
     KEY,
     TRACEBACK,
@@ -83,7 +83,7 @@ def _served_settings(ctx: Context) -> dict[str, Any]:
       "a gold holding the same; eval, then compare of the run with a copy of it")
 def _markup_reports(ctx: Context) -> dict[str, Any]:
     from agentic_rag.datasets.crag import CragRecord, iter_records, write_records
-    from agentic_rag.testing.attacks import MARKUP
+    from testkit.attacks import MARKUP
 
     records = [CragRecord(**markup_labels(r.model_dump())) for r in list(iter_records(ctx.toy))[:2]]
     records[0].answer = f"finding nemo {MARKUP}"

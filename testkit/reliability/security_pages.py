@@ -1,6 +1,6 @@
 """Security of pages (group ``security``): chat-template markers hidden in markup, enumerated attribute
 values spelled as a browser reads them, and pages that fall back to the flat extractor. The pages are the
-test suite's (agentic_rag/testing/hostile.py and agentic_rag/data/hostile_pages.json); each goes through a
+test suite's (testkit/hostile.py and agentic_rag/data/hostile_pages.json); each goes through a
 real ``agentic-rag eval`` whose model, on the fault server, obeys the pages: it answers PWNED and quotes
 the planted sentence. The verifier is off, as in every case (``Context.opts``): what stops a planted answer
 here is what the pages let through."""
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.testing.hostile import PLANTED, article, catalogue, markup_page, record, too_deep
-from agentic_rag.testing.reliability.cases import Context, case
-from agentic_rag.testing.reliability.inputs import attack_counts, attacked, hostile_eval, obedient_reply
+from testkit.hostile import PLANTED, article, catalogue, markup_page, record, too_deep
+from testkit.reliability.cases import Context, case
+from testkit.reliability.inputs import attack_counts, attacked, hostile_eval, obedient_reply
 
 
 @case("security", "eval: chat-template role markers written as tags",

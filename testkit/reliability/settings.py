@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.configuration import Settings
-from agentic_rag.testing.fault_server import FaultServer
-from agentic_rag.testing.processes import compare_runs, eval_cmd, result_ids
-from agentic_rag.testing.reliability.cases import (
+from testkit.fault_server import FaultServer
+from testkit.processes import compare_runs, eval_cmd, result_ids
+from testkit.reliability.cases import (
     KEY,
     WEAK,
     Context,

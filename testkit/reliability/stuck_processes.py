@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentic_rag.testing.processes import (
+from testkit.processes import (
     PORT_CLOSE_S,
     alive,
     descendants,
@@ -21,7 +21,7 @@ from agentic_rag.testing.processes import (
     start,
     wait_until,
 )
-from agentic_rag.testing.reliability.cases import GOOD, TRACEBACK, Context, case, cli, eval_outcome
+from testkit.reliability.cases import GOOD, TRACEBACK, Context, case, cli, eval_outcome
 
 SILENT_N, SILENT_TIMEOUT_S, SILENT_RETRIES = 6, 5.0, 2  # questions; each attempt's timeout (s); retries per call
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from agentic_rag.children import start_child, stop_child
 from agentic_rag.llm import serve
 from agentic_rag.llm.packaged import PACKAGED_MODELS
-from agentic_rag.testing.processes import port_open, seconds_until_ended
-from agentic_rag.testing.servers import free_port
+from testkit.processes import port_open, seconds_until_ended
+from testkit.servers import free_port
 
-PACKAGE = Path(__file__).resolve().parents[1] / "agentic_rag"
+PACKAGE = Path(__file__).resolve().parents[2] / "agentic_rag"
 STARTS_A_CHILD = re.compile(r"subprocess\.(Popen|call|check_call)\(|os\.(fork|spawn\w*|posix_spawn\w*)\(")
 
 

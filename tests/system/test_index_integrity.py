@@ -21,10 +21,10 @@ from agentic_rag.ingest.ingest import build_corpus_index, index_for_record, reco
 from agentic_rag.ingest.pages import make_page
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import BrokenIndexError, HybridIndex
-from agentic_rag.testing.processes import start_ingest
-from agentic_rag.testing.records import REGATTA, docs_folder
+from testkit.processes import start_ingest
+from testkit.records import REGATTA, docs_folder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEXT = REGATTA
 
 

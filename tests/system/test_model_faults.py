@@ -16,15 +16,15 @@ import pytest
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.runner import answer
-from agentic_rag.testing.processes import SUITE_SETTINGS, child_env
-from tests.fakes import NO_TIME, UNAVAILABLE
-from tests.fault_server import FaultServer, refused_url
-from tests.test_agent_graph import QUOTE_2004, record, run
-from tests.test_eval_runner import dataset
+from testkit.fakes import NO_TIME, UNAVAILABLE
+from testkit.fault_server import FaultServer, refused_url
+from testkit.processes import KEY, SUITE_SETTINGS, child_env, cli
+from testkit.records import QUOTE_2004, record
+from testkit.records import toy_dataset as dataset
+from testkit.scripted_runs import run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPLY = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'
-KEY = "sk-fake-7f3a9c1d2e4b"  # distinctive: grepped for in every output
 RETRIES = 2
 
 
@@ -199,11 +199,6 @@ def test_an_eval_against_a_dead_server_writes_every_row_and_the_summary(server, 
 
 
 # --- end to end, as a user runs it ------------------------------------------------------------------
-
-
-def cli(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentic_rag.cli", *args], capture_output=True, text=True,
-                          env={**child_env(keep=SUITE_SETTINGS), **(env or {})}, timeout=600, **kw)
 
 
 def cli_started(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:

@@ -5,7 +5,7 @@ key is shown or stored. A setting that could not reach a server (a key or URL ho
 printed command shows) is a settings error before anything runs.
 
 Each case runs the real command, `agentic-rag ask` or `eval` (in this process through the CLI runner, or as a
-process where a signal is the subject), against agentic_rag/testing/fault_server.py on 127.0.0.1."""
+process where a signal is the subject), against testkit/fault_server.py on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -24,10 +24,9 @@ import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
-from agentic_rag.testing.fault_server import FaultServer
-from agentic_rag.testing.processes import SUITE_SETTINGS, start
-from agentic_rag.testing.records import QUOTE_2004, toy_dataset
-from tests.test_run_reliability import lines, wait_for
+from testkit.fault_server import FaultServer
+from testkit.processes import SUITE_SETTINGS, lines, start, wait_for
+from testkit.records import QUOTE_2004, toy_dataset
 
 REPLY = f'Finding Nemo won {{cite:76th academy}} "{QUOTE_2004}".'
 KEY = "sk-fake-5e4f3a2b1c0d"  # distinctive: grepped for in every output
@@ -73,7 +72,6 @@ def written_text(folder: Path) -> str:
 # --- one deadline around every call ---------------------------------------------------------------------
 
 
-@pytest.mark.system
 @pytest.mark.parametrize("bound", ["LLM_TIMEOUT_S", "WALL_TIME_S"])
 def test_a_reply_trickled_a_byte_at_a_time_ends_by_the_calls_deadline(server, tmp_path, bound):
     """A byte every 0.2 s never lets a read time out; before, the call waited out the whole trickle (6 s) and
@@ -93,7 +91,6 @@ def test_a_reply_trickled_a_byte_at_a_time_ends_by_the_calls_deadline(server, tm
         assert f"no reply within {TIMEOUT_S:.1f} s" in reply["explanation"]
 
 
-@pytest.mark.system
 def test_an_eval_with_a_trickling_reply_saves_every_row(server, tmp_path):
     server.set_plan(["ok", "trickle", "ok"])
     out = tmp_path / "run"
@@ -108,7 +105,6 @@ def test_an_eval_with_a_trickling_reply_saves_every_row(server, tmp_path):
 # --- keys: one line of printable text, masked in every escaped form -------------------------------------
 
 
-@pytest.mark.system
 @pytest.mark.parametrize("given", ["-o OPENAI_API_KEY", "$OPENAI_API_KEY", "-o EVAL_JUDGE_API_KEY"])
 def test_a_key_holding_a_line_break_is_a_settings_error_that_does_not_show_it(server, tmp_path, given):
     """Before: the key was sent, the HTTP client's error quoted it escaped (``sk-SECRET\\norg-x``), and that
@@ -121,7 +117,6 @@ def test_a_key_holding_a_line_break_is_a_settings_error_that_does_not_show_it(se
     assert not (tmp_path / "artifacts").exists() or "SECRET" not in written_text(tmp_path / "artifacts")
 
 
-@pytest.mark.system
 def test_a_key_the_server_echoes_escaped_is_masked_in_every_form_shown_and_stored(server, tmp_path):
     """The server's 500 quotes the Authorization header as Python's repr, in JSON with escaped slashes and
     URL-encoded; before, only the key as typed was masked."""
@@ -150,7 +145,6 @@ def test_one_redaction_masks_every_escaped_form_of_a_secret():
 # --- one bounded reader for reply bodies ----------------------------------------------------------------
 
 
-@pytest.mark.system
 @pytest.mark.parametrize("mode", ["gzip_bomb", "many_choices"])
 def test_a_reply_past_the_decoded_byte_bound_is_refused_unread(server, tmp_path, mode):
     """64 MB of spaces gzipped into 62 KB, and 30 MB of 200,000 choices: before, both were read whole (the
@@ -195,7 +189,6 @@ def test_the_bounded_client_still_goes_through_the_proxy_the_environment_names(m
     assert env_proxy("http://127.0.0.1:8000/v1") is None and env_proxy("http://model.lan/v1") is None
 
 
-@pytest.mark.system
 def test_a_reply_of_many_choices_within_the_bound_is_answered_from_its_first_in_the_calls_time(server, tmp_path):
     """10,000 choices in 2.5 MB: before, the SDK made a model of each and langchain a message of each (seconds of
     CPU after the last byte, outside any timeout)."""
@@ -212,7 +205,6 @@ def test_a_reply_of_many_choices_within_the_bound_is_answered_from_its_first_in_
 # --- usage that is not a count ----------------------------------------------------------------------------
 
 
-@pytest.mark.system
 @pytest.mark.parametrize("mode, said", [("bad_usage", "usage.total_tokens is 'many'"),
                                         ("negative_usage", "usage.prompt_tokens is -")])
 def test_a_usage_that_is_not_a_count_is_a_malformed_reply_and_every_row_is_saved(server, tmp_path, mode, said):
@@ -231,7 +223,6 @@ def test_a_usage_that_is_not_a_count_is_a_malformed_reply_and_every_row_is_saved
 # --- a base URL the client cannot use ----------------------------------------------------------------------
 
 
-@pytest.mark.system
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/v1\nx", "http://127.0.0.1:9/v1 x", "http://127.0.0.1:9/\tv1"])
 def test_a_base_url_holding_a_line_break_or_a_space_is_a_settings_error(server, tmp_path, url):
     """Before: it passed the settings check and ended in an httpx InvalidURL traceback mid-question."""
@@ -242,7 +233,6 @@ def test_a_base_url_holding_a_line_break_or_a_space_is_a_settings_error(server, 
 # --- redirects ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.system
 @pytest.mark.parametrize("status", ["301", "302", "307"])
 def test_a_redirect_is_refused_not_followed(server, tmp_path, status):
     """Before: a 301 or 302 became a GET with no prompt whose body was the answer; a 307 re-sent the pages and the
@@ -260,7 +250,6 @@ def test_a_redirect_is_refused_not_followed(server, tmp_path, status):
 # --- the printed resume command -------------------------------------------------------------------------------
 
 
-@pytest.mark.system
 def test_the_printed_resume_command_carries_no_key_and_a_masked_key_is_refused(server, tmp_path):
     """Before: the command carried ``-o 'OPENAI_API_KEY=***'``; run as printed, it sent *** as the key and saved
     every remaining question as ABSTAIN_LLM_UNAVAILABLE, the run counted complete."""
@@ -293,7 +282,6 @@ def test_the_printed_resume_command_carries_no_key_and_a_masked_key_is_refused(s
 # --- content in parts ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.system
 def test_content_sent_as_a_list_of_parts_is_read_as_its_text(server, tmp_path):
     """Before: the answer was the list's Python repr (``[{'type': 'text', ...``)."""
     res, reply = ask(server, tmp_path, ["content_parts"])

@@ -33,11 +33,13 @@ from agentic_rag.eval.results import read_results  # noqa: E402
 from agentic_rag.eval.resume import EvalInterrupted  # noqa: E402
 from agentic_rag.eval.runner import run_eval  # noqa: E402
 from agentic_rag.telemetry import read_rows  # noqa: E402
-from tests.fakes import HoldingChat  # noqa: E402
-from tests.servers import console_script, free_port  # noqa: E402
-from tests.test_eval_runner import TIMING, dataset, fake, interrupt_after  # noqa: E402
+from testkit.fakes import HoldingChat  # noqa: E402
+from testkit.processes import TIMING  # noqa: E402
+from testkit.records import toy_dataset as dataset  # noqa: E402
+from testkit.scripted_runs import fake, interrupt_after  # noqa: E402
+from testkit.servers import console_script, free_port  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
 QUESTIONS = 6
 runner = CliRunner()
@@ -56,7 +58,7 @@ def no_token(tmp_path_factory):
 
 def _ray_start(args: list[str], temp: str, log: Path) -> subprocess.Popen:
     env = {**os.environ,
-           # the workers import this checkout (and tests.fakes), whatever is installed
+           # the workers import this checkout (and testkit.fakes), whatever is installed
            "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # a local instance's switch; it forbids a second node
     cmd = [*console_script("ray"), "start", *args, "--num-cpus", "1", "--temp-dir", temp, "--block",

@@ -2,7 +2,7 @@
 two processes at once, pointed at a folder that cannot be written (Ctrl-C and SIGTERM:
 test_run_signals.py).
 
-The model is the scripted reply served over real HTTP by agentic_rag/testing/fault_server.py (openai backend), so the
+The model is the scripted reply served over real HTTP by testkit/fault_server.py (openai backend), so the
 runs are real `agentic-rag eval` processes, killed and resumed for real."""
 
 from __future__ import annotations
@@ -24,14 +24,10 @@ from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.telemetry import read_rows
-from agentic_rag.testing.processes import SUITE_SETTINGS, eval_cmd, start
-from tests.fault_server import FaultServer
-from tests.test_eval_runner import dataset
-from tests.test_model_faults import ROOT
+from testkit.fault_server import FaultServer
+from testkit.processes import ROOT, WEAK, as_options, lines, overrides, result_ids, start_eval, wait_for
+from testkit.records import toy_dataset as dataset
 
-# every question drafts, is told to revise, and revises: two calls and two telemetry rounds each, so a
-# kill can land between a question's rounds
-WEAK = "It was Shrek, made by DreamWorks in 2004 {cite:76th academy}."
 TIMING = {"latency_p50_ms", "latency_p95_ms"}
 
 
@@ -39,37 +35,6 @@ TIMING = {"latency_p50_ms", "latency_p95_ms"}
 def server():
     with FaultServer(reply=WEAK, hang_s=60) as srv:
         yield srv
-
-
-def overrides(url: str, tmp: Path) -> dict[str, object]:
-    """The fault server's settings; the answerability reader is off, as what a kill, a signal or a
-    resume does to a run does not depend on it, and its local prefill would be most of each question."""
-    return {"PROBE_ENABLED": False, "LLM_BACKEND": "openai", "OPENAI_BASE_URL": url, "LLM_MODEL": "m", "LLM_TIMEOUT_S": 120,
-            "LLM_BACKOFF_S": 0.05, "OVERLAP_TAU": 0.99, "REFLECT_MIN_OVERLAP": 0.0, "ARTIFACTS_DIR": str(tmp / "artifacts")}
-
-
-def as_options(values: dict[str, object]) -> list[str]:
-    return [x for k, v in values.items() for x in ("-o", f"{k}={v}")]
-
-
-def start_eval(data: Path, out: Path, values: dict[str, object], *extra: str) -> subprocess.Popen:
-    return start(eval_cmd(data, out, [*as_options(values), *extra]), keep=SUITE_SETTINGS)
-
-
-def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0, step: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert proc.poll() is None, f"eval ended early: {proc.communicate()[1][-2000:]}"
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(step)
-
-
-def lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.is_file() else 0
-
-
-def result_ids(out: Path) -> list[str]:
-    return [json.loads(line)["id"] for line in (out / "results.jsonl").read_text().splitlines()]
 
 
 def same_run(a: Path, b: Path) -> None:
@@ -270,7 +235,8 @@ def test_a_damaged_line_inside_results_is_set_aside_and_its_question_answered_ag
 def test_a_key_inside_the_server_url_is_in_no_file_and_no_output(tmp_path):
     """OPENAI_BASE_URL carrying credentials (user:key@host, ?api-key=): every place a URL is shown or
     stored (config.json, results, telemetry, the table, refusals, errors, `settings`) masks them."""
-    from tests.test_model_faults import KEY, refused_url
+    from testkit.fault_server import refused_url
+    from testkit.processes import KEY
 
     data, out, runner = dataset(tmp_path), tmp_path / "run", CliRunner()
     with FaultServer(reply=WEAK, plan=["500"] * 3) as srv:

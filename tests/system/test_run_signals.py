@@ -17,17 +17,9 @@ from typer.testing import CliRunner
 
 from agentic_rag.cli import app
 from agentic_rag.telemetry import read_rows
-from agentic_rag.testing.processes import SUITE_SETTINGS, start
-from tests.fault_server import FaultServer
-from tests.test_eval_runner import dataset
-from tests.test_run_reliability import (
-    WEAK,
-    lines,
-    overrides,
-    result_ids,
-    start_eval,
-    wait_for,
-)
+from testkit.fault_server import FaultServer
+from testkit.processes import SUITE_SETTINGS, WEAK, lines, overrides, result_ids, start, start_eval, wait_for
+from testkit.records import toy_dataset as dataset
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +58,7 @@ def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     """The one end-to-end check with the packaged 0.5B: Ctrl-C while it decodes in a worker thread (the
     baseline: one call per question, so the second question is decoding a second after the first is
     saved). That the printed command resumes is checked against the fault server above."""
-    from agentic_rag.testing.records import lightest_examples
+    from testkit.records import lightest_examples
 
     out = tmp_path / "run"
     data = str(lightest_examples(tmp_path, 3))

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentic_rag.cli import app
-from agentic_rag.testing.attacks import poison_checkpoints
-from tests.test_trace import make_run
+from testkit.attacks import poison_checkpoints
+from testkit.scripted_runs import make_run
 
 runner = CliRunner()
 
@@ -54,7 +54,7 @@ def test_checkpoint_values_are_read_only_as_a_run_writes_them(tmp_path):
 
 def test_a_request_sets_only_per_request_settings():
     from agentic_rag.configuration import PER_REQUEST_SETTINGS, Settings, SettingsError
-    from agentic_rag.testing.attacks import FORBIDDEN_REQUEST_SETTINGS
+    from testkit.attacks import FORBIDDEN_REQUEST_SETTINGS
 
     assert {"MAX_ROUNDS", "TOKEN_BUDGET", "OVERLAP_TAU", "GATE_POLICY", "RETRIEVAL_K"} <= PER_REQUEST_SETTINGS
     for name, value in FORBIDDEN_REQUEST_SETTINGS:
@@ -75,7 +75,7 @@ def test_a_request_sets_only_per_request_settings():
 
 def test_the_llm_section_in_a_runs_configurable_is_settings_not_the_injected_model(settings):
     from agentic_rag.llm.calls import model_from
-    from agentic_rag.testing.fakes import ScriptedChat
+    from testkit.fakes import ScriptedChat
 
     fake = ScriptedChat(replies=["x"])
     assert model_from({"configurable": {"llm": fake}}, settings) is fake
@@ -84,10 +84,10 @@ def test_the_llm_section_in_a_runs_configurable_is_settings_not_the_injected_mod
 
 
 def test_a_served_graphs_client_cannot_take_the_key_choose_files_or_crash_it(tmp_path):
-    from agentic_rag.testing.attacks import FORBIDDEN_REQUEST_SETTINGS, served_attacks
-    from agentic_rag.testing.bad_inputs import REPLY
-    from agentic_rag.testing.processes import SUITE_SETTINGS, child_env
-    from agentic_rag.testing.servers import console_script
+    from testkit.attacks import FORBIDDEN_REQUEST_SETTINGS, served_attacks
+    from testkit.bad_inputs import REPLY
+    from testkit.processes import SUITE_SETTINGS, child_env
+    from testkit.servers import console_script
 
     langgraph = console_script("langgraph")
     if langgraph is None:
@@ -110,7 +110,7 @@ def test_a_served_graphs_client_cannot_take_the_key_choose_files_or_crash_it(tmp
 
 def test_markdown_text_shows_as_written_on_one_line():
     from agentic_rag.eval.markdown import markdown_table, md_escape, row_cells
-    from agentic_rag.testing.attacks import MARKUP, unescaped_markup
+    from testkit.attacks import MARKUP, unescaped_markup
 
     assert len(unescaped_markup(MARKUP)) == 4  # the tag, its handler, the heading, the image link
     texts = [MARKUP, "a\\|b", "AT&T &lt;b&gt;", "end\\", "x\u2028# y\r\n", "[x](y) ![i](http://e/i.png)"]
@@ -128,9 +128,9 @@ def test_dataset_labels_reach_report_and_comparison_as_text(tmp_path):
     from agentic_rag.configuration import Settings
     from agentic_rag.datasets.crag import CragRecord, write_records
     from agentic_rag.eval.runner import run_eval
-    from agentic_rag.testing.attacks import MARKUP, markup_labels, unescaped_markup
-    from agentic_rag.testing.fakes import ScriptedChat
-    from tests.test_trace import REPLIES, records
+    from testkit.attacks import MARKUP, markup_labels, unescaped_markup
+    from testkit.fakes import ScriptedChat
+    from testkit.scripted_runs import REPLIES, records
 
     recs = [CragRecord(**markup_labels(r.model_dump())) for r in records()]
     recs[0].answer = f"finding nemo {MARKUP}"
@@ -157,8 +157,8 @@ def test_a_pickled_probe_file_is_refused_without_being_unpickled(tmp_path):
 
     from agentic_rag.datasets.crag import DataError
     from agentic_rag.datasets.probe_sets import probe_training_ids
-    from agentic_rag.testing.attacks import pickled_npz
-    from agentic_rag.testing.processes import ROOT, child_env
+    from testkit.attacks import pickled_npz
+    from testkit.processes import ROOT, child_env
 
     good = tmp_path / "good.npz"
     np.savez(good, ids=np.array(["nq-1-answerable", "sq-2"]), X=np.zeros((2, 2)))

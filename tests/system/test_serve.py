@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 
 from agentic_rag import usable_cpus
 from agentic_rag.cli import app
-from agentic_rag.gate.judge import yes_probability
 from agentic_rag.llm import serve
+from agentic_rag.llm.choices import yes_probability
 from agentic_rag.llm.logprobs import RETURNED
 from agentic_rag.llm.packaged import PACKAGED_MODELS
 from agentic_rag.runner import answer
-from agentic_rag.testing.processes import (
+from testkit.processes import (
     CRASHING_SERVER,
     SUITE_SETTINGS,
     port_open,
@@ -34,8 +34,8 @@ from agentic_rag.testing.processes import (
     start,
     wait_until,
 )
-from agentic_rag.testing.records import record
-from agentic_rag.testing.servers import free_port
+from testkit.records import record
+from testkit.servers import free_port
 
 runner = CliRunner()
 
@@ -175,7 +175,6 @@ def test_the_no_repack_server_loads_models_without_extra_buffer_types(monkeypatc
     assert native.llama_model_default_params().use_extra_bufts is False
 
 
-@pytest.mark.system
 def test_serve_says_how_its_model_server_died_with_its_last_log_lines_and_exits_3():
     """A model server that dies (llama.cpp on an AMX processor: SIGSEGV on the first token) left serve to exit
     245 after uvicorn's last "GET /v1/models 200 OK", saying nothing; it now says the signal and the last lines."""
@@ -189,7 +188,6 @@ def test_serve_says_how_its_model_server_died_with_its_last_log_lines_and_exits_
     assert "log line 28" not in tail and "log line 0" in stderr  # the whole log was shown as it came
 
 
-@pytest.mark.system
 @pytest.mark.model
 @LLAMA_CPP
 def test_serve_answers_a_real_completion_on_this_processor(tmp_path):

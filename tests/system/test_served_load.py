@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from agentic_rag.testing.fault_server import FaultServer
-from agentic_rag.testing.load import NO_REPLY, clients_at_once, crowded_metadata, p95, rss_mb, timed_post
-from agentic_rag.testing.processes import SUITE_SETTINGS, child_env
-from agentic_rag.testing.records import record
-from agentic_rag.testing.servers import console_script, graph_server_process, post
+from testkit.fault_server import FaultServer
+from testkit.load import NO_REPLY, clients_at_once, crowded_metadata, p95, rss_mb, timed_post
+from testkit.processes import SUITE_SETTINGS, child_env
+from testkit.records import record
+from testkit.servers import console_script, graph_server_process, post
 
 GOOD = ('Finding Nemo won {cite:76th academy} "At the 76th Academy Awards, held in 2004, '
         'Finding Nemo won the Oscar for Best Animated Feature".')
@@ -22,7 +22,6 @@ CROWDED = 2_000_000  # empty objects in the hostile body's metadata: 6 MB, well 
 LOAD_WITHIN_S = 60.0  # the load phase ends by itself then, whatever the server does
 
 
-@pytest.mark.system
 def test_served_graph_keeps_its_latency_and_memory_under_eight_clients_one_hostile(tmp_path):
     """Quiet first (one client at a time), then eight clients at once, one sending millions of ``{}`` in
     ``metadata`` (parsed on the event loop, such a body held every client for minutes and left gigabytes

@@ -9,8 +9,8 @@ import urllib.request
 
 import pytest
 
-from agentic_rag.testing.servers import console_script, graph_server, post
 from graphs.server import input_problem, settings_problem
+from testkit.servers import console_script, graph_server, post
 
 
 def test_input_problem_names_the_field():
@@ -138,7 +138,7 @@ def test_a_body_of_too_many_values_or_levels_is_refused_from_its_bytes_before_an
     9.3 GB and two minutes): the count and the depth are read from the bytes, and a body past either
     never reaches a parser."""
     import graphs.server as server
-    from agentic_rag.testing.load import crowded_metadata
+    from testkit.load import crowded_metadata
 
     def parser_reached(*args):
         raise AssertionError("a body past the bounds was parsed")
@@ -174,11 +174,10 @@ def test_request_bodies_are_read_and_checked_off_the_event_loop(monkeypatch):
     assert parsed_on and threading.main_thread() not in parsed_on  # asyncio.run's loop runs on the main thread
 
 
-@pytest.mark.system
 def test_served_graph_refuses_a_request_of_many_empty_objects_at_once(server):
     """A real `langgraph dev`: 300,000 ``{}`` in ``metadata`` (900 kB, three times the bound) are 422 naming
     the bound, in well under the seconds parsing them took, and the server answers the next client."""
-    from agentic_rag.testing.load import crowded_metadata
+    from testkit.load import crowded_metadata
 
     crowded = crowded_metadata({"assistant_id": "agent", "input": {"question": "who won?"}}, 300_000)
     t0 = time.monotonic()

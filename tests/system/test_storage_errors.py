@@ -16,13 +16,12 @@ from agentic_rag.configuration import Settings
 from agentic_rag.ingest import ingest
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.retrieval.hybrid import HybridIndex
-from agentic_rag.testing.fault_server import FaultServer
-from agentic_rag.testing.places import PlaceRefused, fill, tmpfs
-from agentic_rag.testing.records import docs_folder
-from agentic_rag.testing.records import toy_dataset as dataset
-from tests.test_run_reliability import WEAK, as_options, overrides
+from testkit.fault_server import FaultServer
+from testkit.places import PlaceRefused, fill, tmpfs
+from testkit.processes import WEAK, as_options, overrides
+from testkit.records import docs_folder
+from testkit.records import toy_dataset as dataset
 
-pytestmark = pytest.mark.system  # each test mounts a filesystem (`mount`, `umount`)
 runner = CliRunner()
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from agentic_rag.cli import app
-from tests.cdp import Browser, chromium_path
-from tests.test_trace import HOSTILE, QUOTE_2004, make_run, runner
+from testkit.cdp import Browser, chromium_path
+from testkit.records import QUOTE_2004
+from testkit.scripted_runs import HOSTILE, make_run, runner
 
 pytestmark = pytest.mark.skipif(chromium_path() is None, reason="Debian's chromium is not installed (README: apt-get install chromium)")
 
