@@ -82,7 +82,7 @@ class AnswerRecord(BaseModel):
     draft: str = ""  # the model's last raw output, markup included (for inspection; empty if never called)
     citations: list[Citation] = Field(default_factory=list)
     reason: str = ""
-    abstention_layer: str = ""  # one of gate.policy.LAYER_CODES' values, out_of_domain, invalid_selection or extension
+    abstention_layer: str = ""  # one of baug.policy.LAYER_CODES' values, out_of_domain, invalid_selection or extension
     explanation: str = ""
     p_right: float | None = None  # the fitted decision's P(the last draft is right), where it decided
     missing: list[str] = Field(default_factory=list)

@@ -30,6 +30,20 @@ def test_every_refusal_code_and_every_check_has_its_wording():
         assert any(r.code == c.reason for r in REFUSALS), c.reason
 
 
+def test_each_check_names_a_place_in_the_package_that_computes_its_reading():
+    """``computed_by`` is what the docs and the trace point a reader to: it must name a module or a function
+    of one that exists."""
+    import importlib
+    import importlib.util
+
+    for check in CHECKS:
+        dotted = check.computed_by.split(":")[0].split(" ")[0]
+        module, _, name = dotted.rpartition(".")
+        found = importlib.util.find_spec(f"agentic_rag.{dotted}") is not None if not hasattr(
+            importlib.import_module(f"agentic_rag.{module}"), name) else True
+        assert found, f"{check.signal}: {dotted} does not exist"
+
+
 def test_an_unregistered_refusal_code_is_an_error_not_the_low_support_wording():
     with pytest.raises(KeyError, match="ABSTAIN_SOMETHING_NEW"):
         explain_refusal("ABSTAIN_SOMETHING_NEW", {"overlap_est": 0.0, "faith_est": 0.0}, {}, S)
@@ -52,7 +66,7 @@ def test_each_refusal_record_carries_its_registered_layer_and_an_explanation(cod
 def test_the_guide_tables_are_the_registry():
     root = Path(__file__).resolve().parents[1]
     assert reasons_markdown() in (root / "docs" / "how-it-works.md").read_text(), \
-        "docs/how-it-works.md: paste gate.checks.reasons_markdown() over its reason-code table"
+        "docs/how-it-works.md: paste checks.reasons_markdown() over its reason-code table"
 
 
 def test_telemetry_records_every_draft_check():
