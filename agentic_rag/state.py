@@ -264,20 +264,22 @@ class RAGState(TypedDict, total=False):
     question: str
     question_id: str
     query_time: str
-    record: dict[str, Any]  # a CRAG record: its own pages form the corpus (per-question mode)
+    # a CRAG record (CragRecord.to_dict): its own pages form the corpus (per-question mode); a dict because the
+    # graph's input is JSON (langgraph dev, the CRAG kit), and CragRecord is its schema
+    record: dict[str, Any]
     index_dir: str  # or a persistent corpus index
     # working data
     passages: list[Passage]
     bundle: Bundle
     draft: str
-    draft_logprobs: dict[str, Any]  # the draft's token log-probability signals (llm/logprobs.py)
+    draft_logprobs: dict[str, Any]  # the draft's token log-probability signals: logprobs.LOGPROB_SIGNALS' keys
     llm_error: dict[str, Any]  # the model was unavailable: url, last error, attempts (LLMUnavailableError)
     # accounting (reducers make parallel branches add up)
-    usage: Annotated[dict[str, Any], merge_usage]
+    usage: Annotated[dict[str, Any], merge_usage]  # stage -> calls and tokens; stages are open-ended (extensions add theirs)
     latency_ms: Annotated[dict[str, float], merge_latency]
     cpu_ms: Annotated[dict[str, float], merge_latency]  # the node's own thread's CPU time
     llm_ms: Annotated[dict[str, float], merge_latency]  # wall time inside the node's LLM calls
-    events: Annotated[list[dict[str, Any]], operator.add]
+    events: Annotated[list[dict[str, Any]], operator.add]  # one per node run; events.py owns their shape
     # agent: anchors, workers, rounds and BAUG
     started_at: float  # time.time() at the first node, for the wall-time cap
     anchors_proposed: list[AnchorInfo]
@@ -298,10 +300,10 @@ class RAGState(TypedDict, total=False):
     ood: str  # why the question is out of domain ("" when it is not)
     too_long: str  # why the question is refused as too long ("" when it is not)
     ambiguity: dict[str, Any]  # the ambiguity policy's status, rule and options
-    citations: list[dict[str, Any]]
+    citations: list[dict[str, Any]]  # Citation.model_dump(): JSON in the checkpoint, Citation is its schema
     signals: Signals  # BAUG's readings of the draft (collect_signals; final_check adds the verifier's)
     cited_text: str  # the chunks the draft rests on, as collect_signals read them (the final check's verifier reads it)
-    validation: dict[str, Any]
+    validation: dict[str, Any]  # supervisor/validators.validate's result: its kind decides which keys it has
     flags: dict[str, Any]  # what the policy reads besides the signals (baug/policy.Flags), from collect_signals
     # extension name -> its request to BAUG ({"action": ABSTAIN | RETRIEVE_MORE, "code", "message", "missing",
     # "terms"}) or None; the latest report of each extension stands (docs/extending.md)
@@ -310,7 +312,7 @@ class RAGState(TypedDict, total=False):
     extension_route: str  # where the extension that just ran chose to go (its router runs inside its node)
     decision: BAUGDecision
     # output
-    result: dict[str, Any]
+    result: dict[str, Any]  # AnswerRecord.model_dump(): JSON for the graph's output, AnswerRecord is its schema
 
 
 # every state key: what the runner and tests ask a graph's run for (its output is only GraphOutput)
