@@ -21,7 +21,7 @@ from pathlib import Path
 from agentic_rag.baug.fitted import DECISIONS_DIR, cut_for, load_decision
 from agentic_rag.eval.frontier import fitted_last, p_right_of
 from agentic_rag.eval.markdown import markdown_table
-from agentic_rag.eval.refusals import withheld_right_answer
+from agentic_rag.eval.refusals import draft_right
 from agentic_rag.eval.rejudge import restore_run
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_is_idk, is_refusal, split_usable
@@ -39,7 +39,7 @@ def outcomes(rows: list[dict], decision, cut: float) -> dict[str, dict]:
             answered, right = not is_refusal(row), row.get("judgement") == "accurate"
         else:
             answered = p_right_of(decision, row) > cut
-            right = answered and (row.get("judgement") == "accurate" if not is_refusal(row) else bool(withheld_right_answer(row)))
+            right = answered and draft_right(row)
         out[str(row["id"])] = {"answered": answered, "right": answered and right, "unanswerable": gold_is_idk(row)}
     return out
 

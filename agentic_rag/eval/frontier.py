@@ -171,7 +171,7 @@ def kept_frontier(base: dict[str, dict[str, Any]], other: dict[str, dict[str, An
     run's own drafts, not an operating point. The AUC is P(right)'s, between the drafts that keep a right
     answer of ``base`` and those of the unanswerable questions; the ceiling is ``kept`` with every draft
     answered. None where no question has a P(right) (a run under the threshold policy) or nothing to keep."""
-    from agentic_rag.eval.refusals import withheld_right_answer
+    from agentic_rag.eval.refusals import draft_right
     from agentic_rag.reader.probe_training import auc
 
     right = [i for i in ids if base[i]["judgement"] == "accurate"]
@@ -179,10 +179,7 @@ def kept_frontier(base: dict[str, dict[str, Any]], other: dict[str, dict[str, An
     if not right or not unanswerable or not any(i in p_right for i in ids):
         return None
 
-    def right_draft(row: dict[str, Any]) -> bool:
-        return row["judgement"] == "accurate" if not is_refusal(row) else bool(withheld_right_answer(row))
-
-    keeps = {i: right_draft(other[i]) for i in right}
+    keeps = {i: draft_right(other[i]) for i in right}
 
     def at(t: float) -> dict[str, float]:
         answered = {i: not refused_at_cut(other[i], p_right.get(i), cut, t) for i in [*right, *unanswerable]}

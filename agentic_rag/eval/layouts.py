@@ -1,7 +1,7 @@
 """Evidence layouts as a test axis: whether the decision answers a draft the evidence supports whatever the
 page looks like (issue 70). A run of `hotpot_dev_layouts` holds each question with its unanswerable twin in
 every layout (`prepare hotpotqa --layout`, ids suffixed ``@layout``). A question's draft is "right in every
-layout" when the judge reads every layout's draft as right, shown or withheld (`refusals.withheld_right_answer`);
+layout" when the judge reads every layout's draft as right, shown or withheld (`refusals.draft_right`);
 such a draft should be answered in every layout."""
 
 from __future__ import annotations
@@ -10,19 +10,18 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from agentic_rag.datasets.prepare.layouts import DEFAULT_LAYOUT, split_layout
 from agentic_rag.eval.frontier import p_right_by_question
 from agentic_rag.eval.markdown import markdown_table
-from agentic_rag.eval.refusals import withheld_right_answer
+from agentic_rag.eval.refusals import draft_right
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_is_idk, is_refusal
-
-PLAIN = "distractors"  # the layout whose ids carry no suffix
 
 
 def layout_of(question_id: str) -> tuple[str, str]:
     """(the question's own id without its variant and layout, the layout)."""
-    base, _, layout = question_id.partition("@")
-    return base.rsplit("-", 1)[0], layout or PLAIN
+    base, layout = split_layout(question_id)
+    return base.rsplit("-", 1)[0], layout
 
 
 def measure(run: Path) -> dict:
@@ -35,10 +34,9 @@ def measure(run: Path) -> dict:
         if gold_is_idk(row):
             twins[layout].append(not is_refusal(row))
             continue
-        shown = not is_refusal(row)
-        right = row.get("judgement") == "accurate" if shown else bool(withheld_right_answer(row))
-        by_question[question][layout] = {"answered": shown, "right": right, "p": p_right.get(str(row["id"]))}
-    layouts = sorted({lay for q in by_question.values() for lay in q}, key=lambda lay: (lay != PLAIN, lay))
+        by_question[question][layout] = {"answered": not is_refusal(row), "right": draft_right(row),
+                                         "p": p_right.get(str(row["id"]))}
+    layouts = sorted({lay for q in by_question.values() for lay in q}, key=lambda lay: (lay != DEFAULT_LAYOUT, lay))
     complete = {q: v for q, v in by_question.items() if len(v) == len(layouts)}
     right_everywhere = {q: v for q, v in complete.items() if all(x["right"] for x in v.values())}
     answered_everywhere = [q for q, v in right_everywhere.items() if all(x["answered"] for x in v.values())]

@@ -39,6 +39,12 @@ def withheld_right_answer(row: dict[str, Any]) -> bool | None:
                  question=str(row.get("query", ""))).label == "accurate"
 
 
+def draft_right(row: dict[str, Any]) -> bool:
+    """Whether a row's last draft is right as the judge reads it: the shown answer's judgement, or for a
+    refusal the withheld draft judged as if it had been shown (none written: not right)."""
+    return row.get("judgement") == "accurate" if not is_refusal(row) else bool(withheld_right_answer(row))
+
+
 def only_stop_words(piece: str) -> bool:
     """A `missing` piece made of stop words alone (a multi-word name may hold one: "Bank of America")."""
     from agentic_rag.anchors.ner import STOP_WORDS

@@ -51,18 +51,16 @@ class Draft:
 def drafts_of(rows: list[dict[str, Any]], p_right: dict[str, float], cut: float) -> list[Draft]:
     """Each row of a run as a calibration draft (see the module's list), given the P(right) of its last
     judged draft (``frontier.p_right_by_question``) and the cut the run decided with."""
-    from agentic_rag.eval.refusals import withheld_right_answer
+    from agentic_rag.eval.refusals import draft_right
     from agentic_rag.eval.rows import is_refusal, split_usable
 
     out = []
     for row in split_usable(rows)[0]:
         p = p_right.get(str(row["id"]))
-        refused = is_refusal(row)
-        if p is None or (refused and p > cut):
+        if p is None or (is_refusal(row) and p > cut):
             out.append(Draft(None, False))
             continue
-        right = row.get("judgement") == "accurate" if not refused else bool(withheld_right_answer(row))
-        out.append(Draft(p, right))
+        out.append(Draft(p, draft_right(row)))
     return out
 
 

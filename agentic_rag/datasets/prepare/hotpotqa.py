@@ -38,6 +38,7 @@ from agentic_rag.datasets.prepare.layouts import (
     per_paragraph_support,
     sentence_ids,
     support_spans,
+    with_layout,
 )
 from agentic_rag.telemetry import parse_json
 
@@ -190,7 +191,7 @@ def prepare_hotpotqa(
                     pages, gold = layout_pages(layout, q["id"], q["paragraphs"], q["support"], q["spans"], removed)
                     unanswerable = variant == "unanswerable"
                     built.append(CragRecord(
-                        interaction_id=f"hotpotqa-{q['id']}-{variant}{suffix}" + (f"@{layout}" if tag else ""),
+                        interaction_id=with_layout(f"hotpotqa-{q['id']}-{variant}{suffix}", layout),
                         query=q["question"],
                         answer=IDK if unanswerable else q["answer"],
                         alternative_answers=[],

@@ -33,6 +33,17 @@ SNIPPET_WORDS = 40
 Paragraph = tuple[str, list[str]]  # (title, sentences)
 
 
+def with_layout(record_id: str, layout: str) -> str:
+    """A record's id in ``layout``: the plain id in the default layout, else suffixed ``@layout``."""
+    return record_id if layout == DEFAULT_LAYOUT else f"{record_id}@{layout}"
+
+
+def split_layout(record_id: str) -> tuple[str, str]:
+    """(the id in the default layout, the layout): what ``with_layout`` joined."""
+    base, mark, layout = record_id.partition("@")
+    return base, layout if mark else DEFAULT_LAYOUT
+
+
 def check_layouts(layouts: tuple[str, ...]) -> None:
     unknown = [name for name in layouts if name not in LAYOUTS]
     if unknown or not layouts or len(set(layouts)) != len(layouts):
