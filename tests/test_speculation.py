@@ -64,5 +64,8 @@ def test_assisted_decoding_needs_a_smaller_packaged_draft_than_the_generator(set
 
     with pytest.raises(ValueError, match="is the generator itself here"):  # the suite's generator is the 0.5B
         get_chat_model(settings.replace(LLM_SPECULATION="assisted", LLM_CACHE_PATH=None))
+    generator = get_chat_model(settings).model_path
     with pytest.raises(ValueError, match="needs draft_model_path"):
-        ChatLocalTransformers(model_path=get_chat_model(settings).model_path, speculation="assisted")
+        ChatLocalTransformers(model_path=generator, speculation="assisted")
+    with pytest.raises(ValueError, match="a draft model other than the generator"):  # one lock: it would wait on itself
+        ChatLocalTransformers(model_path=generator, speculation="assisted", draft_model_path=generator)

@@ -107,7 +107,8 @@ def local_model(path: str, cap: int, temperature: float, threads: int, repetitio
 
 def draft_model_path(settings, model_path) -> str | None:
     """The draft model of ``LLM_SPECULATION=assisted``: the packaged 0.5B, which shares the packaged models'
-    tokenizer; None for the other modes. A model that is the 0.5B itself has nothing smaller to draft with."""
+    tokenizer; None for the other modes. A model that is the 0.5B itself has nothing smaller to draft with,
+    said here in the settings' words (the model's own guard would say it inside a validation error)."""
     if settings.llm.LLM_SPECULATION != "assisted":
         return None
     draft = ensure_converted(Path(settings.paths.MODEL_CACHE_DIR).expanduser(), FAST_MODEL)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -254,11 +254,13 @@ class ChatLocalTransformers(BaseChatModel):
         self.model_path = str(self.model_path)
         self.dtype = choose_dtype(self.dtype).dtype
         torch.set_num_threads(self.threads or usable_cpus())
-        model, tokenizer, _ = _load(self.model_path, self.dtype)
+        tokenizer = _load(self.model_path, self.dtype)[1]
         if self.speculation == "assisted":
             if not self.draft_model_path:
                 raise ValueError("speculation='assisted' needs draft_model_path, a smaller model with the same tokenizer")
-            draft, draft_tokenizer, _ = _load(str(self.draft_model_path), self.dtype)
+            if Path(self.draft_model_path).resolve() == Path(self.model_path).resolve():  # one lock: it would wait on itself
+                raise ValueError("speculation='assisted' needs a draft model other than the generator")
+            draft_tokenizer = _load(str(self.draft_model_path), self.dtype)[1]
             if draft_tokenizer.get_vocab() != tokenizer.get_vocab():  # its proposals would be other tokens' ids
                 raise ValueError(f"the draft model {self.draft_model_path} does not share {self.model_path}'s tokenizer")
         # A converted folder is known by the GGUF it came from, not by where it lies: replayed calls
@@ -398,8 +400,11 @@ class ChatLocalTransformers(BaseChatModel):
         speculative = self.speculation != "off" and temperature == 0
         if speculative and self.speculation == "prompt_lookup":
             gen_kwargs["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
-        elif speculative:  # assisted: the draft proposes, this model verifies (its own weights, its own lock)
-            gen_kwargs["assistant_model"] = _load(str(self.draft_model_path), self.dtype)[0]
+        draft_lock: Any = nullcontext()
+        if speculative and self.speculation == "assisted":  # the draft proposes, this model verifies
+            # the draft's lock too: the packaged reader may be the same 0.5B, and a prefill of it capturing its
+            # hidden state must not see the draft's passes
+            gen_kwargs["assistant_model"], _, draft_lock = _load(str(self.draft_model_path), self.dtype)
         recorder = _RecordLogprobs() if kwargs.get("logprobs") and not speculative else None
         if recorder is not None:  # `logprobs=True`, as for ChatOpenAI: response_metadata["token_logprobs"]
             gen_kwargs["logits_processor"] = [recorder]
@@ -408,7 +413,7 @@ class ChatLocalTransformers(BaseChatModel):
         captured: dict[str, torch.Tensor] = {}
         passes: list[int] = []
         n_in = inputs["input_ids"].shape[1]
-        with gen_lock, torch.inference_mode(), _capture_prompt_state(model, state_layer, captured, span, n_in), \
+        with gen_lock, draft_lock, torch.inference_mode(), _capture_prompt_state(model, state_layer, captured, span, n_in), \
                 _count_passes(model, passes):
             output = model.generate(**inputs, **gen_kwargs)
         scores = getattr(output, "scores", None)
