@@ -98,6 +98,28 @@ def shift_rates(rows_by_split: dict[str, list[dict]], decision, cal_p: list[floa
     return out
 
 
+SPLIT_FAMILY = {"squad200": "squad", "rgb40": "rgb", "hotpot_test": "hotpotqa"}
+
+
+def shift_families(families: set[str]) -> dict[str, set[str]]:
+    """The families each shift check's calibration set holds."""
+    return {"calibrated_on_every_family": families, "calibrated_without_hotpotqa": families - {"hotpotqa"}}
+
+
+def pooled_shift(shift_report: dict[str, dict], families: set[str]) -> dict[str, dict]:
+    """The warning's rate over every chunk of a family left out of its calibration set, and of a family in it."""
+    held = shift_families(families)
+    out = {"left_out": {"warned": 0, "chunks": 0}, "calibrated": {"warned": 0, "chunks": 0}}
+    for which, rates in shift_report.items():
+        for split, r in rates.items():
+            side = out["calibrated" if SPLIT_FAMILY[split] in held[which] else "left_out"]
+            side["warned"] += r["fired"]
+            side["chunks"] += r["chunks"]
+    for side in out.values():
+        side["rate"] = round(side["warned"] / side["chunks"], 3) if side["chunks"] else None
+    return out
+
+
 def plot(name: str, drafts: list[Draft], marks: list[dict], path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
@@ -157,6 +179,7 @@ def main() -> int:
                                                        question_types(no_hotpot_rows)),
         },
     }
+    report["shift_pooled"] = pooled_shift(report["shift"], set(report["calibration"]["families"]))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "risk.json").write_text(json.dumps(report, indent=1) + "\n")
     for name in SPLITS:
@@ -197,20 +220,15 @@ def to_markdown(report: dict) -> str:
               "questions (with their twins), tested on hotpot_test", "", *_promise_table(report["within_hotpotqa"]["promises"]), "",
               f"## The shift warning, on chunks of {CHUNK} test questions", "",
               "| calibration set | split | family in it | chunks | warned | rate |", "|---|---|---|---|---|---|"]
-    cal_fams = {"calibrated_on_every_family": set(cal["families"]),
-                "calibrated_without_hotpotqa": set(cal["families"]) - {"hotpotqa"}}
-    pooled = {True: [0, 0], False: [0, 0]}  # family in the calibration set: [warned, chunks]
+    cal_fams = shift_families(set(cal["families"]))
     for which, rates in report["shift"].items():
         for split, r in rates.items():
-            fam = {"squad200": "squad", "rgb40": "rgb", "hotpot_test": "hotpotqa"}[split]
-            lines.append(f"| {which.replace('_', ' ')} | {split} | {'yes' if fam in cal_fams[which] else 'no'} | "
+            lines.append(f"| {which.replace('_', ' ')} | {split} | {'yes' if SPLIT_FAMILY[split] in cal_fams[which] else 'no'} | "
                          f"{r['chunks']} | {r['fired']} | {r['rate']} |")
-            pooled[fam in cal_fams[which]][0] += r["fired"]
-            pooled[fam in cal_fams[which]][1] += r["chunks"]
-    rate = {k: v[0] / v[1] if v[1] else None for k, v in pooled.items()}
-    lines += ["", f"Warned on {pooled[False][0]} of {pooled[False][1]} chunks of a family left out of calibration "
-              f"({rate[False]:.3f}) and on {pooled[True][0]} of {pooled[True][1]} of a family in it ({rate[True]:.3f})"
-              + (f": {rate[False] / rate[True]:.1f}x as often." if rate[True] else ".")]
+    out, inside = report["shift_pooled"]["left_out"], report["shift_pooled"]["calibrated"]
+    lines += ["", f"Warned on {out['warned']} of {out['chunks']} chunks of a family left out of calibration "
+              f"({out['rate']:.3f}) and on {inside['warned']} of {inside['chunks']} of a family in it ({inside['rate']:.3f})"
+              + (f": {out['rate'] / inside['rate']:.1f}x as often." if inside["rate"] else ".")]
     return "\n".join(lines) + "\n"
 
 
