@@ -27,6 +27,8 @@ def main() -> int:
     parser.add_argument("--run", type=Path, required=True, help="an agent run folder of hotpot_dev_layouts")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "layouts")
     args = parser.parse_args()
+    if not (args.run / "results.jsonl").is_file():
+        raise SystemExit(f"{args.run} is not a run folder (no results.jsonl): give an agent run of hotpot_dev_layouts")
     report = measure(args.run)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "layouts.json").write_text(json.dumps(report, indent=1) + "\n")

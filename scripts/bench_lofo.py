@@ -37,8 +37,12 @@ def main() -> int:
                         help="agent run folders (thresholds policy, development questions) of more families: their drafts join")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "decision")
     args = parser.parse_args()
+    if not args.drafts.is_file():
+        raise SystemExit(f"{args.drafts} does not exist: --drafts takes the drafts.jsonl `calibrate --fit` writes")
     records = [json.loads(line) for line in args.drafts.read_text().splitlines() if line.strip()]
     for run in args.run:
+        if not (run / "results.jsonl").is_file():
+            raise SystemExit(f"{run} is not a run folder (no results.jsonl): --run takes agent runs of development questions")
         records += draft_records(read_results(run / "results.jsonl"))
     results = {name: leave_one_family_out(records, cut_for(1.0), drop) for name, drop in CONFIGURATIONS.items()}
     args.out.mkdir(parents=True, exist_ok=True)
