@@ -37,6 +37,7 @@ class Node(StrEnum):
     # the baseline
     RETRIEVE = "retrieve"
     PACK = "pack"
+    MEASURE = "measure"  # the agent's signals of the baseline's draft, never acted on
 
 
 # Every loop of the agent graph passes through a node in this set: its policy checks the rounds,
@@ -65,6 +66,7 @@ ROLE: dict[str, str] = {
     Node.DECIDE: "BAUG",
     Node.RETRIEVE: "Retriever",
     Node.PACK: "Supervisor",
+    Node.MEASURE: "BAUG",
 }
 EXTENSION_ROLE = "Extensions"
 

@@ -214,7 +214,7 @@ def test_eval_with_the_real_model_records_times_and_prints_the_cold_start(own_in
     row = read_results(out / "results.jsonl")[0]
     assert 0 < row["llm_by_node_ms"]["generate"] <= row["latency_by_node_ms"]["generate"]
     assert 0 < row["llm_ms"] < row["latency_ms"] and row["cpu_ms"] > 0
-    assert set(row["cpu_by_node_ms"]) == set(row["latency_by_node_ms"]) == {"retrieve", "pack", "generate", "finalize"}
+    assert set(row["cpu_by_node_ms"]) == set(row["latency_by_node_ms"]) == {"retrieve", "pack", "generate", "measure", "finalize"}
     parts = next(e for e in row["events"] if e["node"] == "retrieve")["parts_ms"]
     assert parts["extract"] > 0 and parts["embed"] > 0  # the question's pages were indexed in this node
 

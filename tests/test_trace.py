@@ -214,7 +214,7 @@ def test_old_runs_and_baseline_runs_still_show(agent_run, tmp_path):
     base = make_run(tmp_path / "base", "baseline")
     run = load_run(base)
     view = question_view(run, run.row("toy-ok"))
-    assert [e["node"] for e in view["timeline"]] == ["retrieve", "pack", "generate", "finalize"]
+    assert [e["node"] for e in view["timeline"]] == ["retrieve", "pack", "generate", "measure", "finalize"]
     assert view["rounds"][0]["label"].startswith("measured")
     assert runner.invoke(app, ["trace", str(base), "--html", str(tmp_path / "base.html")]).exit_code == 0
 

@@ -13,13 +13,11 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.matching import normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS, content_words
-from agentic_rag.anchors.predictor import propose_anchors
 from agentic_rag.baug.chain import missing_hop, unconfirmed_hop
 from agentic_rag.baug.policy import requested
-from agentic_rag.baug.signals import collect_signals, supported_quotes
+from agentic_rag.baug.signals import supported_quotes
 from agentic_rag.baug.verifier import combined_readings
 from agentic_rag.budget import llm_calls, tokens_summary
 from agentic_rag.checks import CHECK_BY_SIGNAL, INPUT_LAYERS, LAYER_CODES, SUPPORT_CHECKS, failed, passes
@@ -389,17 +387,6 @@ def make_finalize_node(system: str):
     @timed(Node.FINALIZE)
     def finalize_node(state: dict, config: RunnableConfig) -> dict[str, Any]:
         settings = Settings.from_runnable_config(config)
-        if "kind" not in state:
-            state = {**state, "kind": question_kind(state["question"], propose_anchors(state["question"]))}
-        if "signals" not in state and state.get("draft"):
-            # measured, never acted on: the baseline gets the same evidence-consistency figures as the agent
-            from agentic_rag.retrieval.embeddings import get_embedder
-
-            signals = collect_signals(
-                state["question"], state["draft"], state.get("bundle") or {}, [], state.get("usage", {}),
-                settings, get_embedder(settings), kind=state["kind"],
-            )
-            state = {**state, "signals": signals}
         usage = state.get("usage", {})
         record = build_record(state, system, settings, tokens_summary(usage), llm_calls(usage))
         # so a served graph's output carries its timings too (the runner re-measures, finalize included)

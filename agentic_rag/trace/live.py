@@ -19,6 +19,7 @@ DEBUG_FIELDS = {
     Node.SUPERVISE: ("bundle", "no_new_hits"),
     Node.RETRIEVE: ("passages",),
     Node.PACK: ("bundle",),
+    Node.MEASURE: ("kind", "signals"),
     Node.GENERATE: ("draft",),
     Node.REFLECT: ("draft",),
     Node.COLLECT_SIGNALS: ("signals", "validation", "flags"),
