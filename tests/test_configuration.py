@@ -54,6 +54,19 @@ def test_a_renamed_preset_still_loads_as_its_successor_with_a_loud_warning():
             assert Settings.load(preset=old).public_dump() == Settings.load(preset=now).public_dump()
 
 
+def test_a_section_read_under_its_old_name_is_one_line_naming_the_new_one(tmp_path):
+    from agentic_rag.configuration import RENAMED_SECTIONS, SettingsError
+
+    preset = tmp_path / "old.json"
+    for old, new in RENAMED_SECTIONS.items():
+        preset.write_text(json.dumps({old: {"GATE_ENABLED": False}}))
+        for kwargs in ({"overrides": [f"{old}.GATE_ENABLED=false"]}, {"overrides": {old: {"GATE_ENABLED": False}}},
+                       {"preset": str(preset)}):
+            with pytest.raises(SettingsError, match=f"section '{old}' .* is now called '{new}'"):
+                Settings.load(**kwargs)
+        assert Settings.load(overrides=[f"{new}.GATE_ENABLED=false"]).value("GATE_ENABLED") is False
+
+
 def test_a_removed_setting_is_warned_about_and_ignored_in_every_spelling(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
@@ -192,7 +205,7 @@ def test_the_openai_backend_without_a_server_is_a_one_line_error(monkeypatch):
 def test_sections_hold_every_setting_once_with_its_unit():
     from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, meaning_of, unit_of
 
-    assert list(SECTIONS) == ["llm", "retrieval", "agent", "gate", "baug", "budget", "eval", "crag", "scale", "paths"]
+    assert list(SECTIONS) == ["llm", "retrieval", "agent", "confidence_gate", "baug", "budget", "eval", "crag", "scale", "paths"]
     assert Settings.keys() == list(FIELD_SECTIONS) and len(Settings.keys()) == 124
     for name, field in Settings.flat_fields().items():
         unit = unit_of(field)

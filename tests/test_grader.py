@@ -45,4 +45,4 @@ def test_with_no_room_to_grade_tier_2_decides(agent_settings):
 
 
 def test_an_llm_grader_needs_no_model_folder():
-    assert Settings.load(overrides=LLM_TIER_1).gate.RERANKER_MODEL is None
+    assert Settings.load(overrides=LLM_TIER_1).confidence_gate.RERANKER_MODEL is None

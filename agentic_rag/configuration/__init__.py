@@ -1,7 +1,7 @@
 """One settings object for the whole system, in sections.
 
 Every threshold, cap and budget is a named field with its unit, so a run's `config.json` says
-everything that shaped it. The fields live in sections (``llm``, ``retrieval``, ``agent``, ``gate``,
+everything that shaped it. The fields live in sections (``llm``, ``retrieval``, ``agent``, ``confidence_gate``,
 ``baug``, ``budget``, and apart from the graph's decisions ``eval``, ``crag``, ``scale`` and ``paths``); every
 field name is unique across sections, so a name alone still says which setting is meant.
 
@@ -27,6 +27,7 @@ from agentic_rag.configuration.loading import (
     PRESETS_DIR,
     REMOVED_SETTINGS,
     RENAMED_PRESETS,
+    RENAMED_SECTIONS,
     RemovedSettingWarning,
     env_warnings,
     ignored_env_names,
@@ -44,9 +45,9 @@ from agentic_rag.configuration.sections import (
     AgentSettings,
     BAUGSettings,
     BudgetSettings,
+    ConfidenceGateSettings,
     CragSettings,
     EvalSettings,
-    GateSettings,
     LLMSettings,
     PathSettings,
     RetrievalSettings,
@@ -63,8 +64,8 @@ from agentic_rag.configuration.settings import FlatSettingsReadWarning, Settings
 
 __all__ = [
     "ENV_FALLBACKS", "ENV_PREFIX", "FIELD_SECTIONS", "NESTED_DELIMITER", "PER_REQUEST_SETTINGS", "PRESET_ENV",
-    "PRESETS_DIR", "REMOVED_SETTINGS", "RENAMED_PRESETS", "SECRET_SETTINGS", "SECTIONS", "AgentSettings",
-    "BAUGSettings", "BudgetSettings", "CragSettings", "EvalSettings", "FlatSettingsReadWarning", "GateSettings",
+    "PRESETS_DIR", "REMOVED_SETTINGS", "RENAMED_PRESETS", "RENAMED_SECTIONS", "SECRET_SETTINGS", "SECTIONS", "AgentSettings",
+    "BAUGSettings", "BudgetSettings", "CragSettings", "EvalSettings", "FlatSettingsReadWarning", "ConfidenceGateSettings",
     "LLMSettings", "PathSettings", "RemovedSettingWarning", "RetrievalSettings", "ScaleSettings", "SettingNames",
     "Settings", "SettingsError", "env_warnings", "flat_name", "ignored_env_names", "import_store_class",
     "meaning_of", "parse_overrides", "read_preset", "setting", "per_request", "setting_sources", "unit_of",

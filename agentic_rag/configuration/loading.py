@@ -54,6 +54,7 @@ REMOVED_SETTINGS: dict[str, tuple[Any, str]] = {
 }
 # shipped preset names kept for one release: old name -> the preset it now is
 RENAMED_PRESETS = {"qwen-1.5b": "default"}
+RENAMED_SECTIONS = {"gate": "confidence_gate"}  # a section read under its old name is a one-line error naming the new
 
 
 class RemovedSettingWarning(FutureWarning):
@@ -194,8 +195,14 @@ def _check_key(section: str, name: str, source: str) -> str | None:
     raise SettingsError(f"unknown setting {section}.{name} in {source}{_suggest(name, SECTIONS[section].model_fields)}")
 
 
+def _renamed_section(key: str, source: str) -> None:
+    if (new := RENAMED_SECTIONS.get(key.lower())) is not None:
+        raise SettingsError(f"settings section {key!r} in {source} is now called {new!r}: write {new}.NAME, or the flat name")
+
+
 def _section_name(key: str, source: str) -> str:
     section = key.lower()
+    _renamed_section(key, source)
     if section not in SECTIONS:
         raise SettingsError(f"unknown settings section {key!r} in {source}{_suggest(section, SECTIONS)}")
     return section
@@ -238,6 +245,7 @@ def _canonical(values: Mapping[str, Any], source: str) -> dict[str, dict[str, An
                 if checked is not None:
                     fields[checked] = inner
         else:
+            _renamed_section(dotted, source)
             raise SettingsError(f"unknown setting {key!r} in {source}{_suggest(dotted.upper(), FIELD_SECTIONS)}")
     return out
 

@@ -246,7 +246,7 @@ class AgentSettings(_Section):
         return [v for v in value if v] if isinstance(value, list) else value
 
 
-class GateSettings(_Section):
+class ConfidenceGateSettings(_Section):
     """Layer 1, the confidence gate before the LLM: tier 1 grades the packed passages, tier 2 reads
     the retrieval scores."""
 
@@ -282,7 +282,7 @@ class GateSettings(_Section):
     )
 
     @model_validator(mode="after")
-    def _reranker_needs_a_model(self) -> "GateSettings":
+    def _reranker_needs_a_model(self) -> "ConfidenceGateSettings":
         if self.USE_RERANKER and self.RERANKER_KIND == "cross_encoder" and not self.RERANKER_MODEL:
             raise ValueError("USE_RERANKER=True needs RERANKER_MODEL (a local cross-encoder folder) "
                              "or RERANKER_KIND=llm (the generator grades the passages)")
@@ -566,7 +566,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "llm": LLMSettings,
     "retrieval": RetrievalSettings,
     "agent": AgentSettings,
-    "gate": GateSettings,
+    "confidence_gate": ConfidenceGateSettings,
     "baug": BAUGSettings,
     "budget": BudgetSettings,
     "eval": EvalSettings,

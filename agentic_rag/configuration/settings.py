@@ -29,9 +29,9 @@ from agentic_rag.configuration.sections import (
     AgentSettings,
     BAUGSettings,
     BudgetSettings,
+    ConfidenceGateSettings,
     CragSettings,
     EvalSettings,
-    GateSettings,
     LLMSettings,
     PathSettings,
     RetrievalSettings,
@@ -56,7 +56,8 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings, description=LLMSettings.__doc__)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description=RetrievalSettings.__doc__)
     agent: AgentSettings = Field(default_factory=AgentSettings, description=AgentSettings.__doc__)
-    gate: GateSettings = Field(default_factory=GateSettings, description=GateSettings.__doc__)
+    confidence_gate: ConfidenceGateSettings = Field(default_factory=ConfidenceGateSettings,
+                                                    description=ConfidenceGateSettings.__doc__)
     baug: BAUGSettings = Field(default_factory=BAUGSettings, description=BAUGSettings.__doc__)
     budget: BudgetSettings = Field(default_factory=BudgetSettings, description=BudgetSettings.__doc__)
     eval: EvalSettings = Field(default_factory=EvalSettings, description=EvalSettings.__doc__)

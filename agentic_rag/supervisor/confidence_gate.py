@@ -57,13 +57,13 @@ def _refuse(reason: str, tier: str, detail: str, scores: list[float]) -> GateRes
 def confidence_gate(passages: list[dict[str, Any]], settings, rerank: list[float] | None = None) -> GateResult:
     """Whether the packed evidence may go to the generator: the registry's pre-generation checks on
     this tier's readings, the first that fails giving the refusal's code and sentence."""
-    if not settings.gate.GATE_ENABLED:
+    if not settings.confidence_gate.GATE_ENABLED:
         return GateResult(True, "off")
     if not passages:
         return _refuse("no_relevant_information", "retrieval", "No passage was retrieved.", [])
     tier = "reranker" if rerank is not None else "retrieval"
     scores = sorted(rerank if rerank is not None else
-                    (normalised_score(p, settings.gate.GATE_SCORE_SOURCE) for p in passages), reverse=True)
+                    (normalised_score(p, settings.confidence_gate.GATE_SCORE_SOURCE) for p in passages), reverse=True)
     values = gate_readings(scores, tier)
     for check in failed(tuple(c for c in PRE_GENERATION_CHECKS if c.signal in values), values, settings):
         said = check.sentence(values[check.signal], settings)

@@ -23,8 +23,8 @@ def confidence_gate_node(state: RAGState, config: RunnableConfig) -> dict[str, A
     bundle = state.get("bundle") or {}
     passages = bundle.get("passages", [])
     rerank, usage = None, {}
-    if settings.gate.GATE_ENABLED and settings.gate.USE_RERANKER and passages:
-        if settings.gate.RERANKER_KIND == "llm":
+    if settings.confidence_gate.GATE_ENABLED and settings.confidence_gate.USE_RERANKER and passages:
+        if settings.confidence_gate.RERANKER_KIND == "llm":
             # fewer grades than passages: the rest were not graded (budget), not graded low
             try:
                 with llm_deadline(question_deadline(state, settings)):
@@ -34,8 +34,8 @@ def confidence_gate_node(state: RAGState, config: RunnableConfig) -> dict[str, A
                 return {"confidence": confidence_gate(passages, settings, None).to_dict(), "llm_error": exc.to_dict()}
             rerank = rerank or None  # nothing graded: tier 2 decides
         else:
-            rerank = rerank_scores(settings.gate.RERANKER_MODEL, state["question"], [p["text"] for p in passages])
+            rerank = rerank_scores(settings.confidence_gate.RERANKER_MODEL, state["question"], [p["text"] for p in passages])
     result = confidence_gate(passages, settings, rerank).to_dict()
     if rerank is not None:
-        result["grader"] = settings.gate.RERANKER_KIND
+        result["grader"] = settings.confidence_gate.RERANKER_KIND
     return {"confidence": result, "usage": usage}

@@ -42,7 +42,7 @@ def llm_grades(question: str, passages: list[dict[str, Any]], state: dict[str, A
     grades: list[float] = []
     usage: dict[str, Any] = {}
     capped = settings.replace(MAX_OUTPUT_TOKENS=GRADE_OUTPUT_TOKENS)
-    for passage in passages[: settings.gate.GRADE_MAX_PASSAGES]:
+    for passage in passages[: settings.confidence_gate.GRADE_MAX_PASSAGES]:
         messages = grade_messages(question, passage["text"])
         cost = prompt_cost(messages, capped)
         after = merge_usage(merge_usage(state.get("usage"), usage), {GRADE_STAGE: {"calls": 1, "total_tokens": cost}})
