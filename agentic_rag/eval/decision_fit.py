@@ -258,47 +258,6 @@ def fit_decision(records: list[dict[str, Any]], settings, dev: dict[str, Any]) -
     return decision, {"base": cv["oof"], "verified": verified_cv["oof"] if verified_cv else None}
 
 
-def leave_one_family_out(records: list[dict[str, Any]], cut: float, drop: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The decision chosen by how it does where it was not fitted: for each question family (``rows.family_of``)
-    in turn, fitted on the other families' drafts (without the signals in ``drop``) and read on that family's,
-    at ``cut``. Per family: the AUC of P between right drafts and the rest; false refusal (answerable questions'
-    drafts refused); right drafts kept (of the right drafts: what the baseline, answering every draft, shows
-    right); refusal of unanswerable questions' drafts; and the CRAG score over the drafts.
-    The worst family's score and false refusal are what a change must raise (issue 70)."""
-    from sklearn.metrics import roc_auc_score
-
-    from agentic_rag.eval.rows import family_of
-
-    families = sorted({family_of(r["id"]) for r in records})
-    out: dict[str, Any] = {"drop": list(drop), "families": {}}
-    for fam in families:
-        train = [r for r in records if family_of(r["id"]) != fam]
-        test = [r for r in records if family_of(r["id"]) == fam]
-        features = [f for f in feature_set(train) if f not in drop]
-        model, _ = fit_model(train, features)
-        p = [model.probability(r) for r in test]
-        answered = [r for r, q in zip(test, p) if q > cut]
-        right = [r for r in test if r["right"]]
-        unanswerable = [r for r in test if r["judgement"] == "unanswerable"]
-        answerable = len(test) - len(unanswerable)
-        y = [int(r["right"]) for r in test]
-        out["families"][fam] = {
-            "drafts": len(test), "right_drafts": len(right), "unanswerable_drafts": len(unanswerable),
-            "auc": round(float(roc_auc_score(y, p)), 4) if 0 < sum(y) < len(y) else None,
-            "false_refusal": round(1 - sum(r["judgement"] != "unanswerable" for r in answered) / answerable, 4)
-            if answerable else None,
-            "right_kept": round(sum(r["right"] for r in answered) / len(right), 4) if right else None,
-            "refusal_unanswerable": round(1 - sum(r["judgement"] == "unanswerable" for r in answered) / len(unanswerable), 4)
-            if unanswerable else None,
-            "score": round((sum(r["right"] for r in answered) - sum(not r["right"] for r in answered)) / len(test), 4),
-            "features": features}
-    scores = [v["score"] for v in out["families"].values()]
-    out["worst_score"] = min(scores) if scores else None
-    refusals = [v["false_refusal"] for v in out["families"].values() if v["false_refusal"] is not None]
-    out["worst_false_refusal"] = max(refusals) if refusals else None
-    return out
-
-
 def data_hash(records: list[dict[str, Any]]) -> str:
     """Which drafts (ids, judgements and signals) a decision was fitted on."""
     return hashlib.sha256(json.dumps(records, sort_keys=True, default=str).encode()).hexdigest()

@@ -363,6 +363,38 @@ class ChatLocalTransformers(BaseChatModel):
         message = AIMessage(content=max(shares, key=shares.get), usage_metadata=usage, response_metadata=meta)
         return ChatResult(generations=[ChatGeneration(message=message)], llm_output={"token_usage": usage})
 
+    def sample_replies(self, messages: list[BaseMessage], n: int, temperature: float, max_new_tokens: int,
+                       seed: int = 0) -> tuple[list[str], dict[str, int]]:
+        """``n`` sampled replies that share one prefill of the prompt, and what they cost in tokens.
+
+        Self-consistency asks whether the model would say the same thing again; on two cores the
+        prompt's prefill is the costly, compute-bound part, and a decode step for ``n`` rows reads the
+        weights once, as a step for one does. So the prompt (all but its last token) is run once, its
+        key-value cache repeated ``n`` times, and the rows decode together. ``seed`` makes a study
+        repeatable."""
+        if n < 1 or temperature <= 0:
+            raise ValueError("sample_replies needs n >= 1 and a temperature above 0")
+        model, tokenizer, gen_lock = _load(self.model_path, self.dtype)
+        ids = self._inputs(messages)["input_ids"]
+        gen_kwargs: dict[str, Any] = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0,
+                                      "max_new_tokens": int(max_new_tokens)}
+        if self.repetition_penalty != 1.0:
+            gen_kwargs["repetition_penalty"] = self.repetition_penalty
+        with gen_lock, torch.inference_mode():
+            torch.manual_seed(seed)
+            cache = model(input_ids=ids[:, :-1], use_cache=True).cache
+            cache.batch_repeat_interleave(n)
+            out = model.generate(input_ids=ids.repeat(n, 1), attention_mask=torch.ones(n, ids.shape[1], dtype=torch.long),
+                                 cache=cache, **gen_kwargs)
+        rows = out[:, ids.shape[1]:]
+        pad = model.generation_config.pad_token_id
+        eos = model.generation_config.eos_token_id
+        ends = set(eos if isinstance(eos, list) else [eos]) | ({pad} if pad is not None else set())
+        lengths = [next((i + 1 for i, t in enumerate(row) if t in ends), len(row)) for row in rows.tolist()]
+        texts = [tokenizer.decode(row[:k], skip_special_tokens=True).strip() for row, k in zip(rows.tolist(), lengths)]
+        n_in = int(ids.shape[1])
+        return texts, {"input_tokens": n_in, "output_tokens": sum(lengths), "total_tokens": n_in + sum(lengths)}
+
     def _generate(
         self,
         messages: list[BaseMessage],
