@@ -6,3 +6,7 @@ Scripted chat models (``fakes``), real OpenAI-compatible and ``langgraph dev`` s
 (``processes``) and the reliability cases of scripts/bench_reliability.py (``reliability``). The agent never imports this package: it
 is here so that scripts/ need not import tests/ and tests/ need not import scripts/.
 """
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]  # the checkout: tests, scripts and docs are read from here

@@ -1,7 +1,7 @@
 """Text a reader sees in forms a main-text extractor drops: CSS ``::before`` / ``::after`` content, SVG
 text, a frame's ``srcdoc``, a figure's caption, an article's header, an open dialog, a marquee, a button, a
 text area, an input's value and a drop-down's selected option. Each kind with the sentence a reader sees;
-read by tests/test_ingest_retrieval.py and the silent_loss reliability case."""
+read by tests/ingest/test_ingest_retrieval.py and the silent_loss reliability case."""
 
 from __future__ import annotations
 

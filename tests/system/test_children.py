@@ -1,6 +1,6 @@
 """Children end with their parent (agentic_rag/children.py): every process the project starts goes
 through ``start_child``, and stopping one stops its whole process group. `serve` stopped by a signal:
-tests/test_serve.py."""
+tests/system/test_serve.py."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ import pytest
 from agentic_rag.eval.calibrate import choose, parse_values
 from agentic_rag.eval.judge import judge
 from agentic_rag.eval.metrics import summarize, wilson_interval
+from testkit import REPO
 
 
 def row(gold, status, judgement, f1=0.0, citations=(), tokens_saved=0, calls=1):
@@ -400,7 +401,6 @@ def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):
     import json
     import subprocess
     import sys
-    from pathlib import Path
 
     run = tmp_path / "dev-run"
     run.mkdir()
@@ -408,7 +408,7 @@ def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):
     rows[0]["missing"], rows[1]["missing"] = ["the 2019 season", "Bank of America"], ["between", "2019"]
     (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (run / "config.json").write_text(json.dumps({"system": "agent", "dataset": "data/dev.jsonl", "model": {"model": "m"}}))
-    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_refusals.py"
+    script = REPO / "scripts" / "bench_refusals.py"
     done = subprocess.run([sys.executable, str(script), str(run), "--by", "domain", "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

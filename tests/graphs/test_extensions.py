@@ -313,7 +313,7 @@ crashing_router = Extension(name="crashing", node=lambda state, config: {}, read
                             routes=(Node.COLLECT_SIGNALS,))
 
 
-@pytest.mark.parametrize("spec", ["tests.test_extensions:crashing", "tests.test_extensions:crashing_router"])
+@pytest.mark.parametrize("spec", ["tests.graphs.test_extensions:crashing", "tests.graphs.test_extensions:crashing_router"])
 def test_an_extension_that_raises_fails_its_question_and_the_eval_goes_on(spec, agent_settings, tmp_path):
     """Its node or its router: either one raising fails the question it raised on, nothing more."""
     from agentic_rag.eval.runner import run_eval
@@ -335,11 +335,11 @@ def test_an_extension_that_raises_fails_its_question_and_the_eval_goes_on(spec, 
 
 
 def test_only_an_extension_or_a_marked_factory_is_loaded():
-    made = load_extension("tests.test_extensions:made_crashing")  # called once, by its mark
+    made = load_extension("tests.graphs.test_extensions:made_crashing")  # called once, by its mark
     assert isinstance(made, Extension) and made.name == "crashing" and made.node.__name__ == "_crash_on_second"
     with pytest.raises(ExtensionError, match="is a function, not an agentic_rag.extensions.Extension "
                                              r"\(a function that builds one must be marked"):
-        load_extension("tests.test_extensions:unmarked_crashing")
+        load_extension("tests.graphs.test_extensions:unmarked_crashing")
 
 
 @pytest.mark.parametrize("spec,kind", [("os:system", "builtin_function_or_method"),

@@ -10,6 +10,7 @@ import pytest
 from agentic_rag.datasets.crag import CragRecord
 from agentic_rag.runner import answer
 from agentic_rag.text import strip_markup
+from testkit import REPO
 from testkit.fakes import ScriptedChat
 
 MAYOR = "In 2019 the mayor of Springfield was Christine Lundberg, who served as mayor from 2011 to 2020."
@@ -130,7 +131,6 @@ def test_a_gold_the_data_cannot_support_is_reported_and_left_out_of_the_metrics(
 
 
 def test_every_metric_has_a_plain_name_where_it_is_printed(tmp_path):
-    from pathlib import Path
 
     from agentic_rag.eval.compare import SUMMARY_KEYS, to_markdown
     from agentic_rag.eval.metrics import METRICS, metric_label, metrics_markdown, run_summary
@@ -143,7 +143,7 @@ def test_every_metric_has_a_plain_name_where_it_is_printed(tmp_path):
         assert metric_label(key) != key and "Abstain-R1" in metric_label(key)
     md = to_markdown({"runs": [{"name": "agent", "summary": summary, "rows": []}], "paired": [], "common_ids": []})
     assert all(metric_label(k) in md for k in SUMMARY_KEYS)
-    docs = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
+    docs = REPO / "docs" / "metrics.md"
     assert docs.read_text() == metrics_markdown(), "docs/metrics.md is stale: run scripts/write_metrics_doc.py"
 
 

@@ -13,6 +13,7 @@ from agentic_rag.configuration import Settings
 from agentic_rag.runner import answer
 from agentic_rag.trace.html import render_html
 from agentic_rag.trace.run import load_run, question_view
+from testkit import REPO
 from testkit.fakes import ScriptedChat
 from testkit.records import PAGES, QUOTE_2004, record
 from testkit.scripted_runs import HOSTILE, REPLIES, make_run, rows_of, runner
@@ -181,7 +182,7 @@ def test_compare_html_pairs_questions_as_the_metrics_do(agent_run, tmp_path):
 
 def test_html_escapes_page_text_and_marks_quotes(agent_run):
     page = render_html(load_run(agent_run))
-    template = (Path(__file__).parents[1] / "agentic_rag" / "trace" / "template.html").read_text()
+    template = (REPO / "agentic_rag" / "trace" / "template.html").read_text()
     # nothing from the run closes or opens a script element
     assert page.count("</script>") == template.count("</script>")
     assert page.count("<script") == template.count("<script")

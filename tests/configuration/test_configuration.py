@@ -3,6 +3,7 @@ import json
 import pytest
 
 from agentic_rag.configuration import Settings, SettingsError, parse_overrides
+from testkit import REPO
 
 
 def test_defaults_match_the_design():
@@ -125,9 +126,8 @@ def test_secret_is_masked_in_dumps():
 
 def _documented_overrides() -> list[str]:
     """Every ``-o KEY=VALUE`` the README and docs/ show, placeholders (``K=V``, ``...``) left out."""
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     texts = [(root / "README.md").read_text(), *(p.read_text() for p in sorted((root / "docs").glob("*.md")))]
     found = {m for text in texts for m in __import__("re").findall(r"(?<![\w-])-o ([A-Za-z_.]+=[^\s`\\]+)", text)}
     return sorted(o for o in found if not o.startswith("K=") and not o.endswith("..."))
@@ -378,7 +378,7 @@ def test_docs_configuration_tables_match_the_model(monkeypatch, tmp_path):
         monkeypatch.delenv(name)
     res = CliRunner().invoke(app, ["settings", "--markdown"])
     assert res.exit_code == 0, res.output
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    doc = (REPO / "docs" / "configuration.md").read_text()
     begin, end = "<!-- settings tables: agentic-rag settings --markdown -->\n", "<!-- end of settings tables -->"
     tables = doc[doc.index(begin) + len(begin): doc.index(end)].strip()
     assert tables == res.stdout.strip(), \

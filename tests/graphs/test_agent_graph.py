@@ -191,7 +191,7 @@ def test_graph_shape_matches_its_snapshot(system):
     path = SNAPSHOTS / f"{system}.mmd"
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         path.write_text(drawn)
-    update = (f"if the change is meant, run `UPDATE_SNAPSHOTS=1 python -m pytest -q tests/test_agent_graph.py -k snapshot` "
+    update = (f"if the change is meant, run `UPDATE_SNAPSHOTS=1 python -m pytest -q tests/graphs/test_agent_graph.py -k snapshot` "
               f"and commit tests/snapshots/{path.name}")
     assert path.is_file(), f"no snapshot of the {system} graph: {update}"
     assert drawn == path.read_text(), f"the {system} graph's shape changed; {update}"

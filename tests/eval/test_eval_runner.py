@@ -6,6 +6,7 @@ import pytest
 
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.llm.dtype import choose_dtype
+from testkit import REPO
 from testkit.bad_inputs import LINE_BREAKS
 from testkit.fakes import ScriptedChat
 from testkit.processes import TIMING
@@ -203,9 +204,8 @@ def test_the_benchmark_pairs_the_chain_check_run_with_the_agent_wherever_it_was_
     copied beside the others and summed up in the overview, and a split without one is left as it was."""
     import runpy
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     runs = tmp_path / "artifacts" / "runs" / "agent_vs_baseline"
     data = dataset(tmp_path)
     for split, labels in (("with_chain", ("baseline", "agent", "agent_chain_check")), ("without", ("baseline", "agent"))):

@@ -20,6 +20,7 @@ from agentic_rag.baug.chain import (
     unconfirmed_hop,
 )
 from agentic_rag.configuration import Settings
+from testkit import REPO
 from testkit.chains import BRIDGE_Q, COMPARE_Q, FILM, MORTON, OTHER, PERSON, RICHARDSON, chain_passages, hop_plan_of
 
 GELL_Q = "What nationality were social anthropologists Alfred Gell and Edmund Leach?"
@@ -338,7 +339,7 @@ def test_a_runs_drafts_are_read_again_by_this_code_over_all_their_records_pages(
     (run / "results.jsonl").write_text("".join(json.dumps({**r, "status": "ok", "judgement": "accurate", "judge_rule": "rule"})
                                                + "\n" for r in rows[:2]))
     write_records([whole, twin], tmp_path / "pages.jsonl")
-    script = str(Path(__file__).resolve().parents[1] / "scripts" / "bench_chains.py")
+    script = str(REPO / "scripts" / "bench_chains.py")
 
     def bench(pages: Path) -> int:  # the script as its command line runs it, in this process
         monkeypatch.setattr(sys, "argv", [script, "--run", str(run), "--out", str(tmp_path / "out"), "--pages", str(pages)])

@@ -17,6 +17,7 @@ from agentic_rag.reader.cross_encoder import (
     save_reader,
 )
 from agentic_rag.reader.cross_training import auc_by_source, cross_validated, fine_tune, predict
+from testkit import REPO
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran", "a", "is",
          "where", "did", "who", "?"]
@@ -190,9 +191,8 @@ def test_reader_pairs_keep_the_exact_prompt_skip_refused_records_and_resume(sett
 def test_score_reports_each_reader_and_both_on_the_same_questions(tmp_path):
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     rows = [{"id": "a", "question": "When did the Norman conquest of England begin?", "label": 1,
              "sources": "[1] Norman conquest: The Norman conquest of England began in 1066."},
             {"id": "b", "question": "When did the Norman conquest of England begin?", "label": 0,

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import typer
 
 from agentic_rag.cli import app
+from testkit import REPO
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (REPO / "README.md").read_text()
 
 
 def _commands() -> dict:
@@ -62,7 +62,7 @@ def test_every_command_and_option_in_the_readme_exists(use):
 
 
 def test_every_file_the_readme_points_to_exists():
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     paths = set(re.findall(r"`((?:docs|benchmarks|examples|agentic_rag|graphs|prompts|scripts)/[\w./-]+)`", README))
     assert paths and not [p for p in sorted(paths) if not (root / p.rstrip("/")).exists()]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from agentic_rag.eval.decision_fit import leave_one_family_out
+from agentic_rag.eval.transfer import leave_one_family_out
 
 
 def test_leaving_a_family_out_shows_a_signal_that_reads_the_other_familys_layout():
@@ -28,3 +28,28 @@ def test_leaving_a_family_out_shows_a_signal_that_reads_the_other_familys_layout
     assert without["worst_score"] > every["worst_score"]
     fam = every["families"]["squad"]
     assert fam["drafts"] == 300 and 0 <= fam["false_refusal"] <= 1 and 0 <= fam["right_kept"] <= 1
+
+
+def test_a_candidate_signal_is_read_beside_the_decisions_own_and_the_best_cut_bounds_what_a_cut_can_do():
+    """A candidate (not one of the decision's signals) that tells answerable questions from unanswerable ones in
+    every family: read with ``extra`` it enters each fit, and some cut on the P it gives then refuses 70% of the
+    unanswerable drafts while answering nearly every answerable one; without it, overlap alone cannot."""
+    rng = random.Random(5)
+    records = []
+    for i in range(400):
+        fam = "squad2" if i % 2 else "quail"
+        answerable = i % 3 != 0
+        right = answerable and rng.random() < 0.8
+        records.append({"id": f"{fam}-{i}", "judgement": "right" if right else "wrong" if answerable else "unanswerable",
+                        "right": right, "status": "ok", "overlap_est": round(rng.random(), 4),
+                        "answer_stated": round((0.6 if answerable else 0.0) + 0.3 * rng.random() + (0.1 if right else 0), 4)})
+    plain = leave_one_family_out(records, 0.5)
+    with_it = leave_one_family_out(records, 0.5, extra=("answer_stated",))
+    assert "answer_stated" not in plain["families"]["quail"]["features"]
+    assert "answer_stated" in with_it["families"]["quail"]["features"]
+    for fam in ("squad", "quail"):
+        assert with_it["families"][fam]["best_cut_false_refusal"] < 0.1
+        assert plain["families"][fam]["best_cut_false_refusal"] > 0.4
+    pooled = with_it["pooled_score"]
+    assert pooled["drafts"] == 400 and pooled["ci95"][0] < pooled["score"] < pooled["ci95"][1]
+    assert pooled["score"] > plain["pooled_score"]["score"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +14,10 @@ from agentic_rag.reader.features import ensembles, feature_sets
 from agentic_rag.reader.probe import AnswerabilityProbe, ProbeMismatchError, ProbeSet, load_probe
 from agentic_rag.reader.probe_training import VIEW_C, fit_probe
 from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, reading_of_reply
+from testkit import REPO
 from testkit.fakes import ScriptedChat
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 
 def test_token_span_keeps_only_tokens_inside_the_characters():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from agentic_rag.claims import choice_options, chosen_option, polarity
 from agentic_rag.eval.judge import judge, question_form
 from agentic_rag.eval.rows import usable_gold
 from agentic_rag.generator.short_answer import short_answer
+from testkit import REPO
 
-LABELS = Path(__file__).resolve().parents[1] / "benchmarks" / "judge_agreement" / "labels.jsonl"
+LABELS = REPO / "benchmarks" / "judge_agreement" / "labels.jsonl"
 
 # (question, answer naming both options with the gold in the losing place, gold, the option it picks)
 WRONG_PICKS = [

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from testkit import REPO
+
+ROOT = REPO
 PACKAGE = ROOT / "agentic_rag"
 
 # Bottom to top: a unit may import units of its own layer and of the layers below it, never above.

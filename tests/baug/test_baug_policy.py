@@ -5,6 +5,7 @@ import pytest
 from agentic_rag.baug.fitted import FITTED_REASONS
 from agentic_rag.baug.policy import ACTIONS, REASONS, Flags, decide
 from agentic_rag.configuration import Settings
+from testkit import REPO
 
 # COVERAGE_MIN 0.5: the default 0 would leave the coverage routes unreachable; the chain check on (off by default)
 S = Settings.load(preset="fast", overrides={"CHAIN_CHECK": True})
@@ -63,8 +64,8 @@ def test_every_reason_and_action_is_reachable():
     from agentic_rag.extensions import EXTENSION_FAILED
 
     seen = {decide(sig, f, S).reason for _, sig, f in CASES}
-    # the fitted policy's codes: tests/test_decision.py; a failing extension node ends its question itself
-    # (tests/test_extensions.py), never through the policy
+    # the fitted policy's codes: tests/baug/test_decision.py; a failing extension node ends its question itself
+    # (tests/graphs/test_extensions.py), never through the policy
     assert seen == set(REASONS) - set(FITTED_REASONS) - {EXTENSION_FAILED}
     assert {REASONS[r] for r in seen} == set(ACTIONS)
 
@@ -96,11 +97,10 @@ def test_layers_can_be_switched_off():
 def test_the_guide_lists_every_reason_code():
     """docs/how-it-works.md is where a user looks a reason code up: a code added to the policy must be there."""
     import re
-    from pathlib import Path
 
     from agentic_rag.baug.policy import REASONS
     from agentic_rag.checks import REASON_LIST
 
-    guide = (Path(__file__).resolve().parents[1] / "docs" / "how-it-works.md").read_text()
+    guide = (REPO / "docs" / "how-it-works.md").read_text()
     listed = set(re.findall(r"^\| `([A-Z_]+)` \|", guide, flags=re.M))
     assert listed == {r.code for r in REASON_LIST} and set(REASONS) <= listed  # with the baseline's and the extension runner's

@@ -21,9 +21,10 @@ from agentic_rag.datasets.prepare import (
     prepare_rgb,
     prepare_squad2,
 )
+from testkit import REPO
 from testkit.shared_data import DATA, HOTPOT, needs_data, reread
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO
 SQUAD = DATA / "squad2" / "squad2_dev_half.jsonl"
 RGB = DATA / "rgb" / "rgb_en_fact_100.jsonl"
 NQ = DATA / "nq" / "nq_open_oracle.jsonl"

@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 from agentic_rag.cli import app
 from agentic_rag.datasets.crag import IDK, DataError, ReadReport
 from agentic_rag.datasets.prepare import prepare_pubmedqa, prepare_quail, prepare_subjqa
+from testkit import REPO
 from testkit.shared_data import reread
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = REPO.parent / "shared" / "data"
 SUBJQA = DATA / "subjqa" / "subjqa_dev_1557.jsonl"
 QUAIL = DATA / "quail" / "quail_dev_2164.jsonl"
 PUBMEDQA = DATA / "pubmedqa" / "pubmedqa_pqal_1000.jsonl"

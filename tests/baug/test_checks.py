@@ -1,7 +1,6 @@
 """The check and reason-code registry (agentic_rag/checks.py) and what is derived from it: refusal wording,
 the trace's check rows, telemetry and the docs; and explanations that do not contradict themselves."""
 
-from pathlib import Path
 
 import pytest
 
@@ -9,6 +8,7 @@ from agentic_rag.baug.policy import Decision, Flags, decide
 from agentic_rag.checks import ABSTAIN, CHECKS, DRAFT_CHECKS, REASON_LIST, reasons_markdown
 from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, Settings, unit_of
 from agentic_rag.generator.finalize import EXPLANATIONS, INPUT_EXPLANATIONS, build_record, explain_refusal
+from testkit import REPO
 
 # the defaults whatever AGENTIC_RAG_PRESET says (COVERAGE_MIN 0), under the thresholds' policy these checks belong to
 S = Settings.load(preset="default", overrides={"GATE_POLICY": "thresholds"})
@@ -64,7 +64,7 @@ def test_each_refusal_record_carries_its_registered_layer_and_an_explanation(cod
 
 
 def test_the_guide_tables_are_the_registry():
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     assert reasons_markdown() in (root / "docs" / "how-it-works.md").read_text(), \
         "docs/how-it-works.md: paste checks.reasons_markdown() over its reason-code table"
 

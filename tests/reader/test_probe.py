@@ -14,6 +14,7 @@ from agentic_rag.reader.probe import (
 )
 from agentic_rag.reader.probe_training import auc, fit_probe
 from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, read_other_prompt, reading_of_reply
+from testkit import REPO
 from testkit.fakes import ScriptedChat
 
 
@@ -321,7 +322,6 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     from agentic_rag.datasets.crag import IDK, write_records
     from testkit.records import record
@@ -331,7 +331,7 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     data = tmp_path / "two.jsonl"
     write_records([answerable, unanswerable], data)
     out = tmp_path / "score.json"
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     done = subprocess.run([sys.executable, str(root / "scripts" / "train_probe.py"), "score", "--data", str(data),
                            "--out", str(out), "--override", f"ARTIFACTS_DIR={settings.paths.ARTIFACTS_DIR}"],
                           env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=1200)
@@ -418,14 +418,13 @@ def test_the_views_job_builds_pairs_as_it_goes_and_a_rerun_reads_nothing_again(t
     same command reads nothing again."""
     import subprocess
     import sys
-    from pathlib import Path
 
     from agentic_rag.reader.features import load_views
     from testkit.records import toy_dataset
 
     data = toy_dataset(tmp_path, n=3)
     out = tmp_path / "views"
-    cmd = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "train_probe.py"), "views",
+    cmd = [sys.executable, str(REPO / "scripts" / "train_probe.py"), "views",
            "--data", str(data), "--preset", "fast", "--layers", "2", "--chunk", "2", "--out", str(out),
            "--override", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
