@@ -20,15 +20,18 @@ import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from agentic_rag.baug.fitted import cut_for
 from agentic_rag.eval.candidate_signals import CANDIDATES, candidate_readings, read_samples
 from agentic_rag.eval.decision_fit import draft_records
 from agentic_rag.eval.results import read_results
-from agentic_rag.eval.transfer import BEST_CUT_REFUSAL, leave_one_family_out
+from agentic_rag.eval.transfer import BEST_CUT_REFUSAL, leave_one_family_out, reader_refit
 from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "every signal"
+REFIT = "the reader refitted without the family"
 # each configuration: the signals it leaves out
 CONFIGURATIONS = {
     BASE: (),
@@ -44,13 +47,16 @@ def main() -> int:
     parser.add_argument("--run", type=Path, nargs="*", default=[],
                         help="agent run folders (thresholds policy, development questions) of more families: their drafts join")
     parser.add_argument("--samples", type=Path, help="sampled drafts (scripts/sample_drafts.py): adds self-consistency")
+    parser.add_argument("--states", type=Path,
+                        help="the drafts' answer-prompt states (scripts/sample_drafts.py --states): adds the reader refitted per fold")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "decision")
     args = parser.parse_args()
     own_run = args.drafts.parent / "run"
     for path, what in ((args.drafts, "--drafts takes the drafts.jsonl `calibrate --fit` writes"),
                        (own_run / "results.jsonl", "the drafts' own run, which `calibrate --fit` writes beside them"),
                        *((run / "results.jsonl", "--run takes agent runs of development questions") for run in args.run),
-                       *(((args.samples, "--samples takes the file scripts/sample_drafts.py writes"),) if args.samples else ())):
+                       *(((args.samples, "--samples takes the file scripts/sample_drafts.py writes"),) if args.samples else ()),
+                       *(((args.states, "--states takes the file scripts/sample_drafts.py --states writes"),) if args.states else ())):
         if not path.is_file():
             raise SystemExit(f"{path} does not exist: {what}")
     records = [json.loads(line) for line in args.drafts.read_text().splitlines() if line.strip()]
@@ -64,11 +70,16 @@ def main() -> int:
     for rec in records:
         rec.update(readings.get(rec["id"], {}))
     candidates = [name for name in CANDIDATES if any(rec.get(name) is not None for rec in records)]
-    configurations = {**{name: (drop, ()) for name, drop in CONFIGURATIONS.items()},
-                      **{f"{BASE} + {name}": ((), (name,)) for name in candidates}}
-    results = {name: leave_one_family_out(records, cut_for(1.0), drop, extra) for name, (drop, extra) in configurations.items()}
+    configurations = {**{name: (drop, (), None) for name, drop in CONFIGURATIONS.items()},
+                      **{f"{BASE} + {name}": ((), (name,), None) for name in candidates}}
+    if args.states:
+        refit = reader_refit(dict(np.load(args.states, allow_pickle=False)))
+        configurations[f"{BASE}, {REFIT}"] = ((), (), refit)
+        configurations.update({f"{BASE}, {REFIT}, + {name}": ((), (name,), refit) for name in candidates})
+    results = {name: leave_one_family_out(records, cut_for(1.0), drop, extra, refit)
+               for name, (drop, extra, refit) in configurations.items()}
     for name, res in results.items():
-        res["ships"] = ships(res, results[BASE]) if res["extra"] else None
+        res["ships"] = ships(res, results[BASE]) if name != BASE and name not in CONFIGURATIONS else None
     report = {"drafts": source_of(args), "results": results, "sampling_cost": sampling_cost(samples)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "lofo.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -79,7 +90,7 @@ def main() -> int:
 
 def source_of(args: argparse.Namespace) -> str:
     return " ".join([f"--drafts {args.drafts}", *([f"--run {' '.join(map(str, args.run))}"] if args.run else []),
-                     *([f"--samples {args.samples}"] if args.samples else [])])
+                     *([f"--samples {args.samples}"] if args.samples else []), *([f"--states {args.states}"] if args.states else [])])
 
 
 def ships(result: dict, base: dict) -> bool:
@@ -113,7 +124,9 @@ def to_markdown(report: dict, n: int) -> str:
              "questions' drafts refused; right kept: right drafts answered; score: CRAG's over the family's drafts; best "
              f"cut's false refusal: the least any cut on that P gives while refusing {BEST_CUT_REFUSAL:.0%} of the "
              "unanswerable drafts, chosen on the family itself (hindsight: what the ranking allows, whatever the "
-             "calibration). Candidate signals (`+ ...`, agentic_rag/eval/candidate_signals.py) are read beside every signal.",
+             "calibration). Candidate signals (`+ ...`, agentic_rag/eval/candidate_signals.py) are read beside every signal; "
+             f"\"{REFIT}\": the answerability reader fitted in each fold on the other families' drafts only (the shipped "
+             "reader was trained on SQuAD, NQ and HotpotQA questions, so its reading of those three is not left out).",
              "", "| signals | left-out family | drafts | AUC | false refusal | right kept | refusal of unanswerable | score | "
              "best cut's false refusal |", "|---|---|---|---|---|---|---|---|---|"]
     for name, res in results.items():

@@ -163,3 +163,40 @@ def sample_drafts(rows: list[dict[str, Any]], prompts: dict[str, list[list[BaseM
                 left = (time.monotonic() - started) / i * (len(todo) - i)
                 progress(f"{i}/{len(todo)} drafts sampled, about {left / 60:.0f} min left")
     return counts
+
+
+READER_LAYER = 18  # the layer the shipped 1.5B reader reads (agentic_rag/data/probes)
+
+
+def collect_prompt_states(rows: list[dict[str, Any]], prompts: dict[str, list[list[BaseMessage]]], model: Any, out: Path,
+                          layer: int = READER_LAYER, progress=print) -> dict[str, int]:
+    """The answer prompt's states at ``layer`` for each drafted row (the last token's and the question tokens'
+    mean, as the reader reads them), saved to ``out`` (.npz: ids, state, question_state), so the reader can be
+    refitted per left-out family (``transfer.reader_refit``). Rows already in ``out`` are kept."""
+    import time
+
+    import numpy as np
+
+    have = dict(np.load(out, allow_pickle=False)) if out.is_file() else {"ids": np.array([], dtype=str)}
+    ids, last, question = list(have["ids"]), list(have.get("state", [])), list(have.get("question_state", []))
+    todo = [r for r in rows if (r.get("draft") or "").strip() and r["id"] not in set(ids)]
+    counts = {"read": 0, "no_prompt": 0, "already": len(ids)}
+    started = time.monotonic()
+    for i, row in enumerate(todo, 1):
+        messages = answer_prompt(row, prompts)
+        if messages is None:
+            counts["no_prompt"] += 1
+            continue
+        states, _ = model.prompt_state(messages, layer, row["query"])
+        ids.append(row["id"])
+        last.append(np.asarray(states["state"], dtype=np.float32))
+        question.append(np.asarray(states["question_state"], dtype=np.float32))
+        counts["read"] += 1
+        if i % 25 == 0 or i == len(todo):
+            np.savez(out, ids=np.array(ids), state=np.stack(last), question_state=np.stack(question), layer=layer)
+            if progress:
+                left = (time.monotonic() - started) / i * (len(todo) - i)
+                progress(f"{i}/{len(todo)} prompts read, about {left / 60:.0f} min left")
+    if todo and counts["read"]:
+        np.savez(out, ids=np.array(ids), state=np.stack(last), question_state=np.stack(question), layer=layer)
+    return counts

@@ -12,7 +12,7 @@ import numpy as np
 from agentic_rag.eval.probe_report import auc_by_source, auc_difference, learning_curve
 from agentic_rag.reader.cross_encoder import join_readings
 from agentic_rag.reader.features import ensembles, feature_sets
-from agentic_rag.reader.probe_training import _fit, auc, cross_validated_scores
+from agentic_rag.reader.probe_training import auc, cross_validated_scores, fit_logistic
 
 
 def _family(source: str) -> str:
@@ -47,7 +47,7 @@ def compare_views(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.nd
                "c": c, "cv_auc": round(auc(y, by_c[c]), 4), "cv_auc_by_source": auc_by_source(by_c[c], y, sources)}
         if curve:
             row["learning_curve"] = learning_curve(X, y, groups, c, fractions=(0.25, 0.5, 1.0), draws=2)
-        model = _fit(X, y, c)
+        model = fit_logistic(X, y, c)
         scores[name] = {"cv": by_c[c]}
         for split, views in evals.items():
             scores[name][split] = p = model.predict_proba(make(views).astype(np.float64))[:, 1]

@@ -7,16 +7,18 @@ answerability; leaving each family out in turn shows the difference as the left-
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from agentic_rag.baug.fitted import CANDIDATE_FEATURES
 from agentic_rag.eval.decision_fit import feature_set, fit_model
 
+Refit = Callable[[str, list[dict[str, Any]], list[dict[str, Any]]], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+
 
 def leave_one_family_out(records: list[dict[str, Any]], cut: float, drop: tuple[str, ...] = (),
-                         extra: tuple[str, ...] = ()) -> dict[str, Any]:
+                         extra: tuple[str, ...] = (), refit: Refit | None = None) -> dict[str, Any]:
     """The decision chosen by how it does where it was not fitted: for each question family (``rows.family_of``)
     in turn, fitted on the other families' drafts (without the signals in ``drop``, with the candidate signals
     in ``extra`` beside the decision's own) and read on that family's, at ``cut``. Per family: the AUC of P
@@ -25,7 +27,8 @@ def leave_one_family_out(records: list[dict[str, Any]], cut: float, drop: tuple[
     questions' drafts; the CRAG score over the drafts; and the least false refusal any cut on this P gives
     while refusing ``BEST_CUT_REFUSAL`` of the unanswerable drafts, a bound no recalibration can pass.
     The worst family's score and false refusal are what a change must raise (issue 70); the pooled score
-    (every draft read by the fit that left its family out) must not fall beyond its interval."""
+    (every draft read by the fit that left its family out) must not fall beyond its interval. ``refit`` (family,
+    train, test) -> (train, test) replaces a signal per fold, for a signal that is itself fitted (``reader_refit``)."""
     from sklearn.metrics import roc_auc_score
 
     from agentic_rag.eval.rows import family_of
@@ -36,6 +39,8 @@ def leave_one_family_out(records: list[dict[str, Any]], cut: float, drop: tuple[
     for fam in families:
         train = [r for r in records if family_of(r["id"]) != fam]
         test = [r for r in records if family_of(r["id"]) == fam]
+        if refit is not None:
+            train, test = refit(fam, train, test)
         features = [f for f in feature_set(train, (*CANDIDATE_FEATURES, *extra)) if f not in drop]
         model, _ = fit_model(train, features)
         p = [model.probability(r) for r in test]
@@ -83,3 +88,46 @@ def best_cut_false_refusal(test: list[dict[str, Any]], p: list[float]) -> float 
         fr = sum(q <= c for q in answerable) / len(answerable)
         best = fr if best is None else min(best, fr)
     return round(best, 4) if best is not None else None
+
+
+READER_C = 0.003  # the shipped 1.5B reader's regularisation (its probe file's meta)
+READER_FOLDS = 5
+
+
+def reader_refit(states: dict[str, Any]) -> Refit:
+    """The answerability reader refitted in each fold on the training families' drafts alone (their answer
+    prompts' states, ``candidate_signals.collect_prompt_states``; label: the question is answerable), as the
+    shipped reader is (a logistic probe on the last prompt token and one on the question's tokens, their logits
+    averaged), so the left-out family's reading comes from a reader that never saw the family. The training
+    drafts get out-of-fold readings, so the decision does not learn to trust an in-sample one."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from agentic_rag.reader.probe_training import fit_logistic
+
+    index = {str(i): k for k, i in enumerate(states["ids"])}
+    views = [np.asarray(states["state"], dtype=np.float64), np.asarray(states["question_state"], dtype=np.float64)]
+
+    def logit(rows: list[dict[str, Any]], fit_rows: list[dict[str, Any]]) -> np.ndarray:
+        y = np.array([int(r["judgement"] != "unanswerable") for r in fit_rows])
+        out = np.zeros(len(rows))
+        for view in views:
+            model = fit_logistic(view[[index[r["id"]] for r in fit_rows]], y, READER_C)
+            out += model.decision_function(view[[index[r["id"]] for r in rows]]) / len(views)
+        return out
+
+    def refit(fam: str, train: list[dict[str, Any]], test: list[dict[str, Any]]):
+        train = [r for r in train if r["id"] in index]
+        test = [r for r in test if r["id"] in index]
+        y = np.array([int(r["judgement"] != "unanswerable") for r in train])
+        oof = np.zeros(len(train))
+        for fit_i, read_i in StratifiedKFold(READER_FOLDS, shuffle=True, random_state=0).split(np.zeros(len(y)), y):
+            oof[read_i] = logit([train[i] for i in read_i], [train[i] for i in fit_i])
+        left_out = logit(test, train)
+        return ([{**r, "answerability": v} for r, v in zip(train, _probability(oof))],
+                [{**r, "answerability": v} for r, v in zip(test, _probability(left_out))])
+
+    return refit
+
+
+def _probability(logits: np.ndarray) -> list[float]:
+    return [round(float(v), 4) for v in 1 / (1 + np.exp(-logits))]

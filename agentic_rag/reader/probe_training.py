@@ -37,7 +37,7 @@ def cross_validated_scores(
     for train, test in grouped_folds(y, groups, folds):
         if train_fraction < 1.0:
             train = (rng or np.random.default_rng(0)).choice(train, int(len(train) * train_fraction), replace=False)
-        model = _fit(X[train], y[train], c)
+        model = fit_logistic(X[train], y[train], c)
         out[test] = model.predict_proba(X[test])[:, 1]
     return out
 
@@ -55,7 +55,7 @@ def grouped_folds(y: np.ndarray, groups: Sequence[str], folds: int = 5) -> list[
 VIEW_C = {"last": 0.003, "question": 0.001}
 
 
-def _fit(X: np.ndarray, y: np.ndarray, c: float):
+def fit_logistic(X: np.ndarray, y: np.ndarray, c: float):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -92,7 +92,7 @@ def fit_probe(
         oof = cross_validated_scores(states[:, collected.index(layer), :].astype(np.float64), y, groups, c, folds)
         per_layer[layer] = {"auc": round(auc(y, oof), 4), "oof": oof}
     best = max(layers, key=lambda layer: per_layer[layer]["auc"])
-    model = _fit(states[:, collected.index(best), :].astype(np.float64), y, c)
+    model = fit_logistic(states[:, collected.index(best), :].astype(np.float64), y, c)
     scaler, lr = model.steps[0][1], model.steps[1][1]
     probe = AnswerabilityProbe(
         layer=int(best),

@@ -102,3 +102,29 @@ def test_sampling_is_appended_as_it_goes_and_resumes_with_the_same_seeds(tmp_pat
     assert cs.sample_drafts(rows, prompts, again, out, n=3, progress=None) == {"sampled": 1, "no_prompt": 0, "already": 1}
     assert again.seeds == sampler.seeds and len(out.read_text().splitlines()) == 2
     assert json.loads(out.read_text().splitlines()[1])["id"] == "squad2-x"
+
+
+class _Reader:
+    """The one method ``collect_prompt_states`` calls (the real one, ChatLocalTransformers.prompt_state, is the packaged reader's)."""
+
+    def prompt_state(self, messages, layer, question=""):
+        seed = float(len(question))
+        return {"state": [seed, layer], "question_state": [seed, -1.0]}, 10
+
+
+def test_prompt_states_are_kept_per_draft_and_a_rerun_reads_only_what_is_missing(tmp_path):
+    import numpy as np
+
+    prompt = [HumanMessage("Question: Who did Emma marry?")]
+    rows = [_row("King Ethelred II"), {**_row("x", draft="No prompt for this one."), "id": "squad2-y"}]
+    prompts = {"Emma married King Ethelred II.": [prompt]}
+    out = tmp_path / "states.npz"
+    assert cs.collect_prompt_states(rows, prompts, _Reader(), out, layer=18, progress=None) == \
+        {"read": 1, "no_prompt": 1, "already": 0}
+    saved = np.load(out)
+    assert list(saved["ids"]) == ["squad2-x"] and saved["state"].tolist() == [[19.0, 18.0]]
+    assert saved["question_state"].tolist() == [[19.0, -1.0]]
+    more = [*rows, {**_row("King Ethelred II", query="Who did Emma marry, and when?"), "id": "squad2-w"}]
+    prompts["Emma married King Ethelred II."].append([HumanMessage("Question: Who did Emma marry, and when?")])
+    assert cs.collect_prompt_states(more, prompts, _Reader(), out, progress=None)["read"] == 1
+    assert list(np.load(out)["ids"]) == ["squad2-x", "squad2-w"]

@@ -53,3 +53,34 @@ def test_a_candidate_signal_is_read_beside_the_decisions_own_and_the_best_cut_bo
     pooled = with_it["pooled_score"]
     assert pooled["drafts"] == 400 and pooled["ci95"][0] < pooled["score"] < pooled["ci95"][1]
     assert pooled["score"] > plain["pooled_score"]["score"]
+
+
+def test_the_reader_refitted_per_fold_never_reads_a_family_it_was_fitted_on():
+    """Two families whose answerable questions show in different directions of the prompt's state: the reader fitted
+    without QuAIL reads QuAIL at chance, while SQuAD's own drafts, read out of fold, are read well. A reader that
+    had seen QuAIL would read it well too."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from agentic_rag.eval.transfer import reader_refit
+
+    rng = np.random.default_rng(3)
+    ids, last, records = [], [], []
+    for i in range(300):
+        fam = "squad2" if i % 2 else "quail"
+        answerable = i % 3 != 0
+        x = rng.normal(size=8)
+        x[0 if fam == "squad2" else 1] += 2.5 if answerable else -2.5
+        ids.append(f"{fam}-{i}")
+        last.append(x)
+        records.append({"id": f"{fam}-{i}", "judgement": "right" if answerable else "unanswerable", "right": answerable})
+    states = {"ids": np.array(ids), "state": np.stack(last), "question_state": np.stack(last)}
+    refit = reader_refit(states)
+    squad = [r for r in records if r["id"].startswith("squad2")]
+    quail = [r for r in records if r["id"].startswith("quail")]
+    train, test = refit("quail", squad, quail)
+    def auc_of(rows):
+        return roc_auc_score([r["judgement"] != "unanswerable" for r in rows], [r["answerability"] for r in rows])
+    assert auc_of(train) > 0.9 and 0.3 < auc_of(test) < 0.7
+    _, seen = refit("quail", quail, quail)  # fitted on QuAIL itself: it reads QuAIL
+    assert auc_of(seen) > 0.9
