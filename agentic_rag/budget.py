@@ -64,6 +64,14 @@ def llm_calls(usage: dict[str, Any] | None) -> int:
     return sum(int(v.get("calls", 0)) for v in (usage or {}).values())
 
 
+def tokens_per_pass(usage: dict[str, Any] | None) -> dict[str, float]:
+    """Per stage whose model counted its passes over the weights (the in-process model): tokens decoded per
+    pass. 1 without speculation; prompt lookup or a draft model verify several proposed tokens per pass,
+    which is what makes them faster (a served model does not say, so it is not listed)."""
+    return {stage: round(int(v.get("output_tokens", 0)) / int(v["forward_passes"]), 2)
+            for stage, v in (usage or {}).items() if int(v.get("forward_passes") or 0) > 0}
+
+
 def time_left(state: dict[str, Any], settings) -> bool:
     started = state.get("started_at")
     return started is None or time.time() - started < settings.budget.WALL_TIME_S

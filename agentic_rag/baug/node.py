@@ -29,7 +29,7 @@ from agentic_rag.baug.verifier import (
     verified_score,
     verify_messages,
 )
-from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_used
+from agentic_rag.budget import can_afford, llm_calls, question_deadline, time_left, tokens_per_pass, tokens_used
 from agentic_rag.checks import DRAFT_CHECKS
 from agentic_rag.configuration import Settings
 from agentic_rag.llm.calls import model_from, prompt_cost
@@ -308,6 +308,7 @@ def _telemetry(state, settings, signals, decision, validation) -> dict[str, Any]
         "tokens_left": settings.budget.TOKEN_BUDGET - tokens_used(usage),
         "tokens_by_stage": {k: v.get("total_tokens", 0) for k, v in usage.items()},
         "llm_calls": llm_calls(usage),
+        "tokens_per_pass": tokens_per_pass(usage),  # speculative decoding's gain (LLM_SPECULATION)
         "latency_ms": round((time.time() - state.get("started_at", time.time())) * 1000.0, 1),
         # per node up to this decision (this BAUG run itself is in the result row's figures)
         "latency_by_node_ms": dict(state.get("latency_ms") or {}),

@@ -103,14 +103,18 @@ class UsageLedger:
         self._ms_by_stage: dict[str, float] = {}
 
     def record(self, stage: str, message: AIMessage, ms: float = 0.0) -> dict[str, int]:
-        """Book one reply's tokens, and ``ms`` of wall time spent in the call, under ``stage``."""
+        """Book one reply's tokens, and ``ms`` of wall time spent in the call, under ``stage``; and an
+        in-process model's passes over its weights (``budget.tokens_per_pass`` reads them)."""
         usage = usage_of(message)
+        passes = int((getattr(message, "response_metadata", None) or {}).get("forward_passes") or 0)
         with self._lock:
             self._ms_by_stage[stage] = self._ms_by_stage.get(stage, 0.0) + ms
             row = self._by_stage.setdefault(stage, {**dict.fromkeys(_FIELDS, 0), "calls": 0})
             for key in _FIELDS:
                 row[key] += usage[key]
             row["calls"] += 1
+            if passes:
+                row["forward_passes"] = row.get("forward_passes", 0) + passes
         return usage
 
     @property

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic_rag.baug.chain import hop_line
+from agentic_rag.budget import tokens_per_pass
 from agentic_rag.checks import CHECK_BY_SIGNAL, DRAFT_CHECKS, STOP, Check, gate_readings, reading
 from agentic_rag.datasets.crag import pick, position_hint
 from agentic_rag.errors import UserError
@@ -408,6 +409,7 @@ def question_view(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "p_right": row.get("p_right"), "promise": _promise(run),
         "tokens": tokens.get("total", 0), "tokens_by_stage": {k: v for k, v in (tokens.get("by_stage") or {}).items() if v},
         "llm_calls": row.get("llm_calls", 0), "latency_ms": row.get("latency_ms", 0.0),
+        "tokens_per_pass": tokens_per_pass(tokens.get("detail")),
         "latency_by_node_ms": {k: _ms(v) for k, v in (row.get("latency_by_node_ms") or {}).items()},
         "citations": [{**c, "status": citation_status(c)} for c in row.get("citations") or []],
         "chain": [{"found": h.get("found", False), "line": hop_line(h)} for h in row.get("chain") or []], "timeline": timeline,

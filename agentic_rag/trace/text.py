@@ -100,7 +100,8 @@ def print_question(console: Console, run: Run, qid: str, detail: bool = True) ->
     console.print(Text(f"{v['id']}: {v['query']}", style="bold"))
     head = Text(f"status {v['status']}  reason {v['reason']}  judgement ")
     head.append(v["judgement"], style=style)
-    head.append(f"  gold {v['gold']}  tokens {v['tokens']}  llm calls {v['llm_calls']}  {v['latency_ms']:.0f} ms")
+    per_pass = "".join(f"  {stage} {n} tokens/pass" for stage, n in (v.get("tokens_per_pass") or {}).items())
+    head.append(f"  gold {v['gold']}  tokens {v['tokens']}  llm calls {v['llm_calls']}  {v['latency_ms']:.0f} ms{per_pass}")
     console.print(head)
     console.print(Text(f"answer: {v['prediction']}"))
     if v["p_right"] is not None:

@@ -41,6 +41,16 @@ class SlowChat(ScriptedChat):
         return super()._generate(messages, stop, run_manager, **kwargs)
 
 
+class PassCountingChat(SlowChat):
+    """A scripted model that says, as the in-process one does, how many passes over its weights a reply took."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        result = super()._generate(messages, stop, run_manager, **kwargs)
+        message = result.generations[0].message
+        message.response_metadata["forward_passes"] = max(1, message.usage_metadata["output_tokens"] // 3)
+        return result
+
+
 def _fresh(settings: Settings, **changes) -> Settings:
     ingest._MEMORY.clear()  # the in-process LRU and the session's shared index cache would hide the
     fresh = settings.replace(**{"INDEX_CACHE_DIR": None, **changes})  # disk and build paths,
@@ -69,10 +79,28 @@ def test_ledger_books_llm_wall_time_per_stage_and_the_running_node():
     assert ledger.by_stage["judge"]["calls"] == 1  # the token rows keep their shape
 
 
+def test_tokens_per_pass_are_booked_where_the_model_counts_its_passes():
+    """An in-process model says how many passes over its weights a reply took (speculative decoding verifies
+    several proposed tokens per pass); the ledger adds them up per stage and ``tokens_per_pass`` divides. A
+    model that does not count (a served one) is not listed."""
+    from langchain_core.messages import AIMessage
+
+    from agentic_rag.budget import tokens_per_pass
+
+    ledger = UsageLedger()
+    usage = {"input_tokens": 50, "output_tokens": 12, "total_tokens": 62}
+    for passes in (4, 2):
+        ledger.record("generation", AIMessage("x", usage_metadata=usage, response_metadata={"forward_passes": passes}))
+    ledger.record("verify", AIMessage("yes", usage_metadata={"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}))
+    assert ledger.by_stage["generation"]["forward_passes"] == 6 and "forward_passes" not in ledger.by_stage["verify"]
+    assert tokens_per_pass(ledger.by_stage) == {"generation": 4.0}
+    assert tokens_per_pass(None) == {}
+
+
 def test_result_and_telemetry_carry_wall_cpu_and_llm_time_per_node(agent_settings):
     s = _fresh(agent_settings)
-    fake = SlowChat(replies=[f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'],
-                    count_tokens=lambda t: count_tokens(t, s))
+    fake = PassCountingChat(replies=[f'Finding Nemo won. {{cite:76th academy}} "{QUOTE_2004}"'],
+                            count_tokens=lambda t: count_tokens(t, s))
     result = answer("agent", s, record=record(), extra_config={"llm": fake})
     assert result.status == "ok" and len(fake.calls) == 1
     nodes = result.latency_by_node_ms
@@ -89,6 +117,9 @@ def test_result_and_telemetry_carry_wall_cpu_and_llm_time_per_node(agent_setting
     assert all(sum(e["parts_ms"].values()) <= e["ms"] + 1 for e in workers)
     row = read_rows(s.paths.TELEMETRY_PATH)[-1]
     assert {"anchors", "worker", "generate"} <= set(row["latency_by_node_ms"]) and row["llm_by_node_ms"]["generate"] > 0
+    generation = result.tokens["detail"]["generation"]  # three tokens a pass, as the model said
+    assert row["tokens_per_pass"] == {"generation": round(generation["output_tokens"] / generation["forward_passes"], 2)}
+    assert 2.5 <= row["tokens_per_pass"]["generation"] <= 3.5
 
 
 def test_parallel_workers_build_a_question_index_once(settings, monkeypatch):

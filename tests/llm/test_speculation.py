@@ -33,6 +33,16 @@ def test_prompt_lookup_decodes_the_same_answer_in_fewer_passes_over_the_weights(
     tokens = plain.usage_metadata["output_tokens"]
     assert plain.response_metadata["forward_passes"] >= tokens - 1
     assert fast.response_metadata["forward_passes"] < 0.6 * plain.response_metadata["forward_passes"]
+    # what telemetry and the trace show of it: tokens per pass, booked from the reply by the ledger
+    from agentic_rag.budget import tokens_per_pass
+    from agentic_rag.llm.usage import UsageLedger
+
+    per_pass = {}
+    for mode, reply in replies.items():
+        ledger = UsageLedger()
+        ledger.record("generation", reply)
+        per_pass[mode] = tokens_per_pass(ledger.by_stage)["generation"]
+    assert per_pass["off"] <= 1.05 and per_pass["prompt_lookup"] > 1.6
 
 
 @pytest.mark.model
