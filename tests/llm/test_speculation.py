@@ -42,7 +42,7 @@ def test_prompt_lookup_decodes_the_same_answer_in_fewer_passes_over_the_weights(
         ledger = UsageLedger()
         ledger.record("generation", reply)
         per_pass[mode] = tokens_per_pass(ledger.by_stage)["generation"]
-    assert per_pass["off"] <= 1.05 and per_pass["prompt_lookup"] > 1.6
+    assert per_pass["off"] <= 1.05 and per_pass["prompt_lookup"] > 1.5
 
 
 @pytest.mark.model
