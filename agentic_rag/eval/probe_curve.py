@@ -15,7 +15,7 @@ import numpy as np
 from agentic_rag.eval.probe_report import auc_difference
 from agentic_rag.reader.cross_encoder import join_readings
 from agentic_rag.reader.features import at_layer
-from agentic_rag.reader.probe_training import VIEW_C, _fit, auc
+from agentic_rag.reader.probe_training import VIEW_C, auc, fit_logistic
 
 # The readers the curve follows: the shipped probe's view, and the pair that read multi-hop prompts
 # best when the views were compared (benchmarks/probe/features.md), each member with its view's C.
@@ -86,7 +86,7 @@ def reader_p(train: dict[str, np.ndarray], views: dict[str, np.ndarray], y: np.n
     several views joins its members' readings by their mean logit, as the agent joins two readers."""
     total = np.zeros(len(views["y"]))
     for rows in subsets:
-        readings = [_fit(at_layer(train, view, layer)[rows].astype(np.float64), y[rows], VIEW_C[view])
+        readings = [fit_logistic(at_layer(train, view, layer)[rows].astype(np.float64), y[rows], VIEW_C[view])
                     .predict_proba(at_layer(views, view, layer).astype(np.float64))[:, 1] for view in members]
         total += np.array([join_readings(*r) for r in zip(*readings)]) if len(readings) > 1 else readings[0]
     return total / len(subsets)
