@@ -189,8 +189,8 @@ def collect_prompt_states(rows: list[dict[str, Any]], prompts: dict[str, list[li
             continue
         states, _ = model.prompt_state(messages, layer, row["query"])
         ids.append(row["id"])
-        last.append(np.asarray(states["state"], dtype=np.float32))
-        question.append(np.asarray(states["question_state"], dtype=np.float32))
+        last.append(np.asarray(states["last"], dtype=np.float32))
+        question.append(np.asarray(states["question"], dtype=np.float32))
         counts["read"] += 1
         if i % 25 == 0 or i == len(todo):
             np.savez(out, ids=np.array(ids), state=np.stack(last), question_state=np.stack(question), layer=layer)

@@ -109,7 +109,7 @@ class _Reader:
 
     def prompt_state(self, messages, layer, question=""):
         seed = float(len(question))
-        return {"state": [seed, layer], "question_state": [seed, -1.0]}, 10
+        return {"last": [seed, layer], "question": [seed, -1.0]}, 10  # by view, as the real one keys them
 
 
 def test_prompt_states_are_kept_per_draft_and_a_rerun_reads_only_what_is_missing(tmp_path):
