@@ -160,9 +160,15 @@ def sample_drafts(rows: list[dict[str, Any]], prompts: dict[str, list[list[BaseM
             f.write(json.dumps(record) + "\n")
             f.flush()
             if progress and (i % 10 == 0 or i == len(todo)):
-                left = (time.monotonic() - started) / i * (len(todo) - i)
-                progress(f"{i}/{len(todo)} drafts sampled, about {left / 60:.0f} min left")
+                progress(f"{i}/{len(todo)} drafts sampled, {_time_left(started, i, len(todo))}")
     return counts
+
+
+def _time_left(started: float, done: int, total: int) -> str:
+    """How long the rest of a study's rows will take at the pace so far (``started``: ``time.monotonic()``)."""
+    import time
+
+    return f"about {(time.monotonic() - started) / done * (total - done) / 60:.0f} min left"
 
 
 READER_LAYER = 18  # the layer the shipped 1.5B reader reads (agentic_rag/data/probes)
@@ -179,8 +185,13 @@ def collect_prompt_states(rows: list[dict[str, Any]], prompts: dict[str, list[li
 
     have = dict(np.load(out, allow_pickle=False)) if out.is_file() else {"ids": np.array([], dtype=str)}
     ids, last, question = list(have["ids"]), list(have.get("state", [])), list(have.get("question_state", []))
-    todo = [r for r in rows if (r.get("draft") or "").strip() and r["id"] not in set(ids)]
+    kept = set(ids)
+    todo = [r for r in rows if (r.get("draft") or "").strip() and r["id"] not in kept]
     counts = {"read": 0, "no_prompt": 0, "already": len(ids)}
+
+    def save() -> None:
+        np.savez(out, ids=np.array(ids), state=np.stack(last), question_state=np.stack(question), layer=layer)
+
     started = time.monotonic()
     for i, row in enumerate(todo, 1):
         messages = answer_prompt(row, prompts)
@@ -192,11 +203,10 @@ def collect_prompt_states(rows: list[dict[str, Any]], prompts: dict[str, list[li
         last.append(np.asarray(states["last"], dtype=np.float32))
         question.append(np.asarray(states["question"], dtype=np.float32))
         counts["read"] += 1
-        if i % 25 == 0 or i == len(todo):
-            np.savez(out, ids=np.array(ids), state=np.stack(last), question_state=np.stack(question), layer=layer)
+        if i % 25 == 0 and i < len(todo):  # the last rows are saved once, below
+            save()
             if progress:
-                left = (time.monotonic() - started) / i * (len(todo) - i)
-                progress(f"{i}/{len(todo)} prompts read, about {left / 60:.0f} min left")
-    if todo and counts["read"]:
-        np.savez(out, ids=np.array(ids), state=np.stack(last), question_state=np.stack(question), layer=layer)
+                progress(f"{i}/{len(todo)} prompts read, {_time_left(started, i, len(todo))}")
+    if counts["read"]:
+        save()
     return counts
