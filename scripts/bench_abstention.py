@@ -65,7 +65,7 @@ def probe_auc(run_dir: Path) -> dict:
     """How well the answerability probe separated answerable from unanswerable questions in a run
     (questions that reached the generator; AUC is undefined when only one kind is present)."""
     from agentic_rag.datasets.crag import IDK
-    from agentic_rag.reader.probe_training import auc
+    from agentic_rag.eval.metrics import auc
 
     rows = [r for r in read_results(run_dir / "results.jsonl") if (r.get("signals") or {}).get("answerability") is not None]
     y = np.array([int(r["gold"] != IDK) for r in rows])

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from agentic_rag.datasets.crag import DataError, iter_records
 from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, HOTPOT_FILES, benchmark_dataset
-from agentic_rag.eval.chain_report import (
+from agentic_rag.eval.results import read_results, read_results_text
+from studies.chain_report import (
     chain_outcomes,
     chain_outcomes_markdown,
     gold_chains_markdown,
@@ -22,7 +23,6 @@ from agentic_rag.eval.chain_report import (
     single_hop_exposure,
     write_gold_chains,
 )
-from agentic_rag.eval.results import read_results, read_results_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -36,7 +36,7 @@ from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
 from agentic_rag.eval.frontier import cut_curve, operating_bounds, p_right_by_question
 from agentic_rag.eval.markdown import markdown_table
-from agentic_rag.eval.metrics import run_summary
+from agentic_rag.eval.metrics import auc, run_summary
 from agentic_rag.eval.plots import (
     common_coverage,
     confidence_of,
@@ -45,11 +45,10 @@ from agentic_rag.eval.plots import (
     plot_risk_coverage,
     risk_coverage,
 )
-from agentic_rag.eval.probe_report import required_auc
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.rows import gold_groups
 from agentic_rag.eval.runner import run_eval
-from agentic_rag.reader.probe_training import auc
+from agentic_rag.training.probe_report import required_auc
 
 ROOT = Path(__file__).resolve().parents[1]
 # the decision issue's refusal targets on SQuAD 2.0: refuse >= 75% of unanswerable at <= 12% false refusal

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rag.eval.decision_fit import signal_auc_markdown, signal_auc_report
+from agentic_rag.training.decision import signal_auc_markdown, signal_auc_report
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Whether each system packs the pages that answer a question, with no model called (eval/evidence.py):
+"""Whether each system packs the pages that answer a question, with no model called (studies/evidence.py):
 per split, the answerable questions whose gold pages all reach the generator's context, some, or none,
 and the context's tokens; by question type and by the agent's hop plan.
 
@@ -19,9 +19,9 @@ import graphs  # noqa: F401  (registers the agent and baseline graphs with agent
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.datasets.crag import DataError, iter_records
 from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, benchmark_dataset
-from agentic_rag.eval.chain_report import question_plan
-from agentic_rag.eval.evidence import evidence_recall, gold_pages
 from agentic_rag.eval.markdown import markdown_table
+from studies.chain_report import question_plan
+from studies.evidence import evidence_recall, gold_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("baseline", "agent")

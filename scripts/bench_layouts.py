@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rag.eval.layouts import measure, to_markdown
+from studies.layouts import measure, to_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 

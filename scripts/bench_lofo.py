@@ -1,9 +1,9 @@
 """The decision measured where it was not fitted: leave-one-family-out on a fit's drafts (benchmarks/decision/lofo.md).
 
 For each family of the development drafts (``calibrate --fit``'s drafts.jsonl) in turn, the decision is fitted
-on the other families and read on it (``eval/transfer.leave_one_family_out``): with every signal, without each
+on the other families and read on it (``training/transfer.leave_one_family_out``): with every signal, without each
 signal group named below (a signal that reads a family's layout shows as the worst family's loss), and with each
-candidate signal of ``eval/candidate_signals.py`` beside the decision's own. A candidate ships when it raises the
+candidate signal of ``training/candidate_signals.py`` beside the decision's own. A candidate ships when it raises the
 worst left-out family's score and lowers its false refusal without the pooled score falling below the interval of
 every signal's (issue 70); the table says which does.
 
@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from agentic_rag.baug.fitted import cut_for
-from agentic_rag.eval.candidate_signals import CANDIDATES, candidate_readings, read_samples
-from agentic_rag.eval.decision_fit import draft_records
 from agentic_rag.eval.results import read_results
-from agentic_rag.eval.transfer import BEST_CUT_REFUSAL, leave_one_family_out, reader_refit
 from agentic_rag.llm.logprobs import LOGPROB_SIGNALS
+from agentic_rag.training.candidate_signals import CANDIDATES, candidate_readings, read_samples
+from agentic_rag.training.decision import draft_records
+from agentic_rag.training.transfer import BEST_CUT_REFUSAL, leave_one_family_out, reader_refit
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "every signal"
@@ -124,7 +124,7 @@ def to_markdown(report: dict, n: int) -> str:
              "questions' drafts refused; right kept: right drafts answered; score: CRAG's over the family's drafts; best "
              f"cut's false refusal: the least any cut on that P gives while refusing {BEST_CUT_REFUSAL:.0%} of the "
              "unanswerable drafts, chosen on the family itself (hindsight: what the ranking allows, whatever the "
-             "calibration). Candidate signals (`+ ...`, agentic_rag/eval/candidate_signals.py) are read beside every signal; "
+             "calibration). Candidate signals (`+ ...`, agentic_rag/training/candidate_signals.py) are read beside every signal; "
              f"\"{REFIT}\": the answerability reader fitted in each fold on the other families' drafts only (the shipped "
              "reader was trained on SQuAD, NQ and HotpotQA questions, so its reading of those three is not left out).",
              "", "| signals | left-out family | drafts | AUC | false refusal | right kept | refusal of unanswerable | score | "

@@ -25,13 +25,13 @@ import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import IDK, DataError, iter_records
 from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
-from agentic_rag.eval.answer_prompts import generator_prompt
 from agentic_rag.eval.markdown import markdown_table
-from agentic_rag.eval.probe_report import refusal_rates
+from agentic_rag.eval.metrics import auc
 from agentic_rag.llm.dtype import processor_class
 from agentic_rag.llm.packaged import PACKAGED_MODELS
-from agentic_rag.reader.probe_training import auc
 from agentic_rag.reader.read import local_plan, read_prompt, reader_model
+from agentic_rag.training.probe_report import refusal_rates
+from agentic_rag.training.prompts import generator_prompt
 from testkit.bench import cpu_model, load_average
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from agentic_rag.eval.bench_sections import GENERATORS, agent_section, cross_reader_section, probe_section
 from agentic_rag.eval.plots import plot_targets
+from studies.bench_sections import GENERATORS, agent_section, cross_reader_section, probe_section
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 

@@ -44,8 +44,6 @@ from agentic_rag.baug.fitted import DECISIONS_DIR
 from agentic_rag.configuration import Settings, SettingsError
 from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.compare import paired_bootstrap, paired_ids
-from agentic_rag.eval.decision_fit import calibrate_fit
-from agentic_rag.eval.decision_fit import to_markdown as fit_markdown
 from agentic_rag.eval.markdown import markdown_table
 from agentic_rag.eval.metrics import run_summary
 from agentic_rag.eval.provenance import file_sha256
@@ -54,6 +52,8 @@ from agentic_rag.eval.runner import run_eval
 from agentic_rag.llm.packaged import PACKAGED_MODELS, ensure_converted
 from agentic_rag.llm.serve import start_server
 from agentic_rag.reader.read import reader_plan
+from agentic_rag.training.decision import calibrate_fit
+from agentic_rag.training.decision import to_markdown as fit_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

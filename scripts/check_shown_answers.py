@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agentic_rag.eval.shown import dangling_report
+from studies.shown import dangling_report
 
 ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
 

@@ -3,7 +3,7 @@ and question tokens pooled, together; by grouped cross-validated AUC and on the 
 
 Two steps:
 
-  collect  read a generator's prefill views (reader/features.py) for reader pairs files (the
+  collect  read a generator's prefill views (training/views.py) for reader pairs files (the
            question and the sources exactly as the answer prompt shows them; scripts/train_reader.py
            pairs writes them). Resumable: rows are saved in chunks, a rerun skips the ids it has.
   compare  fit each feature set on the training views (article- or question-grouped folds), and score
@@ -57,7 +57,7 @@ def _rows(paths: list[Path], per_source: dict[str, int], seed: int) -> list[dict
 def collect(args: argparse.Namespace) -> int:
     from agentic_rag.configuration import Settings
     from agentic_rag.llm.factory import get_chat_model
-    from agentic_rag.reader.features import collect_views, done_ids
+    from agentic_rag.training.views import collect_views, done_ids
 
     per_source = {}
     for spec in args.per_source_of:
@@ -76,8 +76,8 @@ def collect(args: argparse.Namespace) -> int:
 
 
 def compare(args: argparse.Namespace) -> int:
-    from agentic_rag.eval.feature_report import compare_views, features_table
-    from agentic_rag.reader.features import load_views, named_views
+    from agentic_rag.training.views import load_views, named_views
+    from studies.feature_report import compare_views, features_table
 
     evals = named_views(args.eval)
     report = compare_views(load_views(args.train), evals, args.layer, args.c, args.curve,

@@ -7,7 +7,7 @@ with BM25 near-miss passages (the probe's second training source) has the second
 questions keep their gold passage among near misses, half get near misses only.
 
 Every question whose NQ id is in a probe's training rows is left out, so no dev question was seen
-by a probe. ``--snippets`` writes the same questions as web-search snippets (``datasets.probe_sets.as_snippets``),
+by a probe. ``--snippets`` writes the same questions as web-search snippets (``training.sets.as_snippets``),
 the form CRAG and RGB give. Usage:
 python scripts/make_nq_dev.py [--n 100] [--seed 11] [--snippets] [--out data/nq_dev100.jsonl]
 """
@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from agentic_rag.datasets.crag import IDK, DataError
-from agentic_rag.datasets.probe_sets import as_snippets, base_id, nq_records, probe_training_ids
+from agentic_rag.training.sets import as_snippets, base_id, nq_records, probe_training_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 NQ = ROOT.parent / "shared" / "data" / "nq" / "nq_open_oracle.jsonl"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agentic_rag.datasets.crag import IDK, DataError
 from agentic_rag.datasets.prepare import prepare_squad2
-from agentic_rag.datasets.probe_sets import probe_training_ids
+from agentic_rag.training.sets import probe_training_ids
 
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad2" / "squad2_dev_half.jsonl"
 PROBE_DATA = Path(__file__).resolve().parents[1] / "artifacts" / "probe"

@@ -3,7 +3,7 @@
 SQuAD 2.0 and NQ-open questions with a year in them ("Who won the oscar for best picture in 1976"),
 taken from neither the SQuAD test sample nor any probe's training rows: SQuAD's as prepared (own
 paragraph plus four of the same article; its unanswerable ones are often the same question with
-the year changed), NQ's as the near-miss records of ``datasets.probe_sets.nq_records`` shown as web-search
+the year changed), NQ's as the near-miss records of ``training.sets.nq_records`` shown as web-search
 snippets (half keep the gold passage, half get near misses only). The general dev split has six
 such questions; this one has enough to see what a period rule costs answerable questions.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agentic_rag.anchors.matching import RE_YEAR
 from agentic_rag.datasets.crag import IDK, DataError, iter_records
-from agentic_rag.datasets.probe_sets import as_snippets, nq_records, probe_training_ids
+from agentic_rag.training.sets import as_snippets, nq_records, probe_training_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 NQ = ROOT.parent / "shared" / "data" / "nq" / "nq_open_oracle.jsonl"

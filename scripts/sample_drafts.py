@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentic_rag.eval import candidate_signals as cs
+from agentic_rag.training import candidate_signals as cs
 
 
 def main() -> int:

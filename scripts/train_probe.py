@@ -2,17 +2,17 @@
 
 Steps, each resumable from what it wrote, each a thin caller of the package:
 
-  views    the training set as one job: the reader pairs of the training draws (datasets/probe_sets.
+  views    the training set as one job: the reader pairs of the training draws (training/sets.
            probe_training_records: SQuAD 2.0, NQ near misses with their snippet views and answer-removed
            twins, HotpotQA's dev half with a twin per supporting page removed; never an evaluated question
            or a dev pool's), then per pair one prefill of the configured model, stopped after the layers
-           kept, saving the probe's views (reader/features.collect_views). Multi-hop rows first; a kill
+           kept, saving the probe's views (training/views.collect_views). Multi-hop rows first; a kill
            loses at most one chunk. ``--data NAME`` does the same for a test split (squad200, hotpot_test ...).
   fit      pick the layer by article-grouped cross-validation and fit a logistic regression on it, from a
            views folder (or an older ``collect`` states file); write the probe file and a report.
   curve    the learning curve to the full size on the test splits' views, with a paired interval per step,
            against the shipped probe: benchmarks/probe/learning_curve.{json,md,png}.
-  routes   one reader against a reader per hop plan (eval/probe_routes): benchmarks/probe/routes.{json,md}.
+  routes   one reader against a reader per hop plan (studies/probe_routes): benchmarks/probe/routes.{json,md}.
   score    apply a fitted probe to an evaluation file's agent prompts (AUC, rates at fixed thresholds).
   collect  the older job: every layer's last-token state of the agent's prompts for SQuAD and NQ draws.
 
@@ -44,7 +44,14 @@ import numpy as np
 
 from agentic_rag.configuration import Settings
 from agentic_rag.datasets.crag import IDK, CragRecord, iter_records
-from agentic_rag.datasets.probe_sets import (
+from agentic_rag.errors import UserError
+from agentic_rag.eval.metrics import auc
+from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL
+from agentic_rag.reader.probe import PROBES_DIR, packaged_probe_for_key
+from agentic_rag.training.fitting import VIEW_C, fit_probe
+from agentic_rag.training.probe_report import auc_by_source, learning_curve, refusal_rates, refusal_table, required_auc, roc_plot
+from agentic_rag.training.prompts import generator_prompt as recorded_prompt
+from agentic_rag.training.sets import (
     add_draw_arguments,
     answer_removed,
     as_snippets,
@@ -54,12 +61,6 @@ from agentic_rag.datasets.probe_sets import (
     source_of,
     squad_records,
 )
-from agentic_rag.errors import UserError
-from agentic_rag.eval.answer_prompts import generator_prompt as recorded_prompt
-from agentic_rag.eval.probe_report import auc_by_source, learning_curve, refusal_rates, refusal_table, required_auc, roc_plot
-from agentic_rag.llm.packaged import DEFAULT_MODEL, FAST_MODEL
-from agentic_rag.reader.probe import PROBES_DIR, packaged_probe_for_key
-from agentic_rag.reader.probe_training import VIEW_C, auc, fit_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -145,11 +146,11 @@ def views(args: argparse.Namespace) -> int:
 
     import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
     from agentic_rag.datasets.prepare.benchmarks import BENCHMARK_DATASETS, benchmark_dataset
-    from agentic_rag.datasets.probe_sets import training_draws
-    from agentic_rag.eval.answer_prompts import reader_pair, write_pairs
     from agentic_rag.llm.factory import get_chat_model
-    from agentic_rag.reader.features import collect_views, done_ids
     from agentic_rag.telemetry import append_line, read_rows
+    from agentic_rag.training.prompts import reader_pair, write_pairs
+    from agentic_rag.training.sets import training_draws
+    from agentic_rag.training.views import collect_views, done_ids
 
     settings = Settings.load(preset=args.preset, overrides=args.override + ["PROBE_ENABLED=false"])
     with tempfile.TemporaryDirectory() as tmp:
@@ -208,9 +209,9 @@ def _write_report(args: argparse.Namespace, report: dict, heading: str, table: s
 def curve(args: argparse.Namespace) -> int:
     """The learning curve to the full training size on each test split's views, against the shipped probe
     read on the same views: benchmarks/probe/learning_curve.{json,md,png}."""
-    from agentic_rag.eval.probe_curve import curve_table, plot_curve, split_curve
-    from agentic_rag.reader.features import load_views, named_views, probe_readings
     from agentic_rag.reader.probe import load_probe
+    from agentic_rag.training.views import load_views, named_views, probe_readings
+    from studies.probe_curve import curve_table, plot_curve, split_curve
 
     train, evals = load_views(args.train), named_views(args.eval)
     shipped = load_probe(args.probe)
@@ -234,9 +235,9 @@ def routes(args: argparse.Namespace) -> int:
     import tempfile
 
     from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
-    from agentic_rag.datasets.probe_sets import training_draws
-    from agentic_rag.eval.probe_routes import plan_routes, route_report, routes_heading, routes_table
-    from agentic_rag.reader.features import load_views, named_views
+    from agentic_rag.training.sets import training_draws
+    from agentic_rag.training.views import load_views, named_views
+    from studies.probe_routes import plan_routes, route_report, routes_heading, routes_table
 
     train, evals = load_views(args.train), named_views(args.eval)
     with tempfile.TemporaryDirectory() as tmp:
@@ -253,9 +254,9 @@ def dtypes(args: argparse.Namespace) -> int:
     """The shipped probe read on one split's prompts under two dtypes (two ``views --data`` folders of one split,
     e.g. LLM_DTYPE=float32 and bfloat16): each AUC, their paired difference, how far P moved, and how many
     readings fall on the other side of ANSWERABILITY_MIN. Writes benchmarks/probe/dtypes.json and .md."""
-    from agentic_rag.eval.probe_report import auc_difference
-    from agentic_rag.reader.features import load_views, probe_readings
     from agentic_rag.reader.probe import load_probe
+    from agentic_rag.training.probe_report import auc_difference
+    from agentic_rag.training.views import load_views, probe_readings
 
     probe = load_probe(args.probe)
     cut = Settings.load().baug.ANSWERABILITY_MIN
@@ -357,8 +358,8 @@ def fit(args: argparse.Namespace) -> int:
     """A probe from ``collect``'s states file, or from a ``views`` collection (a folder) of some layers: with
     several ``--views``, a probe per view at the layer the first one picks, saved as one probe set."""
     from agentic_rag.reader.cross_encoder import join_readings
-    from agentic_rag.reader.features import load_views
     from agentic_rag.reader.probe import ProbeSet
+    from agentic_rag.training.views import load_views
 
     if args.data.is_dir():
         data = load_views(args.data)
@@ -437,7 +438,7 @@ def main() -> int:
     f.add_argument("--data", type=Path, default=ROOT / "artifacts" / "probe" / "train.npz")
     f.add_argument("--layers", default="", help="comma-separated layer indices to consider (default: all)")
     f.add_argument("--c", type=float, default=None, help="inverse L2 strength of the logistic regression (default: "
-                                                         "the view's, reader/probe_training.VIEW_C)")
+                                                         "the view's, training/fitting.VIEW_C)")
     f.add_argument("--exclude", nargs="*", default=[],
                    help="datasets (files or benchmark names) whose questions no row may come from: the dev split a "
                         "decision is fitted on, so that the probe its calibration run reads has not seen them")

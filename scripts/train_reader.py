@@ -5,7 +5,7 @@ Steps, each a thin caller of the package:
   pairs  run the agent (a recording model, so only retrieval and packing run) on questions and keep, per
          question, the sources its answer prompt shows and the label (1 = they answer it). Resumable:
          rows already in --out are kept and skipped. The training draws are the probe's
-         (datasets/probe_sets.probe_training_records: SQuAD 2.0, NQ near misses, HotpotQA's dev half with
+         (training/sets.probe_training_records: SQuAD 2.0, NQ near misses, HotpotQA's dev half with
          a twin per supporting page removed), never an evaluated question or a dev pool's;
          ``--data FILE`` instead turns any evaluation file into pairs, for ``score``.
   fit    grouped cross-validated AUC per configuration and source, a learning curve, then the reader
@@ -42,8 +42,8 @@ def pairs(args: argparse.Namespace) -> int:
     import graphs  # noqa: F401  (registers the agent graph with agentic_rag.runner)
     from agentic_rag.configuration import Settings
     from agentic_rag.datasets.crag import iter_records
-    from agentic_rag.datasets.probe_sets import training_draws
-    from agentic_rag.eval.answer_prompts import write_pairs
+    from agentic_rag.training.prompts import write_pairs
+    from agentic_rag.training.sets import training_draws
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -61,7 +61,7 @@ def fit(args: argparse.Namespace) -> int:
     import numpy as np
 
     from agentic_rag.reader.cross_encoder import base_sha256, save_reader
-    from agentic_rag.reader.cross_training import auc_by_source, cross_validated, fine_tune
+    from agentic_rag.training.cross_encoder import auc_by_source, cross_validated, fine_tune
 
     rows = read_rows(args.pairs)
     if not rows:
@@ -99,9 +99,9 @@ def fit(args: argparse.Namespace) -> int:
 def score(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from agentic_rag.eval.probe_report import refusal_rates
+    from agentic_rag.eval.metrics import auc
     from agentic_rag.reader.cross_encoder import join_readings, load_cross_reader
-    from agentic_rag.reader.probe_training import auc
+    from agentic_rag.training.probe_report import refusal_rates
 
     rows = read_rows(args.pairs)
     if not rows:
@@ -144,8 +144,8 @@ def _shown(path: Path) -> str:
 
 
 def main() -> int:
-    from agentic_rag.datasets.probe_sets import add_draw_arguments
     from agentic_rag.reader.cross_encoder import PACKAGED_CROSS_READER
+    from agentic_rag.training.sets import add_draw_arguments
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)

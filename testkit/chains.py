@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentic_rag.eval.chain_report import question_plan
+from studies.chain_report import question_plan
 
 BRIDGE_Q = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 

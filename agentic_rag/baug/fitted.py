@@ -4,7 +4,7 @@ of a dozen hand-set cut-offs.
 Why: the thresholds were chosen for one model on one backend; a served model, another size or a
 backend without the probe needs other ones, and each was a separate sweep. ``agentic-rag calibrate
 --fit`` runs the agent once on a development split and fits this probability for the model at hand
-(eval/decision_fit.py); this module reads the decision file it writes and applies it:
+(training/decision.py); this module reads the decision file it writes and applies it:
 
 * P > cut + ``GREY_ZONE_WIDTH``: STOP (``STOP_FITTED``). The cut is what the scoring rule implies: with
   +1 for a right answer, 0 for a refusal and -``WRONG_ANSWER_COST`` for a wrong one, answering pays

@@ -333,7 +333,7 @@ def calibrate_cmd(
 
 
 def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override, risks=None) -> None:
-    from agentic_rag.eval.decision_fit import calibrate_fit, to_markdown
+    from agentic_rag.training.decision import calibrate_fit, to_markdown
 
     settings = load_settings(preset, override, needs_llm=True)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / "decision"

@@ -171,8 +171,8 @@ def kept_frontier(base: dict[str, dict[str, Any]], other: dict[str, dict[str, An
     run's own drafts, not an operating point. The AUC is P(right)'s, between the drafts that keep a right
     answer of ``base`` and those of the unanswerable questions; the ceiling is ``kept`` with every draft
     answered. None where no question has a P(right) (a run under the threshold policy) or nothing to keep."""
+    from agentic_rag.eval.metrics import auc
     from agentic_rag.eval.refusals import draft_right
-    from agentic_rag.reader.probe_training import auc
 
     right = [i for i in ids if base[i]["judgement"] == "accurate"]
     unanswerable = [i for i in ids if gold_is_idk(other[i])]

@@ -212,3 +212,12 @@ def _breakdown(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, An
                      "false_refusal_rate": _rate(sum(is_refusal(r) for r in answerable), len(answerable)),
                      "tokens_per_q": round(statistics.fmean(r["tokens"].get("total", 0) for r in rs), 1)}
     return out
+
+
+def auc(y: Any, s: Any) -> float:
+    """ROC AUC of ``s`` for y = 1 (answerable); ties count half. NaN when only one class is present."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    y = np.asarray(y)
+    return float(roc_auc_score(y, s)) if 0 < y.sum() < len(y) else float("nan")

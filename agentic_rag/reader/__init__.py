@@ -1,5 +1,5 @@
 """The answerability reader: P(the evidence answers the question) for any generator (read.py), the
-probe it applies (probe.py), how a probe is fitted (probe_training.py) and its graph step (node.py)."""
+probe it applies (probe.py) and its graph step (node.py). Fitting a probe is agentic_rag/training's."""
 
 from pathlib import Path
 

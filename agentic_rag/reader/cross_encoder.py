@@ -8,7 +8,7 @@ on question types (multi-hop pages missing a supporting paragraph, near-miss new
 
 What ships is small: only the top encoder layers and the head were fine-tuned, so the reader file holds
 those tensors (fp16, safetensors) and the packaged MiniLM supplies the rest. The file records the base
-weights' SHA-256 and is refused for any other base. It is fitted offline (reader/cross_training.py,
+weights' SHA-256 and is refused for any other base. It is fitted offline (training/cross_encoder.py,
 run by scripts/train_reader.py).
 """
 

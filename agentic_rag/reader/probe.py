@@ -6,7 +6,7 @@ and the 0.5B generator answers them from a real, quotable sentence, so every che
 prompt still encodes whether the context answers the question (Slobodkin et al., 2023, "The Curious
 Case of Hallucinatory (Un)answerability"); a logistic regression on that one vector reads it out.
 It costs no extra tokens: the state comes from the generation call's own prefill. A probe is fitted
-offline (reader/probe_training.py, run by scripts/train_probe.py); this module only reads it, and
+offline (training/fitting.py, run by scripts/train_probe.py); this module only reads it, and
 reader/read.py decides whose prefill it reads.
 
 A probe belongs to one model: its file records the model's source key (the GGUF SHA-256 of the

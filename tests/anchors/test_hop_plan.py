@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentic_rag.eval.chain_report import question_plan
+from studies.chain_report import question_plan
 
 BRIDGE_Q = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 COMPARE_Q = "Who is older, Annie Morton or Terry Richardson?"

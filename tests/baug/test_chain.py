@@ -216,10 +216,10 @@ def test_a_run_keeps_the_chain_and_trace_shows_it_and_a_twin_is_refused_naming_i
 
 
 def test_the_evidence_a_system_packs_is_what_its_generator_reads_and_its_gold_pages_are_counted(agent_settings):
-    """eval/evidence.py stops each graph where its context is packed (no model call): the bundle is the
+    """studies/evidence.py stops each graph where its context is packed (no model call): the bundle is the
     one a run's generator reads, and the gold pages it holds are counted per group."""
-    from agentic_rag.eval.evidence import evidence_recall, gold_held, packed_evidence
     from agentic_rag.runner import answer
+    from studies.evidence import evidence_recall, gold_held, packed_evidence
     from testkit.fakes import ScriptedChat
     from testkit.records import record
 
@@ -282,7 +282,7 @@ def test_a_bridge_questions_worker_follows_a_name_its_passages_give_to_that_page
 
 
 def test_a_runs_drafts_are_tallied_by_outcome_and_chain_with_what_each_use_would_change():
-    from agentic_rag.eval.chain_report import chain_outcomes
+    from studies.chain_report import chain_outcomes
 
     complete = [{"hop": 1, "found": True, "role": "bridge", "claim": "Shirley Temple is what the question describes"},
                 {"hop": 2, "found": True, "role": "answer", "claim": "Chief of Protocol (Shirley Temple)"}]
@@ -320,7 +320,7 @@ def test_a_runs_drafts_are_read_again_by_this_code_over_all_their_records_pages(
     import sys
 
     from agentic_rag.datasets.crag import write_records
-    from agentic_rag.eval.chain_report import rechained
+    from studies.chain_report import rechained
     from testkit.records import record
 
     whole, twin = record(BRIDGE_Q, dict((FILM, PERSON, OTHER))), record(BRIDGE_Q, dict((FILM, OTHER)))

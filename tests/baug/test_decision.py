@@ -29,7 +29,12 @@ from agentic_rag.baug.fitted import (
 from agentic_rag.baug.policy import REASONS, Flags
 from agentic_rag.cli import app
 from agentic_rag.configuration import Settings
-from agentic_rag.eval.decision_fit import (
+from agentic_rag.eval.provenance import model_identity
+from agentic_rag.llm.choices import yes_probability
+from agentic_rag.llm.factory import get_chat_model
+from agentic_rag.llm.logprobs import NOT_RETURNED, RETURNED, reply_signals, request_kwargs
+from agentic_rag.runner import answer
+from agentic_rag.training.decision import (
     MIN_DRAFTS,
     DevSplitError,
     MonotoneLogistic,
@@ -41,11 +46,6 @@ from agentic_rag.eval.decision_fit import (
     fit_decision,
     signal_aucs,
 )
-from agentic_rag.eval.provenance import model_identity
-from agentic_rag.llm.choices import yes_probability
-from agentic_rag.llm.factory import get_chat_model
-from agentic_rag.llm.logprobs import NOT_RETURNED, RETURNED, reply_signals, request_kwargs
-from agentic_rag.runner import answer
 from testkit.fault_server import FaultServer
 from testkit.records import QUOTE_2004, record
 from testkit.scripted_runs import run
@@ -403,7 +403,7 @@ def test_the_old_sweep_still_needs_its_options(tmp_path):
 def test_calibrate_fit_runs_the_agent_under_the_thresholds_then_judges_its_drafts(agent_settings, tmp_path):
     """The run path: one agent run on the split (hand-set thresholds, whatever GATE_POLICY says), then
     the refusal of a split too small to fit, with the run kept for a later --run."""
-    from agentic_rag.eval.decision_fit import calibrate_fit
+    from agentic_rag.training.decision import calibrate_fit
     from testkit.fakes import ScriptedChat
     from testkit.records import toy_dataset as dataset
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from agentic_rag.eval import candidate_signals as cs
+from agentic_rag.training import candidate_signals as cs
 
 CHUNK = ("The Normans were in contact with England from an early date. This produced ties of blood through the "
          "wish of Emma, sister of Duke Richard II of Normandy, to marry King Ethelred II of England. Ethelred fled "

@@ -238,7 +238,7 @@ def test_the_benchmark_pairs_the_chain_check_run_with_the_agent_wherever_it_was_
     assert "| metric | baseline | agent | meaning |" in (out / "without" / "comparison.md").read_text()
     assert json.loads((out / "with_chain" / "agent_chain_check_config.json").read_text())["settings"]["CHAIN_CHECK"] is True
     # benchmarks/README.md shows it beside the agent's row, for the split that has it
-    from agentic_rag.eval.bench_sections import agent_section
+    from studies.bench_sections import agent_section
 
     section = "\n".join(agent_section(overview))
     score = chained["paired_vs_agent"]

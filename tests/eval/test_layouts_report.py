@@ -1,10 +1,10 @@
-"""The layouts report (eval/layouts.py): a draft right in every layout should be answered in every layout."""
+"""The layouts report (studies/layouts.py): a draft right in every layout should be answered in every layout."""
 
 from __future__ import annotations
 
 import json
 
-from agentic_rag.eval.layouts import layout_of, measure
+from studies.layouts import layout_of, measure
 
 LAYOUTS = ("", "@support_only", "@snippets")
 

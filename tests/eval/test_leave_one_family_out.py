@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from agentic_rag.eval.transfer import leave_one_family_out
+from agentic_rag.training.transfer import leave_one_family_out
 
 
 def test_leaving_a_family_out_shows_a_signal_that_reads_the_other_familys_layout():
@@ -62,7 +62,7 @@ def test_the_reader_refitted_per_fold_never_reads_a_family_it_was_fitted_on():
     import numpy as np
     from sklearn.metrics import roc_auc_score
 
-    from agentic_rag.eval.transfer import reader_refit
+    from agentic_rag.training.transfer import reader_refit
 
     rng = np.random.default_rng(3)
     ids, last, records = [], [], []

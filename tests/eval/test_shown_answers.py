@@ -211,7 +211,7 @@ def test_the_check_reads_committed_answers_from_tables_and_json(tmp_path):
     import gzip
     import json
 
-    from agentic_rag.eval.shown import dangling_report
+    from studies.shown import dangling_report
 
     run = tmp_path / "agent_vs_baseline" / "toy"
     run.mkdir(parents=True)

@@ -17,8 +17,8 @@ from agentic_rag.cli import app
 from agentic_rag.datasets.crag import IDK, ReadReport
 from agentic_rag.datasets.prepare import prepare_hotpotqa
 from agentic_rag.datasets.prepare.layouts import COOKIE_NOTICE, LAYOUTS, ONE_PAGE, SNIPPET_WORDS, snippet
-from agentic_rag.datasets.probe_sets import base_id
 from agentic_rag.ingest.pages import html_to_text, looks_like_html
+from agentic_rag.training.sets import base_id
 from testkit.shared_data import DATA, HOTPOT, needs_data, reread
 
 MORE = DATA / "hotpotqa" / "hotpot_dev_distractor_more685.jsonl"

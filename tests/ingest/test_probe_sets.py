@@ -1,12 +1,12 @@
-"""The answerability readers' training draws (datasets/probe_sets.py): NQ near misses, answer-removed twins,
+"""The answerability readers' training draws (training/sets.py): NQ near misses, answer-removed twins,
 and the whole draw kept apart from every test split and dev pool."""
 
 import numpy as np
 
 
 def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_gold(shared_data, tmp_path):
-    from agentic_rag.datasets import probe_sets as tp
     from agentic_rag.datasets.crag import IDK, iter_records
+    from agentic_rag.training import sets as tp
 
     source = shared_data / "nq" / "nq_open_oracle.jsonl"
     records = tp.nq_records(source, 8, seed=3, tmp=tmp_path)
@@ -29,9 +29,9 @@ def test_nq_training_records_negatives_hold_no_answer_and_answerables_hold_the_g
 
 
 def test_answer_removed_twin_keeps_the_topic_and_loses_every_answer_sentence():
-    from agentic_rag.datasets import probe_sets as tp
     from agentic_rag.datasets.crag import IDK, CragRecord, SearchResult
-    from agentic_rag.eval.probe_report import auc_by_source, source_pairs
+    from agentic_rag.training import sets as tp
+    from agentic_rag.training.probe_report import auc_by_source, source_pairs
     gold = SearchResult(page_name="Normans (paragraph 1)", page_url="squad2://Normans/1", page_result=(
         "The Normans were the people who gave their name to Normandy. Rollo swore fealty to King Charles III. "
         "Their identity emerged in the first half of the 10th century. It continued to evolve."))
@@ -58,7 +58,7 @@ def test_answer_removed_twin_keeps_the_topic_and_loses_every_answer_sentence():
 
 
 def test_the_readers_training_draws_share_no_question_with_a_test_split_or_a_dev_pool(shared_data, tmp_path):
-    """The training set of the answerability readers (datasets/probe_sets.probe_training_records) at the
+    """The training set of the answerability readers (training/sets.probe_training_records) at the
     sizes the shipped job draws: no question of squad200, hotpot_test (the test half of every shared
     HotpotQA file), rgb40 or the CRAG example, and none of the SQuAD and NQ dev pools that dev splits are
     drawn from; every HotpotQA dev question with a twin per supporting page removed, multi-hop first."""
@@ -66,7 +66,7 @@ def test_the_readers_training_draws_share_no_question_with_a_test_split_or_a_dev
 
     from agentic_rag.datasets.crag import iter_records
     from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
-    from agentic_rag.datasets.probe_sets import base_id, held_out_ids, probe_training_records
+    from agentic_rag.training.sets import base_id, held_out_ids, probe_training_records
 
     for folder in ("draws", "pools"):
         (tmp_path / folder).mkdir()

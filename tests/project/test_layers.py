@@ -227,11 +227,12 @@ def test_scripts_import_no_test_module_and_tests_import_no_script():
     assert not offenders, "\n".join(offenders)
 
 
-def test_no_test_module_imports_another_and_the_package_never_imports_the_testkit():
+def test_no_test_module_imports_another_and_the_package_never_imports_the_testkit_or_a_study():
     """A test module is read on its own: what two need lives in testkit/ (or conftest.py's fixtures). The
-    package and graphs/ never import testkit/, which is not in the wheel."""
-    offenders = _crossings(TESTS, {"tests"}, "/tests/") + _crossings(PACKAGE, {"testkit"}, "/testkit/")
-    offenders += _crossings(ROOT / APP_PACKAGE, {"testkit"}, "/testkit/")
+    package and graphs/ never import testkit/ or studies/, which are not in the wheel."""
+    offenders = _crossings(TESTS, {"tests"}, "/tests/")
+    for outside in ("testkit", "studies"):
+        offenders += _crossings(PACKAGE, {outside}, f"/{outside}/") + _crossings(ROOT / APP_PACKAGE, {outside}, f"/{outside}/")
     assert not offenders, "\n".join(offenders)
 
 

@@ -16,7 +16,7 @@ from agentic_rag.reader.cross_encoder import (
     load_cross_reader,
     save_reader,
 )
-from agentic_rag.reader.cross_training import auc_by_source, cross_validated, fine_tune, predict
+from agentic_rag.training.cross_encoder import auc_by_source, cross_validated, fine_tune, predict
 from testkit import REPO
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran", "a", "is",
@@ -158,8 +158,8 @@ def test_training_pairs_hold_the_sources_the_answer_prompt_shows(settings):
     """The cross-encoder is trained on the very sources the generator's prompt shows (the bundle it was
     rendered from), so what it reads at answer time is what it was trained on."""
     import graphs  # noqa: F401  (registers the agent graph)
-    from agentic_rag.eval.answer_prompts import generator_inputs
     from agentic_rag.prompts import answer_messages, render_sources
+    from agentic_rag.training.prompts import generator_inputs
     from testkit.records import record
 
     rec = record()
@@ -172,8 +172,8 @@ def test_reader_pairs_keep_the_exact_prompt_skip_refused_records_and_resume(sett
     """The pairs both readers train on: one row per record with a prompt (the probe's prefill reads it back
     exactly), none for a record refused before generation, and a rerun adds only what is missing."""
     import graphs  # noqa: F401  (registers the agent graph)
-    from agentic_rag.eval.answer_prompts import generator_inputs, write_pairs
-    from agentic_rag.reader.features import pair_messages
+    from agentic_rag.training.prompts import generator_inputs, write_pairs
+    from agentic_rag.training.views import pair_messages
     from testkit.records import record
 
     answered, empty = record(), record().model_copy(update={"interaction_id": "empty", "search_results": []})

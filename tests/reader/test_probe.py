@@ -6,14 +6,15 @@ import numpy as np
 import pytest
 
 from agentic_rag.baug.policy import Flags, decide
+from agentic_rag.eval.metrics import auc
 from agentic_rag.reader.probe import (
     PACKAGED_PROBE,
     ProbeMismatchError,
     load_probe,
     packaged_probe_for,
 )
-from agentic_rag.reader.probe_training import auc, fit_probe
 from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, read_other_prompt, reading_of_reply
+from agentic_rag.training.fitting import fit_probe
 from testkit import REPO
 from testkit.fakes import ScriptedChat
 
@@ -187,7 +188,7 @@ def test_real_model_views_match_the_probe_state_and_pool_their_own_tokens(settin
     first tokens of the greedy draft."""
     from agentic_rag.llm.factory import get_chat_model
     from agentic_rag.prompts import messages_for
-    from agentic_rag.reader.features import prefill_states
+    from agentic_rag.training.views import prefill_states
 
     model = get_chat_model(settings)
     sources, question = "[1] Paris\nParis is the capital of France.", "What is the capital of France?"
@@ -218,7 +219,7 @@ def test_real_model_views_match_the_probe_state_and_pool_their_own_tokens(settin
 @pytest.mark.model
 def test_real_model_view_collection_saves_in_chunks_and_resumes_without_rereading(settings, tmp_path):
     from agentic_rag.llm.factory import get_chat_model
-    from agentic_rag.reader.features import at_layer, collect_views, load_views
+    from agentic_rag.training.views import at_layer, collect_views, load_views
 
     pairs = [{"id": f"p{i}", "question": q, "sources": f"[1] Paris\n{text}", "label": label, "group": "paris", "source": "toy"}
              for i, (q, text, label) in enumerate([("What is the capital of France?", "Paris is the capital of France.", 1),
@@ -270,7 +271,7 @@ def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_pas
 
 
 def test_required_auc_is_chance_at_the_diagonal_and_grows_with_the_target():
-    from agentic_rag.eval import probe_report as tp
+    from agentic_rag.training import probe_report as tp
 
     assert tp.required_auc(refusal=0.5, false_refusal=0.5) == pytest.approx(0.5)
     assert tp.required_auc(refusal=0.7, false_refusal=0.15) == pytest.approx(0.865, abs=1e-3)
@@ -279,7 +280,7 @@ def test_required_auc_is_chance_at_the_diagonal_and_grows_with_the_target():
 
 def test_learning_curve_subsamples_training_folds():
     X, y, groups = _synthetic()
-    from agentic_rag.eval.probe_report import learning_curve
+    from agentic_rag.training.probe_report import learning_curve
 
     curve = learning_curve(X[:, 2, :], y, groups, c=0.05, fractions=(0.1, 1.0), draws=2)
     assert set(curve) == {"0.1", "1.0"} and curve["1.0"] > 0.9 and curve["0.1"] <= curve["1.0"] + 0.05
@@ -390,8 +391,8 @@ def test_quote_bundle_keeps_only_the_quoted_sentences_under_their_own_source():
 
 
 def test_snippet_view_keeps_the_answer_window_of_the_gold_page_and_groups_with_its_question():
-    from agentic_rag.datasets import probe_sets as tp
     from agentic_rag.datasets.crag import CragRecord, SearchResult
+    from agentic_rag.training import sets as tp
 
     filler = " ".join(f"word{i}" for i in range(60))
     gold = SearchResult(page_name="Titanic", page_url="nq://1", page_result=(
@@ -419,7 +420,7 @@ def test_the_views_job_builds_pairs_as_it_goes_and_a_rerun_reads_nothing_again(t
     import subprocess
     import sys
 
-    from agentic_rag.reader.features import load_views
+    from agentic_rag.training.views import load_views
     from testkit.records import toy_dataset
 
     data = toy_dataset(tmp_path, n=3)

@@ -1,4 +1,4 @@
-"""The probe's views of one prefill (reader/features.py): reading, comparing and fitting a probe per view."""
+"""The probe's views of one prefill (training/views.py): reading, comparing and fitting a probe per view."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 
 from agentic_rag.llm.local import token_span
 from agentic_rag.reader.cross_encoder import join_readings
-from agentic_rag.reader.features import ensembles, feature_sets
 from agentic_rag.reader.probe import AnswerabilityProbe, ProbeMismatchError, ProbeSet, load_probe
-from agentic_rag.reader.probe_training import VIEW_C, fit_probe
 from agentic_rag.reader.read import GENERATION, LOCAL, plan_for, reading_of_reply
+from agentic_rag.training.fitting import VIEW_C, fit_probe
+from agentic_rag.training.views import ensembles, feature_sets
 from testkit import REPO
 from testkit.fakes import ScriptedChat
 
@@ -36,7 +36,7 @@ def _views(n: int, signal: float, rng: np.random.Generator) -> dict[str, np.ndar
 
 
 def test_compare_ranks_the_feature_set_that_carries_the_signal(tmp_path):
-    from agentic_rag.eval.feature_report import compare_views, features_table
+    from studies.feature_report import compare_views, features_table
 
     rng = np.random.default_rng(0)
     report = compare_views(_views(120, 3.0, rng), {"test": _views(60, 3.0, rng)}, layer=3, c_grid=[1.0, 0.01])
@@ -56,7 +56,7 @@ def test_compare_ranks_the_feature_set_that_carries_the_signal(tmp_path):
 
 
 def test_auc_difference_is_paired_and_its_interval_holds_the_noise():
-    from agentic_rag.eval.probe_report import auc_difference
+    from agentic_rag.training.probe_report import auc_difference
 
     rng = np.random.default_rng(0)
     y = np.arange(200) % 2
@@ -81,7 +81,7 @@ def _layered(n: int, signal: float, rng: np.random.Generator, multi_hop: int = 0
 
 
 def test_the_split_learning_curve_steps_to_the_full_size_and_says_where_it_flattens(tmp_path):
-    from agentic_rag.eval.probe_curve import curve_table, flattens_at, plot_curve, sizes_for, split_curve
+    from studies.probe_curve import curve_table, flattens_at, plot_curve, sizes_for, split_curve
 
     assert sizes_for(3000, 400) == [400, 800, 1600, 3000] and sizes_for(300, 400) == [300]
     assert sizes_for(3350, 400) == [400, 800, 1600, 3350]  # no last step of 150 rows that must read as flat
@@ -107,7 +107,7 @@ def test_the_split_learning_curve_steps_to_the_full_size_and_says_where_it_flatt
 
 
 def test_a_reader_per_route_reads_a_signal_whose_sign_the_route_flips(tmp_path):
-    from agentic_rag.eval.probe_routes import route_report, routes_table
+    from studies.probe_routes import route_report, routes_table
 
     rng = np.random.default_rng(3)
     train, test = _layered(600, 2.0, rng, multi_hop=300), _layered(200, 2.0, rng, multi_hop=100)
@@ -130,7 +130,7 @@ def test_a_reader_per_route_reads_a_signal_whose_sign_the_route_flips(tmp_path):
 
 
 def test_the_routes_read_each_rows_plan_from_its_question():
-    from agentic_rag.eval.probe_routes import plan_routes
+    from studies.probe_routes import plan_routes
     from testkit.chains import BRIDGE_Q, COMPARE_Q
 
     views = _layered(4, 1.0, np.random.default_rng(5), multi_hop=2)
@@ -152,7 +152,7 @@ def test_a_probe_fitted_on_some_layers_reads_the_layer_it_was_fitted_on():
 
 
 def test_packing_keeps_each_value_within_half_a_step_of_its_chunks_scale():
-    from agentic_rag.reader.features import pack
+    from agentic_rag.training.views import pack
 
     rng = np.random.default_rng(3)
     chunk = rng.normal(size=(25, 1, 64)).astype(np.float32) * rng.uniform(0.1, 30, size=64).astype(np.float32)
@@ -264,8 +264,8 @@ def test_real_model_question_view_is_read_from_the_generation_call_and_a_local_p
     from agentic_rag.llm.calls import call_model
     from agentic_rag.llm.factory import get_chat_model
     from agentic_rag.prompts import messages_for
-    from agentic_rag.reader.features import prefill_states
     from agentic_rag.reader.read import read_prompt
+    from agentic_rag.training.views import prefill_states
 
     shipped = load_probe(None)
     question_probe = AnswerabilityProbe(**{**shipped.to_dict(), "view": "question"})

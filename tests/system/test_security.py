@@ -156,7 +156,7 @@ def test_a_pickled_probe_file_is_refused_without_being_unpickled(tmp_path):
     import numpy as np
 
     from agentic_rag.datasets.crag import DataError
-    from agentic_rag.datasets.probe_sets import probe_training_ids
+    from agentic_rag.training.sets import probe_training_ids
     from testkit.attacks import pickled_npz
     from testkit.processes import ROOT, child_env
 

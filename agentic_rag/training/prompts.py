@@ -61,8 +61,8 @@ def reader_pair(record: Any, settings: Any, source: str | None = None) -> dict[s
     answer it), its cross-validation group and source (``source`` names an evaluation file's rows). The
     caller has imported ``graphs``."""
     from agentic_rag.datasets.crag import IDK
-    from agentic_rag.datasets.probe_sets import group_of, source_of
     from agentic_rag.prompts import render_sources
+    from agentic_rag.training.sets import group_of, source_of
 
     first = generator_inputs(record, settings)
     if first is None:

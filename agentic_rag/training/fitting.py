@@ -1,4 +1,4 @@
-"""Fitting the answerability probe (reader/probe.py reads what this writes), run by scripts/train_probe.py.
+"""Fitting the answerability probe (reader/probe.py reads what this writes), run by `agentic-rag train probe`.
 
 The layer whose states separate answerable from unanswerable prompts best is chosen by
 cross-validation grouped by article, so no article's questions sit on both sides of a fold; then a
@@ -12,13 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-
-def auc(y: np.ndarray, s: np.ndarray) -> float:
-    """ROC AUC of ``s`` for y = 1 (answerable); ties count half. NaN when only one class is present."""
-    from sklearn.metrics import roc_auc_score
-
-    y = np.asarray(y)
-    return float(roc_auc_score(y, s)) if 0 < y.sum() < len(y) else float("nan")
+from agentic_rag.eval.metrics import auc
 
 
 def cross_validated_scores(

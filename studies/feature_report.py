@@ -1,4 +1,4 @@
-"""Comparing what the answerability probe reads (reader/features.py): each feature set fitted on the
+"""Comparing what the answerability probe reads (training/views.py): each feature set fitted on the
 training views with grouped cross-validation, scored on each test split, and set against the shipped
 probe's view with a paired interval. scripts/compare_probe_features.py writes the report and table."""
 
@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from agentic_rag.eval.probe_report import auc_by_source, auc_difference, learning_curve
+from agentic_rag.eval.metrics import auc
 from agentic_rag.reader.cross_encoder import join_readings
-from agentic_rag.reader.features import ensembles, feature_sets
-from agentic_rag.reader.probe_training import auc, cross_validated_scores, fit_logistic
+from agentic_rag.training.fitting import cross_validated_scores, fit_logistic
+from agentic_rag.training.probe_report import auc_by_source, auc_difference, learning_curve
+from agentic_rag.training.views import ensembles, feature_sets
 
 
 def _family(source: str) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agentic_rag.reader.probe_training import auc, cross_validated_scores
+from agentic_rag.eval.metrics import auc
+from agentic_rag.training.fitting import cross_validated_scores
 
 
 def refusal_rates(p: np.ndarray, y: np.ndarray, threshold: float) -> dict[str, float | None]:

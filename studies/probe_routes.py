@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from agentic_rag.eval.probe_curve import READERS, auc_interval, reader_p
-from agentic_rag.eval.probe_report import auc_difference
-from agentic_rag.reader.probe_training import auc, grouped_folds
+from agentic_rag.eval.metrics import auc
+from agentic_rag.training.fitting import grouped_folds
+from agentic_rag.training.probe_report import auc_difference
+from studies.probe_curve import READERS, auc_interval, reader_p
 
 
 def routed_p(train: dict[str, np.ndarray], train_route: np.ndarray, rows: np.ndarray, views: dict[str, np.ndarray],
@@ -89,7 +90,7 @@ def plan_routes(train: dict[str, np.ndarray], evals: dict[str, dict[str, np.ndar
                 questions: dict[str, str]) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
     """The routings compared (one reader; a reader per hop plan; per source, training rows only), from each view
     row's question (``questions``: id -> text) read as the agent's anchor step reads it."""
-    from agentic_rag.eval.chain_report import question_plan
+    from studies.chain_report import question_plan
 
     def plans(ids: np.ndarray) -> np.ndarray:
         if missing := [str(i) for i in ids if str(i) not in questions]:

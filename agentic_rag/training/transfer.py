@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from agentic_rag.baug.fitted import CANDIDATE_FEATURES
-from agentic_rag.eval.decision_fit import feature_set, fit_model
+from agentic_rag.training.decision import feature_set, fit_model
 
 Refit = Callable[[str, list[dict[str, Any]], list[dict[str, Any]]], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
 
@@ -102,7 +102,7 @@ def reader_refit(states: dict[str, Any]) -> Refit:
     drafts get out-of-fold readings, so the decision does not learn to trust an in-sample one."""
     from sklearn.model_selection import StratifiedKFold
 
-    from agentic_rag.reader.probe_training import fit_logistic
+    from agentic_rag.training.fitting import fit_logistic
 
     index = {str(i): k for k, i in enumerate(states["ids"])}
     views = [np.asarray(states["state"], dtype=np.float64), np.asarray(states["question_state"], dtype=np.float64)]

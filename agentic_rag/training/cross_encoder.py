@@ -13,8 +13,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from agentic_rag.eval.metrics import auc
 from agentic_rag.reader.cross_encoder import build_model, tokenize, trainable_names
-from agentic_rag.reader.probe_training import auc, grouped_folds
+from agentic_rag.training.fitting import grouped_folds
 
 
 def fine_tune(rows: Sequence[dict[str, Any]], base_dir: str, top_layers: int = 2, epochs: int = 3,

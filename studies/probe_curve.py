@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from agentic_rag.eval.probe_report import auc_difference
+from agentic_rag.eval.metrics import auc
 from agentic_rag.reader.cross_encoder import join_readings
-from agentic_rag.reader.features import at_layer
-from agentic_rag.reader.probe_training import VIEW_C, auc, fit_logistic
+from agentic_rag.training.fitting import VIEW_C, fit_logistic
+from agentic_rag.training.probe_report import auc_difference
+from agentic_rag.training.views import at_layer
 
 # The readers the curve follows: the shipped probe's view, and the pair that read multi-hop prompts
 # best when the views were compared (benchmarks/probe/features.md), each member with its view's C.
@@ -35,7 +36,7 @@ def sizes_for(n: int, smallest: int = 400) -> list[int]:
 
 def auc_interval(y: np.ndarray, p: np.ndarray, samples: int = 1000, seed: int = 0) -> tuple[float, float]:
     """A 95% bootstrap interval of one reader's AUC on one split (questions resampled)."""
-    from agentic_rag.eval.probe_report import _rank_auc
+    from agentic_rag.training.probe_report import _rank_auc
 
     idx = np.random.default_rng(seed).integers(0, len(y), (samples, len(y)))
     idx = idx[[0 < y[i].sum() < len(y) for i in idx]]
