@@ -151,7 +151,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "decision")
     args = ap.parse_args()
     if not args.decision_file.is_file():
-        raise SystemExit(f"no decision file at {args.decision_file} (agentic-rag calibrate --fit writes one)")
+        raise SystemExit(f"no decision file at {args.decision_file} (agentic-rag train decision writes one)")
     try:
         settings = Settings.load(preset=args.preset, overrides=["GATE_POLICY=fitted", f"DECISION_FILE={args.decision_file}"])
     except SettingsError as exc:

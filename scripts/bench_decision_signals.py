@@ -1,6 +1,6 @@
 """Per-signal AUC of the agent's drafts on a development split, per backend.
 
-Reads finished agent runs (e.g. the ``run/`` folder ``agentic-rag calibrate --fit`` leaves in its
+Reads finished agent runs (e.g. the ``run/`` folder ``agentic-rag train decision`` leaves in its
 ``--out``), judges every draft (right, wrong, or a draft to an unanswerable question) and reports each
 signal's AUC for right vs wrong drafts and for answerable vs unanswerable questions. Writes
 benchmarks/decision/signal_auc_<backend>.json and regenerates benchmarks/decision/signal_auc.md from

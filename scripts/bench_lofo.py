@@ -1,6 +1,6 @@
 """The decision measured where it was not fitted: leave-one-family-out on a fit's drafts (benchmarks/decision/lofo.md).
 
-For each family of the development drafts (``calibrate --fit``'s drafts.jsonl) in turn, the decision is fitted
+For each family of the development drafts (``train decision``'s drafts.jsonl) in turn, the decision is fitted
 on the other families and read on it (``training/transfer.leave_one_family_out``): with every signal, without each
 signal group named below (a signal that reads a family's layout shows as the worst family's loss), and with each
 candidate signal of ``training/candidate_signals.py`` beside the decision's own. A candidate ships when it raises the
@@ -9,7 +9,7 @@ every signal's (issue 70); the table says which does.
 
 Usage: python scripts/bench_lofo.py --drafts OUT/drafts.jsonl [--run RUN ...] [--samples SAMPLES.jsonl]
        [--out benchmarks/decision]
-(the drafts' own run is the ``run`` folder ``calibrate --fit`` writes beside them; samples: scripts/sample_drafts.py)
+(the drafts' own run is the ``run`` folder ``train decision`` writes beside them; samples: scripts/sample_drafts.py)
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "decision")
     args = parser.parse_args()
     own_run = args.drafts.parent / "run"
-    for path, what in ((args.drafts, "--drafts takes the drafts.jsonl `calibrate --fit` writes"),
-                       (own_run / "results.jsonl", "the drafts' own run, which `calibrate --fit` writes beside them"),
+    for path, what in ((args.drafts, "--drafts takes the drafts.jsonl `train decision` writes"),
+                       (own_run / "results.jsonl", "the drafts' own run, which `train decision` writes beside them"),
                        *((run / "results.jsonl", "--run takes agent runs of development questions") for run in args.run),
                        *(((args.samples, "--samples takes the file scripts/sample_drafts.py writes"),) if args.samples else ()),
                        *(((args.states, "--states takes the file scripts/sample_drafts.py --states writes"),) if args.states else ())):

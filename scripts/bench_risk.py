@@ -1,7 +1,7 @@
 """A stated risk kept on the test splits: benchmarks/risk/ (README.md, risk.json, one plot per split).
 
 The thresholds are calibrated on development drafts only: the decision fit's own run, each draft with the
-P(right) its cross-validation gave it out of fold (``calibrate --fit --risk``'s folder: run/, drafts.jsonl,
+P(right) its cross-validation gave it out of fold (``train decision --risk``'s folder: run/, drafts.jsonl,
 decision.json). On each committed test split (squad200, rgb40, hotpot_test) the decision's P(right) is
 replayed on the agent's drafts (their signals are in the rows; ``frontier.p_right_of``) and, at each risk,
 every draft at or above the threshold counts as answered: the wrong share among them, with its 95%
@@ -143,14 +143,14 @@ def plot(name: str, drafts: list[Draft], marks: list[dict], path: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calibration", type=Path, required=True, help="calibrate --fit's folder (run/, drafts.jsonl, decision.json)")
+    parser.add_argument("--calibration", type=Path, required=True, help="train decision's folder (run/, drafts.jsonl, decision.json)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "risk")
     args = parser.parse_args()
     decision = load_decision(args.calibration / "decision.json")
     cal_rows = read_results(args.calibration / "run" / "results.jsonl")
     records = [json.loads(line) for line in (args.calibration / "drafts.jsonl").read_text().splitlines()]
     if not records or "p_oof" not in records[0]:
-        raise SystemExit(f"{args.calibration}/drafts.jsonl has no out-of-fold P: fit again with `calibrate --fit --run ...`")
+        raise SystemExit(f"{args.calibration}/drafts.jsonl has no out-of-fold P: fit again with `train decision --run ...`")
 
     def calibration(keep) -> tuple[list[Draft], list[dict]]:
         rows = [r for r in cal_rows if keep(family_of(str(r["id"])))]

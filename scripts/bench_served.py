@@ -7,7 +7,7 @@ compared with the in-process 1.5B and its shipped decision on the same test ques
 Starts llama.cpp's server on the packaged GGUF as ``agentic-rag serve`` does (``pip install
 'llama-cpp-python[server]'``, built from source: 10-16 minutes on 2 cores) unless ``--server-url``
 names one already listening.
-With ``--fit``, first fits the served decision on a dev split, as ``agentic-rag calibrate --fit`` does
+With ``--fit``, first fits the served decision on a dev split, as ``agentic-rag train decision`` does
 (the served backend has no answerability probe: it reads the log-probabilities and the verifier's
 P(yes) instead). Then runs the agent with ``GATE_POLICY=fitted`` on each test dataset and pairs it
 with the in-process fitted run that ``scripts/bench_decision_policy.py`` left under

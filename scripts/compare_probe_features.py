@@ -4,7 +4,7 @@ and question tokens pooled, together; by grouped cross-validated AUC and on the 
 Two steps:
 
   collect  read a generator's prefill views (training/views.py) for reader pairs files (the
-           question and the sources exactly as the answer prompt shows them; scripts/train_reader.py
+           question and the sources exactly as the answer prompt shows them; `agentic-rag train pairs`
            pairs writes them). Resumable: rows are saved in chunks, a rerun skips the ids it has.
   compare  fit each feature set on the training views (article- or question-grouped folds), and score
            it on each evaluation file's views; writes a JSON report and a markdown table.
@@ -25,7 +25,7 @@ import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")  # see train_probe.py: flat memory over many shapes
+os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16")  # flat memory over many prompt shapes (oneDNN's per-shape cache)
 
 import numpy as np
 
@@ -39,7 +39,7 @@ def _rows(paths: list[Path], per_source: dict[str, int], seed: int) -> list[dict
     rows: list[dict] = []
     for path in paths:
         if not path.is_file():
-            raise SystemExit(f"{path}: no such pairs file (scripts/train_reader.py pairs writes one)")
+            raise SystemExit(f"{path}: no such pairs file (`agentic-rag train pairs` pairs writes one)")
         rows += list(read_rows(path))
     if not rows:
         raise SystemExit("the pairs files hold no rows")

@@ -63,7 +63,7 @@ GENERATORS = {"": "the default generator (Qwen2.5-Coder-1.5B)",
               "qwen-1.5b": "the 1.5B generator, before it became the default (`--preset qwen-1.5b`)"}
 
 
-_SCORED = ("squad200", "rgb40")  # evaluation files `train_probe.py score` is run on
+_SCORED = ("squad200", "rgb40")  # evaluation files `agentic-rag train probe-score` is run on
 
 
 def _by_source(report: dict) -> str:
@@ -72,7 +72,7 @@ def _by_source(report: dict) -> str:
 
 def probe_section(t: dict, bench: Path) -> list[str]:
     out = [
-        "## Answerability probe (`scripts/train_probe.py collect` then `fit`)",
+        "## Answerability probe (the older `collect` job, then `fit`: `benchmarks/probe/history.md`)",
         "",
         f"Logistic regression on the 0.5B generator's last-prompt-token state at layer {t['chosen_layer']}, trained on "
         f"{t['n']} agent prompts ({', '.join(f'{k} {v}' for k, v in t['by_source'].items())}; {t['answerable']} answerable), "
@@ -90,8 +90,8 @@ def probe_section(t: dict, bench: Path) -> list[str]:
                 + ", ".join(f"{k} -> {v}" for k, v in t["learning_curve"].items()) + "."]
     others = sorted(bench.glob("probe/*/training.json"))
     if others:
-        out += ["", "The same prompts read by other local models (`train_probe.py collect --preset qwen-1.5b` or `--model DIR`, "
-                "then `fit`; `score` applies each fitted probe, unchanged, to the benchmarks' own agent prompts; the "
+        out += ["", "The same prompts read by other local models (`collect --preset qwen-1.5b` or `--model DIR`, "
+                "then `fit`; `train probe-score` applies each fitted probe, unchanged, to the benchmarks' own agent prompts; the "
                 "1.5B probe ships with that generator):", "",
                 "| states of | training rows | layer | CV AUC | CV AUC by source | " + " | ".join(f"AUC on {d}" for d in _SCORED)
                 + " |", "|---|---|---|---|---|" + "---|" * len(_SCORED)]
@@ -107,14 +107,14 @@ def probe_section(t: dict, bench: Path) -> list[str]:
     return out + [""]
 
 
-_CROSS_SCORED = ("squad200", "hotpot_test", "rgb40")  # evaluation files `train_reader.py score` is run on
+_CROSS_SCORED = ("squad200", "hotpot_test", "rgb40")  # evaluation files `agentic-rag train reader-score` is run on
 
 
 def cross_reader_section(t: dict, bench: Path) -> list[str]:
     """The cross-encoder reader: CV AUC per configuration (every ``training*.json``), learning curve, test AUCs."""
     runs = [t] + [json.loads(f.read_text()) for f in sorted(bench.glob("reader_cross/training_*.json"))]
     sources = list(t["configurations"][next(iter(t["configurations"]))]["auc"])
-    out = ["## The cross-encoder reader (`scripts/train_reader.py pairs`, `fit`, `score`)", "",
+    out = ["## The cross-encoder reader (`agentic-rag train pairs`, `reader`, `reader-score`)", "",
            f"The packaged MiniLM fine-tuned on {t['pairs']} (question, the agent prompt's sources) pairs "
            f"({', '.join(f'{k} {v}' for k, v in t['by_source'].items())}; {t['answerable']} answerable), "
            f"{t['settings']['epochs']} epochs. Question- or article-grouped 5-fold cross-validated AUC (answerable vs not), "

@@ -3,7 +3,7 @@ training views, scored on each split's views, with a paired interval for each st
 still help is read from the steps, not from cross-validation on the training rows, which the test
 splits' kinds of question (single passage, multi-hop, news snippets) do not all share.
 
-scripts/train_probe.py curve writes the report, the table and the plot.
+scripts/study_probe.py curve writes the report, the table and the plot.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ HotpotQA's rows into one reader raised hotpot_test's AUC and left squad200's a l
 known before the answer prompt is read), routing by the row's source is not, and is shown as the bound.
 
 The choice is read out of fold on the training views (folds by article, as the probe is fitted); the test
-splits' views report it. scripts/train_probe.py routes writes benchmarks/probe/routes.{json,md}.
+splits' views report it. scripts/study_probe.py routes writes benchmarks/probe/routes.{json,md}.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 of a dozen hand-set cut-offs.
 
 Why: the thresholds were chosen for one model on one backend; a served model, another size or a
-backend without the probe needs other ones, and each was a separate sweep. ``agentic-rag calibrate
---fit`` runs the agent once on a development split and fits this probability for the model at hand
+backend without the probe needs other ones, and each was a separate sweep. ``agentic-rag train
+decision`` runs the agent once on a development split and fits this probability for the model at hand
 (training/decision.py); this module reads the decision file it writes and applies it:
 
 * P > cut + ``GREY_ZONE_WIDTH``: STOP (``STOP_FITTED``). The cut is what the scoring rule implies: with
@@ -242,11 +242,11 @@ class DecisionFile:
         if model_key != self.model_key:
             raise DecisionMismatchError(
                 f"this decision file was fitted for model {self.model_key[:24]}; the configured model is "
-                f"{model_key[:24]}: fit one with `agentic-rag calibrate --fit` or set GATE_POLICY=thresholds")
+                f"{model_key[:24]}: fit one with `agentic-rag train decision` or set GATE_POLICY=thresholds")
         if missing := [f for f in self.features if f not in available]:
             raise DecisionMismatchError(
                 f"this decision file reads {', '.join(missing)}, which the configured backend does not give: fit one "
-                "for it with `agentic-rag calibrate --fit` or set GATE_POLICY=thresholds")
+                "for it with `agentic-rag train decision` or set GATE_POLICY=thresholds")
 
 
 def model_key(settings) -> str:
@@ -288,7 +288,7 @@ def _load(path: str) -> DecisionFile:
         return DecisionFile.from_dict(parse_json(Path(path).read_text()))
     except FileNotFoundError:
         raise FileNotFoundError(f"decision file {path} not found (DECISION_FILE); "
-                                "write one with `agentic-rag calibrate --fit`") from None
+                                "write one with `agentic-rag train decision`") from None
     except OSError as exc:  # a folder (an empty DECISION_FILE is the working directory), no permission
         raise ValueError(f"decision file {path} cannot be read (DECISION_FILE): {exc.strerror}") from None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
@@ -335,7 +335,7 @@ def configured_decision_path(settings) -> Path:
     shipped = DECISIONS_DIR / spec.decision_file(backend) if spec else None
     if shipped is None or not shipped.is_file():
         raise ValueError("GATE_POLICY=fitted needs DECISION_FILE (no decision ships for this model): "
-                         "write one with `agentic-rag calibrate --fit`")
+                         "write one with `agentic-rag train decision`")
     return shipped
 
 
@@ -344,7 +344,7 @@ def decision_in_force(settings) -> DecisionFile | None:
     the thresholds decide. ``GATE_POLICY=auto`` takes the fitted decision where it was chosen by score on the
     test splits (benchmarks/decision): the packaged model in-process, with its shipped decision. Served, the
     same model's fitted decision scored below the thresholds, and a model of the user's own has no decision
-    until ``calibrate --fit`` writes one (then ``DECISION_FILE`` names it); both keep the thresholds. A preset
+    until ``train decision`` writes one (then ``DECISION_FILE`` names it); both keep the thresholds. A preset
     pins a policy where its model's decision was not measured against them."""
     policy = settings.baug.GATE_POLICY
     if policy == "thresholds":

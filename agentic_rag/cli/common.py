@@ -191,6 +191,14 @@ def record_source(dataset: str | None, record_id: str | None, index: Path | None
         warner.finish()
 
 
+def risk_option(risk: str | None, delta: float):
+    """``--risk``/``--delta`` read as (risks, delta), or None without ``--risk``; a bad value is one line."""
+    from agentic_rag.eval.risk_control import RiskCalibrationError, check_delta, parse_risks
+
+    try:
+        return (parse_risks(risk), check_delta(delta)) if risk is not None else None
+    except RiskCalibrationError as exc:
+        fail(str(exc))
 
 
 def executor_for(name: str, workers: int, settings: Settings, address: str | None):

@@ -31,6 +31,7 @@ from agentic_rag.cli.common import (
     load_settings,
     prog_name,
     record_source,
+    risk_option,
     say_model,
     say_reader,
     say_risk,
@@ -39,7 +40,7 @@ from agentic_rag.cli.common import (
 )
 from agentic_rag.configuration import SettingsError
 from agentic_rag.datasets.crag import DataError
-from agentic_rag.errors import named_path, output_file, replace_file
+from agentic_rag.errors import named_path, output_file
 from agentic_rag.eval.provenance import signal_gaps, signals_unavailable
 from agentic_rag.events import clip
 from agentic_rag.state import citation_status
@@ -292,10 +293,10 @@ def calibrate_cmd(
     n: Annotated[Optional[int], typer.Option("--n")] = None,
     out: Annotated[Optional[str], typer.Option("--out")] = None,
     max_false_refusal: Annotated[float, typer.Option("--max-false-refusal")] = 0.15,
-    fit: Annotated[bool, typer.Option("--fit", help="Fit the decision GATE_POLICY=fitted reads, instead of a sweep.")] = False,
-    run: Annotated[Optional[Path], typer.Option("--run", help="With --fit: fit on this agent run folder, not a new run.")] = None,
-    decision_file: Annotated[Optional[str], typer.Option("--decision-file", help="With --fit: where the decision "
-                                                         "file goes (default OUT/decision.json).")] = None,
+    run: Annotated[Optional[Path], typer.Option("--run", help="With --risk: calibrate on this agent run folder, "
+                                                "not a new run.")] = None,
+    decision_file: Annotated[Optional[str], typer.Option("--decision-file", help="With --risk: the decision file the "
+                                                         "thresholds go into (default OUT/decision.json).")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="With --n: a reproducible sample of n.")] = None,
     risk: Annotated[Optional[str], typer.Option("--risk", help="Risks to promise, e.g. 0.1 or 0.1,0.2,0.3: the share of wrong "
                                                 "answers among the shown ones; a threshold per risk goes into the decision file.")] = None,
@@ -305,23 +306,16 @@ def calibrate_cmd(
     override: OverrideOpt = None,
 ) -> None:
     """Sweep a threshold (--param/--values): accuracy, refusal and false-refusal rates and the CRAG score
-    per value. Or, with --fit, run the agent once and fit one calibrated P(the answer is right | signals).
-    Or, with --risk, calibrate the fitted decision's threshold for a stated risk (with --fit: on the fit's drafts)."""
-    from agentic_rag.eval.risk_control import RiskCalibrationError, check_delta, parse_risks
-
+    per value. Or, with --risk, calibrate the fitted decision's threshold for a stated risk. (Fitting the
+    decision itself is `agentic-rag train decision`.)"""
     out, decision_file = named_path(out, "--out"), output_file(decision_file, "--decision-file")
-    try:
-        risks = (parse_risks(risk), check_delta(delta)) if risk is not None else None
-    except RiskCalibrationError as exc:
-        fail(str(exc))
-    if fit:
-        return _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override, risks)
+    risks = risk_option(risk, delta)
     if risks:
         return _calibrate_risk(dataset, run, n, seed, out, decision_file, preset, override, risks)
     from agentic_rag.eval.calibrate import calibrate, parse_values, to_markdown
 
     if not (dataset and param and values):
-        fail("a sweep needs --dataset, --param and --values (or give --fit)")
+        fail("a sweep needs --dataset, --param and --values (to fit the decision: agentic-rag train decision)")
     settings = load_settings(preset, override, needs_llm=True)
     out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / param.upper()
     try:
@@ -330,19 +324,6 @@ def calibrate_cmd(
         fail(str(exc))
     console.print(to_markdown(report))
     console.print(f"sweep written to {out}")
-
-
-def _calibrate_fit(dataset, run, n, seed, out, decision_file, preset, override, risks=None) -> None:
-    from agentic_rag.training.decision import calibrate_fit, to_markdown
-
-    settings = load_settings(preset, override, needs_llm=True)
-    out = out or Path(settings.paths.ARTIFACTS_DIR) / "calibration" / "decision"
-    try:
-        report = calibrate_fit(settings, out, dataset, run, n, seed, decision_file, risks=risks)
-    except (ValueError, SettingsError, DataError, FileNotFoundError) as exc:  # DevSplitError is a ValueError
-        fail(str(exc))
-    replace_file(out / "fit.json", json.dumps(report, indent=2))
-    console.print(to_markdown(report), highlight=False)
 
 
 def _calibrate_risk(dataset, run, n, seed, out, decision_file, preset, override, risks) -> None:

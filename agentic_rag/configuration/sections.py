@@ -389,7 +389,7 @@ class BAUGSettings(_Section):
         per_request=True
     )
     JUDGE_MAX_CALLS_PER_Q: int = setting(1, "calls", "LLM judge calls per question at most.", ge=0, per_request=True)
-    # -- the fitted decision (baug/fitted.py, fitted by `agentic-rag calibrate --fit`) --------------
+    # -- the fitted decision (baug/fitted.py, fitted by `agentic-rag train decision`) --------------
     GATE_POLICY: Literal["auto", "thresholds", "fitted"] = setting(
         "auto", "choice",
         "How a draft is judged: the hand-set thresholds above, or one fitted P(the answer is right | signals) from "
@@ -397,7 +397,7 @@ class BAUGSettings(_Section):
         "ships for the model (or DECISION_FILE is set), else thresholds.", per_request=True,
     )
     DECISION_FILE: Path | None = setting(
-        None, "path", "Decision file written by `agentic-rag calibrate --fit`, read under GATE_POLICY=fitted or auto; "
+        None, "path", "Decision file written by `agentic-rag train decision`, read under GATE_POLICY=fitted or auto; "
         "None = the one shipped for the packaged model, where one ships.",
     )
     WRONG_ANSWER_COST: float = setting(

@@ -9,7 +9,7 @@ on question types (multi-hop pages missing a supporting paragraph, near-miss new
 What ships is small: only the top encoder layers and the head were fine-tuned, so the reader file holds
 those tensors (fp16, safetensors) and the packaged MiniLM supplies the rest. The file records the base
 weights' SHA-256 and is refused for any other base. It is fitted offline (training/cross_encoder.py,
-run by scripts/train_reader.py).
+run by `agentic-rag train reader`).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class CrossReader:
 
         path = Path(path)
         if not path.is_file():
-            raise CrossReaderError(f"cross-encoder reader {path} not found; train one with scripts/train_reader.py")
+            raise CrossReaderError(f"cross-encoder reader {path} not found; train one with `agentic-rag train reader`")
         try:
             with safe_open(str(path), framework="pt") as fh:
                 self.meta = json.loads((fh.metadata() or {}).get("meta", "{}"))

@@ -6,7 +6,7 @@ and the 0.5B generator answers them from a real, quotable sentence, so every che
 prompt still encodes whether the context answers the question (Slobodkin et al., 2023, "The Curious
 Case of Hallucinatory (Un)answerability"); a logistic regression on that one vector reads it out.
 It costs no extra tokens: the state comes from the generation call's own prefill. A probe is fitted
-offline (training/fitting.py, run by scripts/train_probe.py); this module only reads it, and
+offline (training/fitting.py, run by `agentic-rag train probe`); this module only reads it, and
 reader/read.py decides whose prefill it reads.
 
 A probe belongs to one model: its file records the model's source key (the GGUF SHA-256 of the
@@ -88,7 +88,7 @@ class AnswerabilityProbe:
             raise ProbeMismatchError(
                 f"this answerability probe reads the states of model {self.model_key[:12]}... "
                 f"(hidden size {self.hidden_size}); the configured model is {str(model_key)[:12]}... "
-                f"(hidden size {hidden_size}). Train one for it with scripts/train_probe.py or set PROBE_ENABLED=false."
+                f"(hidden size {hidden_size}). Train one for it (`agentic-rag train views`, then `train probe`) or set PROBE_ENABLED=false."
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,7 +160,7 @@ def load_probe(path: str | Path | None) -> AnswerabilityProbe | ProbeSet:
 def _load_probe(path: str) -> AnswerabilityProbe | ProbeSet:
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"answerability probe {p} not found (PROBE_PATH); train one with scripts/train_probe.py")
+        raise FileNotFoundError(f"answerability probe {p} not found (PROBE_PATH); train one with `agentic-rag train probe`")
     try:
         data = parse_json(p.read_text())
         if isinstance(data, dict) and "members" in data:

@@ -1,5 +1,5 @@
 """Fine-tuning the cross-encoder reader (reader/cross_encoder.py reads what this writes), run by
-scripts/train_reader.py, on a GPU where one is lent and on the CPU otherwise.
+`agentic-rag train reader`, on a GPU where one is lent and on the CPU otherwise.
 
 Rows are (question, the answer prompt's sources, 1 = they answer it), each with its group (article or
 question, so a question's variants and an article's questions share a fold) and its source set. The

@@ -1,4 +1,4 @@
-"""Fit the decision ``GATE_POLICY=fitted`` reads (``agentic-rag calibrate --fit``).
+"""Fit the decision ``GATE_POLICY=fitted`` reads (``agentic-rag train decision``).
 
 One run of the agent under the hand-set thresholds on a development split gives every draft's signals;
 each draft is judged against the gold (right, wrong, or a draft to an unanswerable question) and
@@ -331,7 +331,7 @@ def signal_aucs(records: list[dict[str, Any]], candidates=(*CANDIDATE_FEATURES, 
 
 def fit_from_rows(rows: list[dict[str, Any]], settings, out_dir: Path, dev: dict[str, Any],
                   decision_path: Path | None = None, risks: tuple[list[float], float] | None = None) -> dict[str, Any]:
-    """Records, the fit, the decision file and its two plots; the report ``calibrate --fit`` prints. With
+    """Records, the fit, the decision file and its two plots; the report ``train decision`` prints. With
     ``risks`` (the risks and delta of ``--risk``), the decision file also holds a threshold per risk,
     calibrated on the same drafts' out-of-fold P (``eval/risk_control.py``)."""
     records = draft_records(rows)
@@ -382,7 +382,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 def calibrate_fit(settings, out_dir: str | Path, dataset: str | Path | None = None, run_dir: str | Path | None = None,
                   n: int | None = None, seed: int | None = None, decision_path: str | Path | None = None,
                   extra_config: dict[str, Any] | None = None, risks: tuple[list[float], float] | None = None) -> dict[str, Any]:
-    """``calibrate --fit``: run the agent once on ``dataset`` under the hand-set thresholds (or read the
+    """``train decision``: run the agent once on ``dataset`` under the hand-set thresholds (or read the
     run folder ``run_dir``) and fit the decision on its drafts."""
     from agentic_rag.eval.provenance import logprob_report, model_identity
     from agentic_rag.eval.results import read_results

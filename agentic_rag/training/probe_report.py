@@ -1,5 +1,5 @@
 """Reading the answerability probe's fit: refusal rates at a threshold, AUC per data source, the
-learning curve, and the AUC a score needs to meet the refusal targets (scripts/train_probe.py writes
+learning curve, and the AUC a score needs to meet the refusal targets (`agentic-rag train probe` writes
 them into the probe's training report)."""
 
 from __future__ import annotations

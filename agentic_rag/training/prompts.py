@@ -1,5 +1,5 @@
 """The exact answer prompts the agent would send its generator, without generating: what a probe is
-trained on (scripts/train_probe.py) and what the readers are timed and scored on (scripts/bench_reader.py)."""
+trained on (`agentic-rag train views`) and what the readers are timed and scored on (scripts/bench_reader.py)."""
 
 from __future__ import annotations
 

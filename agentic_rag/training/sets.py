@@ -2,7 +2,7 @@
 its test sets: SQuAD 2.0 draws, NQ-open questions with BM25 near-miss passages (answerable: the gold
 passage among them; negative: near misses only), answer-removed twins, and web-search snippet views.
 
-scripts/train_probe.py collects the probe's training states on these; scripts/make_nq_dev.py and
+`agentic-rag train views` collects the probe's training views on these; scripts/make_nq_dev.py and
 scripts/make_year_dev.py draw dev splits from them, leaving out every question a probe was trained on.
 """
 
@@ -226,21 +226,3 @@ def probe_training_records(shared: Path, tmp: Path, squad: int, nq: int, snippet
     records += drawn + [as_snippets(r) for r in drawn[:snippets]]
     records += [t for r in drawn if r.answer != IDK and (t := answer_removed(r)) is not None][:removed]
     return records
-
-
-def add_draw_arguments(parser) -> None:
-    """The training draws' sizes as command-line options (``probe_training_records``'s arguments), shared by
-    the scripts that build the readers' training rows, so both readers train on the same pairs by default."""
-    parser.add_argument("--squad", type=int, default=3000, help="SQuAD 2.0 questions, half unanswerable")
-    parser.add_argument("--nq", type=int, default=2200, help="NQ-open questions, half with near misses only")
-    parser.add_argument("--snippets", type=int, default=400, help="of those NQ records, how many also as web-search snippets")
-    parser.add_argument("--removed", type=int, default=500, help="answer-removed twins of answerable NQ records (at most)")
-    parser.add_argument("--no-hotpot", action="store_true",
-                        help="leave out HotpotQA's dev half (each question with a twin per supporting page removed)")
-    parser.add_argument("--seed", type=int, default=21)
-
-
-def training_draws(args, shared: Path, tmp: Path) -> list[CragRecord]:
-    """``probe_training_records`` at the sizes ``add_draw_arguments`` parsed."""
-    return probe_training_records(shared, tmp, args.squad, args.nq, args.snippets, args.removed, not args.no_hotpot,
-                                  args.seed)

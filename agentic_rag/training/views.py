@@ -169,7 +169,7 @@ def ensembles(layer: int) -> dict[str, tuple[str, ...]]:
 
 
 def pair_messages(row: dict[str, Any]) -> list:
-    """The answer prompt of a reader pair (scripts/train_reader.py pairs): an evaluation pair keeps the
+    """The answer prompt of a reader pair (`agentic-rag train pairs`): an evaluation pair keeps the
     exact prompt the agent sent; a training pair holds its rendered sources and question."""
     from langchain_core.messages import convert_to_messages
 

@@ -353,7 +353,7 @@ def test_a_decision_for_another_model_or_feature_set_is_refused_in_one_line(sett
         assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output
 
 
-# -- calibrate --fit, end to end on a run folder --------------------------------------------------------
+# -- train decision, end to end on a run folder --------------------------------------------------------
 def run_folder(path: Path, settings: Settings, n: int, one_sided: bool = False) -> Path:
     """An agent run folder whose drafts are right when their overlap is high (the gold is "Paris")."""
     rng = random.Random(7)
@@ -375,7 +375,7 @@ def test_calibrate_fit_writes_a_decision_the_agent_can_read(settings, tmp_path):
     s = settings.replace(VERIFIER_ENABLED=False)
     run = run_folder(tmp_path / "run", s, 80)
     out = tmp_path / "fit"
-    res = CliRunner().invoke(app, ["calibrate", "--fit", "--run", str(run), "--out", str(out), "-o", "VERIFIER_ENABLED=false"])
+    res = CliRunner().invoke(app, ["train", "decision", "--run", str(run), "--out", str(out), "-o", "VERIFIER_ENABLED=false"])
     assert res.exit_code == 0, res.output
     assert (out / "reliability.png").stat().st_size > 0 and (out / "risk_coverage.png").stat().st_size > 0
     data = json.loads((out / "decision.json").read_text())
@@ -390,7 +390,7 @@ def test_calibrate_fit_writes_a_decision_the_agent_can_read(settings, tmp_path):
                                                  (60, True, "one-sided")])
 def test_calibrate_fit_refuses_a_small_or_one_sided_split_in_one_line(settings, tmp_path, n, one_sided, message):
     run = run_folder(tmp_path / "run", settings, n, one_sided)
-    res = CliRunner().invoke(app, ["calibrate", "--fit", "--run", str(run), "--out", str(tmp_path / "fit")])
+    res = CliRunner().invoke(app, ["train", "decision", "--run", str(run), "--out", str(tmp_path / "fit")])
     assert res.exit_code == 2 and message in res.output
     assert len(res.output.strip().splitlines()) == 1 and not (tmp_path / "fit" / "decision.json").exists()
 

@@ -290,3 +290,12 @@ def test_the_architecture_doc_names_every_module_of_every_room():
         named = set(re.findall(r"`([a-z_]+\.py)`", body))
         actual = {p.name for p in (PACKAGE / folder).glob("*.py") if p.name != "__init__.py"}
         assert named == actual, f"{folder}/: the doc names {sorted(named - actual)} that are not there, and not {sorted(actual - named)}"
+
+
+def test_the_architecture_doc_names_every_module_of_the_training_room():
+    """The training room sits beside the graph's rooms; its paragraph names each of its modules, no more and no fewer."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    paragraph = text[text.index("`training/` fits what the graph reads"):text.index("`studies/`, beside the package")]
+    named = set(re.findall(r"`([a-z_]+\.py)`", paragraph))
+    actual = {p.name for p in (PACKAGE / "training").glob("*.py") if p.name != "__init__.py"}
+    assert named == actual, f"training/: the doc names {sorted(named - actual)} that are not there, and not {sorted(actual - named)}"

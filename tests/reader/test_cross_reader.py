@@ -203,8 +203,8 @@ def test_score_reports_each_reader_and_both_on_the_same_questions(tmp_path):
     probe = tmp_path / "probe.json"
     probe.write_text(json.dumps({"a": 0.8, "b": 0.3}))  # c was refused before generation: left out of every reader
     out = tmp_path / "score.json"
-    done = subprocess.run([sys.executable, str(root / "scripts" / "train_reader.py"), "score", "--pairs", str(pairs),
-                           "--probe-scores", str(probe), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "agentic_rag.cli", "train", "reader-score", "--pairs", str(pairs),
+                           "--probe-scores", str(probe), "--out", str(out)], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["n"] == 2 and set(report["readers"]) == {"cross-encoder", "probe", "both (mean logit)"}

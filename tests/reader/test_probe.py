@@ -89,7 +89,7 @@ def test_a_foreign_model_folder_gets_the_default_probe_which_then_refuses_it(tmp
     (tmp_path / "config.json").write_text("{}")
     path = packaged_probe_for(str(tmp_path))
     assert path == PACKAGED_PROBE
-    with pytest.raises(ProbeMismatchError, match="train_probe.py"):
+    with pytest.raises(ProbeMismatchError, match="agentic-rag train views"):
         load_probe(path).check_model(None, 896)
 
 
@@ -333,13 +333,16 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
     write_records([answerable, unanswerable], data)
     out = tmp_path / "score.json"
     root = REPO
-    done = subprocess.run([sys.executable, str(root / "scripts" / "train_probe.py"), "score", "--data", str(data),
-                           "--out", str(out), "--override", f"ARTIFACTS_DIR={settings.paths.ARTIFACTS_DIR}"],
+    scores = tmp_path / "per_question.json"
+    done = subprocess.run([sys.executable, "-m", "agentic_rag.cli", "train", "probe-score", "--data", str(data),
+                           "--out", str(out), "--per-question", str(scores),
+                           "--override", f"ARTIFACTS_DIR={settings.paths.ARTIFACTS_DIR}"],
                           env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["scored"] + report["refused_before_generation"] == 2 and report["layer"] == load_probe(None).layer
-    assert report["probe"] == "agentic_rag/data/probes/" + PACKAGED_PROBE.name  # the shipped probe of the model
+    assert report["probe"].endswith("agentic_rag/data/probes/" + PACKAGED_PROBE.name)  # the shipped probe of the model
+    assert set(json.loads(scores.read_text())) == {answerable.interaction_id, "toy-2"}
     assert [row["threshold"] for row in report["at_threshold"]] == [0.3, 0.4, 0.5]
     # both records carry the same question and pages, so the same prompt and the same score: a tie
     assert report["scored"] == 2 and report["auc"] == 0.5
@@ -414,7 +417,7 @@ def test_snippet_view_keeps_the_answer_window_of_the_gold_page_and_groups_with_i
 
 @pytest.mark.model
 def test_the_views_job_builds_pairs_as_it_goes_and_a_rerun_reads_nothing_again(tmp_path):
-    """`train_probe.py views` on a split: each record's pair built as the job reaches it (kept for the other
+    """`agentic-rag train views` on a split: each record's pair built as the job reaches it (kept for the other
     reader), its views read from a prefill that stops at the layers kept, in packed chunks; a rerun of the
     same command reads nothing again."""
     import subprocess
@@ -425,7 +428,7 @@ def test_the_views_job_builds_pairs_as_it_goes_and_a_rerun_reads_nothing_again(t
 
     data = toy_dataset(tmp_path, n=3)
     out = tmp_path / "views"
-    cmd = [sys.executable, str(REPO / "scripts" / "train_probe.py"), "views",
+    cmd = [sys.executable, "-m", "agentic_rag.cli", "train", "views",
            "--data", str(data), "--preset", "fast", "--layers", "2", "--chunk", "2", "--out", str(out),
            "--override", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

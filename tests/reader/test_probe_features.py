@@ -165,12 +165,16 @@ def test_packing_keeps_each_value_within_half_a_step_of_its_chunks_scale():
     assert np.allclose(lo1 + step1 * one, chunk[:1], atol=1e-6)
 
 
-def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_path, monkeypatch):
-    """``train_probe.py fit --views last question``: one probe per view at the layer the first picks, each
+def test_train_probe_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_path, monkeypatch):
+    """``agentic-rag train probe --views last,question``: one probe per view at the layer the first picks, each
     with its view's C, saved as one set file that reads both views; its out-of-fold AUC is the joined
     reading's. Only the question view carries the label here, so the set beats the last view alone."""
     import json
     import runpy
+
+    from typer.testing import CliRunner
+
+    from agentic_rag.cli import app
 
     rng = np.random.default_rng(4)
     views = _layered(240, 0.0, rng)
@@ -179,21 +183,22 @@ def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_pat
     folder.mkdir()
     np.savez(folder / "chunk_0000.npz", **views, model_key=np.array("k" * 64), packed=np.array(False),
              prompt_tokens=np.full(240, 100), ms=np.full(240, 50))
-    script = str(ROOT / "scripts" / "train_probe.py")
 
-    def fit(*views_asked: str, exclude: tuple[str, ...] = ()) -> dict:
-        out, report = tmp_path / f"{'-'.join(views_asked)}.json", tmp_path / f"{'-'.join(views_asked)}_report.json"
-        monkeypatch.setattr(sys, "argv", [script, "fit", "--data", str(folder), "--views", *views_asked, "--out", str(out),
-                                          "--report", str(report), "--exclude", *exclude])
-        with pytest.raises(SystemExit) as ended:
-            runpy.run_path(script, run_name="__main__")
-        assert not ended.value.code
+    def train(*args: str):
+        return CliRunner().invoke(app, ["train", "probe", "--views-from", str(folder), *args])
+
+    def fit(views_asked: str, exclude: tuple[str, ...] = ()) -> dict:
+        out, report = tmp_path / f"{views_asked}.json", tmp_path / f"{views_asked}_report.json"
+        done = train("--views", views_asked, "--out", str(out), "--report", str(report),
+                     *(a for e in exclude for a in ("--exclude", e)))
+        assert done.exit_code == 0, done.output
         return {**json.loads(report.read_text()), "probe": load_probe(out)}
 
-    both, last = fit("last", "question"), fit("last")
+    both, last = fit("last,question"), fit("last")
     assert isinstance(both["probe"], ProbeSet) and both["probe"].views == ("last", "question")
     assert [m.meta["c"] for m in both["probe"].members] == [VIEW_C["last"], VIEW_C["question"]]
     assert both["probe"].layer == 18 and last["probe"].views == ("last",)
+    assert both["probe"].meta["trained_by"] == "agentic-rag train"
     assert both["oof_auc"] > 0.8 > 0.65 > last["oof_auc"]
     # a decision fit's dev questions are left out, with each of their variants ("q3-answerable" is question q3)
     from agentic_rag.datasets.crag import write_records
@@ -201,22 +206,30 @@ def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_pat
 
     write_records([record().model_copy(update={"interaction_id": f"q{i}-answerable"}) for i in range(20)], tmp_path / "dev.jsonl")
     assert fit("last", exclude=(str(tmp_path / "dev.jsonl"),))["n"] == 220
+    # a bad option or folder is one line with exit 2, nothing written
+    for args, said in ((["--views", "evidence"], "--views takes comma-separated names of last, question"),
+                       (["--layers", "x"], "--layers takes comma-separated whole numbers"),
+                       (["--layers", "7", "--out", str(tmp_path / "x.json")], "layers [7] were not collected")):
+        bad = train(*args)
+        assert bad.exit_code == 2 and said in bad.output and "Traceback" not in bad.output
+    empty = CliRunner().invoke(app, ["train", "probe", "--views-from", str(tmp_path / "nowhere")])
+    assert empty.exit_code == 2 and "is not a views folder" in empty.output
+    assert not (tmp_path / "x.json").exists()
     # without --out a probe goes to the shipped file of the model its states came from, and to none for a model
     # that ships no probe (the default once wrote the 0.5B's file whatever model the states were read from)
-    monkeypatch.setattr(sys, "argv", [script, "fit", "--data", str(folder), "--report", str(tmp_path / "r.json")])
-    with pytest.raises(SystemExit) as ended:
-        runpy.run_path(script, run_name="__main__")
-    assert "a model that ships no probe: give --out" in str(ended.value.code)
+    report = ["--report", str(tmp_path / "r.json")]
+    unshipped = train(*report)
+    assert unshipped.exit_code == 2 and "a model that ships no probe: give --out" in unshipped.output
     from agentic_rag.llm.packaged import DEFAULT_MODEL
 
     np.savez(folder / "chunk_0000.npz", **views, model_key=np.array(DEFAULT_MODEL.sha256), packed=np.array(False),
              prompt_tokens=np.full(240, 100), ms=np.full(240, 50))
     monkeypatch.setattr("agentic_rag.reader.probe.PROBES_DIR", tmp_path / "probes")
-    with pytest.raises(SystemExit) as ended:
-        runpy.run_path(script, run_name="__main__")
-    assert not ended.value.code and load_probe(tmp_path / "probes" / DEFAULT_MODEL.probe_file).model_key == DEFAULT_MODEL.sha256
+    assert train(*report).exit_code == 0
+    assert load_probe(tmp_path / "probes" / DEFAULT_MODEL.probe_file).model_key == DEFAULT_MODEL.sha256
     # the learning curve from the same folder, set against the probe just fitted: its JSON, and its table under
     # the command that regenerates it
+    script = str(ROOT / "scripts" / "study_probe.py")
     curve_out = tmp_path / "curve.json"
     monkeypatch.setattr(sys, "argv", [script, "curve", "--train", str(folder), "--eval", f"test={folder}", "--draws", "1",
                                       "--probe", str(tmp_path / "last.json"), "--out", str(curve_out)])
@@ -225,7 +238,7 @@ def test_fit_on_a_views_folder_writes_a_probe_per_view_joined_as_one_set(tmp_pat
     assert not ended.value.code and json.loads(curve_out.read_text())["eval_rows"] == {"test": 240}
     md = curve_out.with_suffix(".md").read_text()
     assert md.startswith("# The answerability probe's learning curve\n\nEach reader fitted on growing random subsets of the 240")
-    assert f"Generated by `python scripts/train_probe.py curve --train {folder} --eval test={folder}`.\n\n| reader |" in md
+    assert f"Generated by `python scripts/study_probe.py curve --train {folder} --eval test={folder}`.\n\n| reader |" in md
     assert "| shipped probe | - |" in md and curve_out.with_suffix(".png").stat().st_size > 1000
 
 
