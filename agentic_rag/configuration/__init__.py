@@ -26,7 +26,6 @@ from agentic_rag.configuration.loading import (
     PRESET_ENV,
     PRESETS_DIR,
     REMOVED_SETTINGS,
-    RENAMED_PRESETS,
     RENAMED_SECTIONS,
     RemovedSettingWarning,
     env_warnings,
@@ -60,12 +59,12 @@ from agentic_rag.configuration.sections import (
     setting,
     unit_of,
 )
-from agentic_rag.configuration.settings import FlatSettingsReadWarning, Settings
+from agentic_rag.configuration.settings import Settings
 
 __all__ = [
     "ENV_FALLBACKS", "ENV_PREFIX", "FIELD_SECTIONS", "NESTED_DELIMITER", "PER_REQUEST_SETTINGS", "PRESET_ENV",
-    "PRESETS_DIR", "REMOVED_SETTINGS", "RENAMED_PRESETS", "RENAMED_SECTIONS", "SECRET_SETTINGS", "SECTIONS", "AgentSettings",
-    "BAUGSettings", "BudgetSettings", "CragSettings", "EvalSettings", "FlatSettingsReadWarning", "ConfidenceGateSettings",
+    "PRESETS_DIR", "REMOVED_SETTINGS", "RENAMED_SECTIONS", "SECRET_SETTINGS", "SECTIONS", "AgentSettings",
+    "BAUGSettings", "BudgetSettings", "CragSettings", "EvalSettings", "ConfidenceGateSettings",
     "LLMSettings", "PathSettings", "RemovedSettingWarning", "RetrievalSettings", "ScaleSettings", "SettingNames",
     "Settings", "SettingsError", "env_warnings", "flat_name", "ignored_env_names", "import_store_class",
     "meaning_of", "parse_overrides", "read_preset", "setting", "per_request", "setting_sources", "unit_of",

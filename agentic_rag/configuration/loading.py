@@ -52,8 +52,6 @@ REMOVED_SETTINGS: dict[str, tuple[Any, str]] = {
     "CRAG_ANSWER_TOKENS": (75, "crag_adapter.py KIT_ANSWER_TOKENS, the kit's own cut"),
     "EVAL_LLM_JUDGE": (False, "EVAL_JUDGE=llm, or eval --judge llm, has an LLM judge grade every answer"),
 }
-# shipped preset names kept for one release: old name -> the preset it now is
-RENAMED_PRESETS = {"qwen-1.5b": "default"}
 RENAMED_SECTIONS = {"gate": "confidence_gate"}  # a section read under its old name is a one-line error naming the new
 
 
@@ -133,11 +131,6 @@ def _bad_json_variable() -> str:
 
 
 def read_preset(preset: str | Path) -> dict[str, Any]:
-    if str(preset) in RENAMED_PRESETS and not (PRESETS_DIR / f"{preset}.json").is_file():
-        now = RENAMED_PRESETS[str(preset)]
-        warnings.warn(f"preset {preset} is deprecated and goes in the next release: it holds the same settings as "
-                      f"preset {now}, which is read instead; use --preset {now}", RemovedSettingWarning, stacklevel=2)
-        preset = now
     # A shipped name wins over a path test: a name may carry a dot.
     named = PRESETS_DIR / f"{preset}.json"
     path = named if named.is_file() else Path(preset)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -43,10 +42,6 @@ from agentic_rag.configuration.sections import (
 from agentic_rag.redact import redact_url
 
 
-class FlatSettingsReadWarning(FutureWarning):
-    """``settings.RETRIEVAL_K``: the flat read-only alias, kept for one release for extensions' code."""
-
-
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter=NESTED_DELIMITER, extra="forbid", case_sensitive=False,
@@ -76,14 +71,12 @@ class Settings(BaseSettings):
     def _nest_flat_keys(cls, data: Any) -> Any:
         return _canonical(data, source="settings") if isinstance(data, Mapping) else data
 
-    # -- flat names: read-only aliases of the sections' fields, deprecated ---------------------------
+    # -- a setting is read in its section; a flat read says where -------------------------------------
     def __getattr__(self, name: str) -> Any:
         section = FIELD_SECTIONS.get(name)
         if section is not None:
-            warnings.warn(f"settings.{name} is deprecated and goes in the next release: read "
-                          f"settings.{section}.{name} (or settings.value({name!r}) for a name held in a variable)",
-                          FlatSettingsReadWarning, stacklevel=2)
-            return getattr(getattr(self, section), name)
+            raise AttributeError(f"settings.{name}: read settings.{section}.{name} (or settings.value({name!r}) for a "
+                                 "name held in a variable)")
         return super().__getattr__(name)
 
     def value(self, name: str) -> Any:
@@ -96,7 +89,7 @@ class Settings(BaseSettings):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in FIELD_SECTIONS:
-            raise AttributeError(f"settings.{name} is a read-only alias: set settings.{FIELD_SECTIONS[name]}.{name}, "
+            raise AttributeError(f"settings.{name}: set settings.{FIELD_SECTIONS[name]}.{name}, "
                                  f"or make a copy with settings.replace({name}=...)")
         super().__setattr__(name, value)
 

@@ -47,12 +47,9 @@ def test_every_shipped_preset_loads_by_name_and_states_only_what_differs_from_th
         assert set(given) <= set(SECTIONS)
 
 
-def test_a_renamed_preset_still_loads_as_its_successor_with_a_loud_warning():
-    from agentic_rag.configuration import RENAMED_PRESETS, RemovedSettingWarning
-
-    for old, now in RENAMED_PRESETS.items():
-        with pytest.warns(RemovedSettingWarning, match=f"preset {old} is deprecated.*--preset {now}"):
-            assert Settings.load(preset=old).public_dump() == Settings.load(preset=now).public_dump()
+def test_the_preset_of_the_1_5b_before_it_became_the_default_is_gone_and_says_which_presets_ship():
+    with pytest.raises(SettingsError, match=r"qwen-1.5b.*default.*fast.*lean"):
+        Settings.load(preset="qwen-1.5b")
 
 
 def test_a_section_read_under_its_old_name_is_one_line_naming_the_new_one(tmp_path):
@@ -214,16 +211,15 @@ def test_sections_hold_every_setting_once_with_its_unit():
     assert Settings.section_of("retrieval_k") == "retrieval" and Settings.section_of("budget.MAX_ROUNDS") == "budget"
 
 
-def test_nested_and_flat_attribute_access_read_the_same_value():
-    from agentic_rag.configuration import FlatSettingsReadWarning
-
+def test_a_setting_is_read_in_its_section_or_by_name_and_a_flat_attribute_says_where():
     s = Settings.load(overrides=["retrieval.RETRIEVAL_K=5"])
-    with pytest.warns(FlatSettingsReadWarning, match=r"settings.RETRIEVAL_K is deprecated.*settings.retrieval.RETRIEVAL_K"):
-        assert s.retrieval.RETRIEVAL_K == 5 and s.RETRIEVAL_K == 5  # the deprecated alias itself is under test
+    assert s.retrieval.RETRIEVAL_K == 5
+    with pytest.raises(AttributeError, match=r"settings.RETRIEVAL_K: read settings.retrieval.RETRIEVAL_K"):
+        s.RETRIEVAL_K
     assert s.value("RETRIEVAL_K") == s.value("retrieval.RETRIEVAL_K") == 5
     with pytest.raises(SettingsError, match="unknown setting"):
         s.value("RETRIEVAL_KK")
-    with pytest.raises(AttributeError, match=r"read-only alias: set settings.retrieval.RETRIEVAL_K"):
+    with pytest.raises(AttributeError, match=r"settings.RETRIEVAL_K: set settings.retrieval.RETRIEVAL_K"):
         s.RETRIEVAL_K = 3
     with pytest.raises(AttributeError):
         s.NO_SUCH_SETTING
