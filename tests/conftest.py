@@ -79,3 +79,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SYSTEM_TESTS in Path(str(item.fspath)).resolve().parents or item.get_closest_marker("model"):
             item.add_marker(pytest.mark.system)
+
+
+_ONE_THREAD = []  # the thread-pool limit of a quick-tier worker, kept for the session
+
+
+def pytest_collection_finish(session):
+    """The quick tier loads no real model, only the embedding model and small fits, and two workers share
+    two cores: each computing on two threads makes them wait on each other (measured: the tier took 156 s
+    with the libraries' default threads, 142 s with one per worker). A run that holds a ``system`` test keeps
+    the default threads, which the real models' decoding wants."""
+    if not session.items or any(item.get_closest_marker("system") for item in session.items):
+        return
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    _ONE_THREAD.append(threadpool_limits(limits=1))

@@ -363,6 +363,7 @@ def test_settings_command_shows_section_unit_and_source(monkeypatch):
     assert rows["WALL_TIME_S"][3:5] == ["s", "default"] and "(s)" not in rows["WALL_TIME_S"][5]
 
 
+@pytest.mark.system  # starts a child process
 def test_docs_configuration_tables_match_the_model(monkeypatch, tmp_path):
     from pathlib import Path
 

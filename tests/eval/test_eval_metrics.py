@@ -397,6 +397,7 @@ def test_the_readers_refusals_are_counted_apart():
     assert reader_refusals(_refusal_rows())["answerable"] == 0  # no refusal of the reader's
 
 
+@pytest.mark.system  # starts a child process
 def test_bench_refusals_writes_the_table_of_a_run_folder(tmp_path):
     import json
     import subprocess

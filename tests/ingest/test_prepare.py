@@ -375,6 +375,7 @@ def test_squad_small_file_pages(tmp_path):
 
 
 @needs_data
+@pytest.mark.system  # starts a child process
 def test_script_runs_with_brief_arguments(tmp_path):
     result = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "prepare_crag.py"), "--split", "train", "--static-only", "--n", "100",

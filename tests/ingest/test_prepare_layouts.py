@@ -25,6 +25,7 @@ MORE = DATA / "hotpotqa" / "hotpot_dev_distractor_more685.jsonl"
 # the default output of the first-100 file before layouts were added (bytes, sha1): the default must not move
 TODAY = (1868558, "87679207237193abd6e177ca3d8127c99acef662")
 FULL_TEXT = ("distractors", "html_pages", "long_page")
+FIRST, PER_PART = 40, 25  # the questions the layout fixture prepares from each file (each with its twins)
 
 
 def words(text: str) -> str:
@@ -49,20 +50,24 @@ def context(src: dict) -> tuple[list[tuple[str, list[str]]], dict[str, list[int]
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    """Every layout of the first-100 file and of a slice of the other (40 questions of the original layout,
-    40 of the IRCoT-format copy, whose support is marked per paragraph only), with a twin per supporting page."""
+    """Every layout of a slice of each file (the first-100 file's first 40 questions; of the other, 25 of the
+    original layout and 25 of the IRCoT-format copy, whose support is marked per paragraph only), with a twin
+    per supporting page. (The whole first-100 file in every layout is test_the_default_layout_is_todays_output's.)"""
     if not HOTPOT.is_file() or not MORE.is_file():
         pytest.skip(f"shared HotpotQA data not found under {DATA} (see ../shared/data/SOURCES.md)")
     tmp = tmp_path_factory.mktemp("layouts")
     lines = MORE.read_text(encoding="utf-8").splitlines()
     per_paragraph = [i for i, line in enumerate(lines) if json.loads(line).get("note")]
-    chosen = [i for i in range(len(lines)) if i not in set(per_paragraph)][:40] + per_paragraph[:40]
+    chosen = [i for i in range(len(lines)) if i not in set(per_paragraph)][:PER_PART] + per_paragraph[:PER_PART]
     more = tmp / "more.jsonl"
     more.write_text("".join(lines[i] + "\n" for i in chosen), encoding="utf-8")
-    raw = {q["question"].strip(): q for q in json.loads(HOTPOT.read_text(encoding="utf-8"))}
+    first = json.loads(HOTPOT.read_text(encoding="utf-8"))[:FIRST]
+    first40 = tmp / "first40.json"
+    first40.write_text(json.dumps(first), encoding="utf-8")
+    raw = {q["question"].strip(): q for q in first}
     raw |= {q["question"].strip(): q for q in map(json.loads, (lines[i] for i in chosen))}
     records, stats = [], {}
-    for name, src in (("first100", HOTPOT), ("more", more)):
+    for name, src in (("first", first40), ("more", more)):
         out, stats[name] = prepare_hotpotqa(src, tmp / f"{name}.jsonl", layouts=LAYOUTS, each_removed=True)
         records += reread(out)
     extracted = {p.page_url: html_to_text(p.page_result) for r in records if layout_of(r) == "html_pages"
@@ -94,12 +99,12 @@ def test_the_default_layout_is_todays_output(tmp_path):
 @needs_data
 def test_every_layout_holds_the_same_records_under_its_own_ids(prepared):
     records, raw, stats, _ = prepared
-    assert stats["more"]["per_paragraph_support"] >= 40  # the IRCoT-format questions, and one-sentence support
+    assert stats["more"]["per_paragraph_support"] >= PER_PART  # the IRCoT-format questions, and one-sentence support
     by_layout = defaultdict(dict)
     for r in records:
         by_layout[layout_of(r)][r.interaction_id] = r
     base = by_layout["distractors"]
-    assert len(base) == 3 * 180 and not any("@" in i for i in base)
+    assert len(base) == 3 * (FIRST + 2 * PER_PART) and not any("@" in i for i in base)
     for layout in LAYOUTS[1:]:
         recs = by_layout[layout]
         assert sorted(recs) == sorted(f"{i}@{layout}" for i in base)

@@ -35,6 +35,7 @@ def _views(n: int, signal: float, rng: np.random.Generator) -> dict[str, np.ndar
             "sources": np.array(["a"] * n), "prompt_tokens": np.full(n, 100), "ms": np.full(n, 50)}
 
 
+@pytest.mark.system  # starts a child process
 def test_compare_ranks_the_feature_set_that_carries_the_signal(tmp_path):
     from studies.feature_report import compare_views, features_table
 
