@@ -1,7 +1,7 @@
 """The checks a question is judged by and the reason codes a decision ends in, each defined once.
 
 Everything else reads these tables: the policy's support checks and its ``REASONS`` (baug/policy.py),
-a refusal's sentence (generator/finalize.py), the trace's signal bars (trace/run.py), the telemetry's
+a refusal's sentence (baug/refusal.py), the trace's signal bars (trace/run.py), the telemetry's
 signal fields (baug/node.py), the metrics' pre-generation refusals (eval/metrics.py) and the docs'
 check table (``agentic-rag settings --markdown``, docs/configuration.md). Adding a check is one entry
 in ``CHECKS`` (with its ``compute`` when the reading is new) and its setting (docs/extending.md).

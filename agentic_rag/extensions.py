@@ -9,7 +9,7 @@ editing graphs/agent.py. What the entry names must be an ``Extension`` or a func
 ``extension_factory``: nothing else is called. The guide is docs/extending.md; examples/freshness.py is a working one.
 
 An extension influences BAUG through ``extension_flags``: a request to abstain or to retrieve more,
-with a reason code and a message that the refusal shows (baug/policy.py, generator/finalize.py).
+with a reason code and a message that the refusal shows (baug/policy.py, baug/refusal.py).
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ the trace's check rows, telemetry and the docs; and explanations that do not con
 import pytest
 
 from agentic_rag.baug.policy import Decision, Flags, decide
+from agentic_rag.baug.refusal import EXPLANATIONS, INPUT_EXPLANATIONS, explain_refusal
 from agentic_rag.checks import ABSTAIN, CHECKS, DRAFT_CHECKS, REASON_LIST, reasons_markdown
 from agentic_rag.configuration import FIELD_SECTIONS, SECTIONS, Settings, unit_of
-from agentic_rag.generator.finalize import EXPLANATIONS, INPUT_EXPLANATIONS, build_record, explain_refusal
+from agentic_rag.generator.finalize import build_record
 from testkit import REPO
 
 # the defaults whatever AGENTIC_RAG_PRESET says (COVERAGE_MIN 0), under the thresholds' policy these checks belong to

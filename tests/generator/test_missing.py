@@ -13,9 +13,10 @@ from agentic_rag.anchors.kind import question_kind
 from agentic_rag.anchors.matching import normalize_text
 from agentic_rag.anchors.ner import STOP_WORDS
 from agentic_rag.anchors.predictor import propose_anchors, select_anchors
+from agentic_rag.baug.refusal import explain_refusal, missing_pieces
 from agentic_rag.baug.signals import new_claims, unmatched_question_terms
 from agentic_rag.configuration import Settings
-from agentic_rag.generator.finalize import build_record, explain_refusal, missing_pieces
+from agentic_rag.generator.finalize import build_record
 from agentic_rag.supervisor.validators import validate
 
 # the defaults whatever AGENTIC_RAG_PRESET says, under the thresholds' policy these checks belong to

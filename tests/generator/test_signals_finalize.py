@@ -3,9 +3,11 @@
 import pytest
 
 from agentic_rag.anchors.matching import Anchor
+from agentic_rag.baug.refusal import explain_refusal
 from agentic_rag.baug.signals import claim_in, claims_of, collect_signals, key_tokens, new_claims, says_something
 from agentic_rag.configuration import Settings
-from agentic_rag.generator.finalize import build_record, explain_refusal, short_answer
+from agentic_rag.generator.finalize import build_record
+from agentic_rag.generator.short_answer import short_answer
 from agentic_rag.retrieval.embeddings import get_embedder
 from agentic_rag.text import split_sentences
 
@@ -286,8 +288,8 @@ def test_a_bare_date_or_number_supports_nothing(embedder):
 
 
 def test_a_low_support_refusal_names_the_checks_the_draft_failed():
+    from agentic_rag.baug.refusal import explain_refusal
     from agentic_rag.configuration import Settings
-    from agentic_rag.generator.finalize import explain_refusal
 
     s = Settings.load(preset="default")  # ANSWER_RELEVANCE_MIN 0.3
     # quoted word for word, but about something else: only relevance failed, and only it is named

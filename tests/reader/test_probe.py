@@ -258,8 +258,8 @@ def test_real_model_view_collection_saves_in_chunks_and_resumes_without_rereadin
 
 
 def test_not_answerable_refusal_names_the_figures_and_the_question_terms_the_passage_lacks(settings):
+    from agentic_rag.baug.refusal import explain_refusal
     from agentic_rag.baug.signals import unmatched_question_terms
-    from agentic_rag.generator.finalize import explain_refusal
 
     passage = "The Cape Colony published its first newspaper in 1800, and the colony grew."
     unmatched = unmatched_question_terms("In what year was The Cape Monthly first published?", passage)
@@ -349,8 +349,8 @@ def test_score_applies_the_packaged_probe_to_an_evaluation_file_with_the_real_mo
 
 
 def test_verified_score_averages_the_readings_its_mode_names_and_the_refusal_says_so(settings):
+    from agentic_rag.baug.refusal import explain_refusal
     from agentic_rag.baug.verifier import needs_verdict, verified_score
-    from agentic_rag.generator.finalize import explain_refusal
 
     alone = settings.model_copy(update={"VERIFIER_MIN": 0.55})
     mode = {m: alone.model_copy(update={"VERIFIER_COMBINE": m}) for m in ("mean_with_probe", "mean_with_probes", "probes")}
