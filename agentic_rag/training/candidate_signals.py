@@ -171,17 +171,20 @@ def _time_left(started: float, done: int, total: int) -> str:
     return f"about {(time.monotonic() - started) / done * (total - done) / 60:.0f} min left"
 
 
-READER_LAYER = 18  # the layer the shipped 1.5B reader reads (agentic_rag/data/probes)
-
-
 def collect_prompt_states(rows: list[dict[str, Any]], prompts: dict[str, list[list[BaseMessage]]], model: Any, out: Path,
-                          layer: int = READER_LAYER, progress=print) -> dict[str, int]:
-    """The answer prompt's states at ``layer`` for each drafted row (the last token's and the question tokens'
-    mean, as the reader reads them), saved to ``out`` (.npz: ids, state, question_state), so the reader can be
-    refitted per left-out family (``transfer.reader_refit``). Rows already in ``out`` are kept."""
+                          layer: int | None = None, progress=print) -> dict[str, int]:
+    """The answer prompt's states at ``layer`` (by default the layer of the probe the model ships) for each
+    drafted row (the last token's and the question tokens' mean, as the reader reads them), saved to ``out``
+    (.npz: ids, state, question_state), so the reader can be refitted per left-out family
+    (``transfer.reader_refit``). Rows already in ``out`` are kept."""
     import time
 
     import numpy as np
+
+    from agentic_rag.reader.probe import load_probe, packaged_probe_for
+
+    if layer is None:
+        layer = load_probe(packaged_probe_for(model.model_path)).layer
 
     have = dict(np.load(out, allow_pickle=False)) if out.is_file() else {"ids": np.array([], dtype=str)}
     ids, last, question = list(have["ids"]), list(have.get("state", [])), list(have.get("question_state", []))

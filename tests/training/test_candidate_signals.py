@@ -107,6 +107,9 @@ def test_sampling_is_appended_as_it_goes_and_resumes_with_the_same_seeds(tmp_pat
 class _Reader:
     """The one method ``collect_prompt_states`` calls (the real one, ChatLocalTransformers.prompt_state, is the packaged reader's)."""
 
+    def __init__(self, model_path: str = ""):
+        self.model_path = model_path  # a folder of no packaged model: it is read with the default probe
+
     def prompt_state(self, messages, layer, question=""):
         seed = float(len(question))
         return {"last": [seed, layer], "question": [seed, -1.0]}, 10  # by view, as the real one keys them
@@ -126,5 +129,9 @@ def test_prompt_states_are_kept_per_draft_and_a_rerun_reads_only_what_is_missing
     assert saved["question_state"].tolist() == [[19.0, -1.0]]
     more = [*rows, {**_row("King Ethelred II", query="Who did Emma marry, and when?"), "id": "squad2-w"}]
     prompts["Emma married King Ethelred II."].append([HumanMessage("Question: Who did Emma marry, and when?")])
-    assert cs.collect_prompt_states(more, prompts, _Reader(), out, progress=None)["read"] == 1
+    assert cs.collect_prompt_states(more, prompts, _Reader(str(tmp_path)), out, progress=None)["read"] == 1
     assert list(np.load(out)["ids"]) == ["squad2-x", "squad2-w"]
+    from agentic_rag.reader.probe import PACKAGED_PROBE, load_probe
+
+    # without a layer, the one the model's shipped probe reads (not a number restated here)
+    assert np.load(out)["state"][1][1] == load_probe(PACKAGED_PROBE).layer
