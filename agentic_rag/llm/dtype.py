@@ -1,10 +1,12 @@
 """The dtype the in-process model computes in, chosen by what this processor computes natively.
 
 Why it matters: decoding is memory-bound, so bfloat16 (half the bytes of float32 per weight) is the
-faster dtype where the processor has bfloat16 instructions (AVX-512 BF16 or AMX on x86, BF16 on Arm).
-Without them PyTorch and oneDNN emulate bfloat16 by converting every block to float32 and back, and a
-prefill runs several times slower than in float32 (benchmarks/latency.md has the figures per processor
-class). The converted model on disk stays bfloat16 either way; float32 is an upcast at load.
+faster dtype where the processor computes bfloat16 with matrix units (AMX on x86, BF16 on Arm). Without
+bfloat16 instructions PyTorch and oneDNN emulate it by converting every block to float32 and back, and a
+prefill runs several times slower than in float32; with AVX-512 BF16's vector instructions alone the
+prefill still runs at about half float32's speed, which outweighs the bytes saved in decoding
+(benchmarks/dtype.md and latency.md have the figures per processor class). The converted model on disk
+stays bfloat16 either way; float32 is an upcast at load.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ class DtypeChoice:
 
 def choose_dtype(setting: str, flags: frozenset[str] | None = None, env: Mapping[str, str] | None = None) -> DtypeChoice:
     """``LLM_DTYPE``'s value made concrete: ``auto`` is bfloat16 only where this processor computes it
-    natively, float32 elsewhere; a named dtype is kept. ``flags`` and ``env`` default to this machine's."""
+    natively with matrix units (AMX) or Arm BF16, float32 elsewhere: with AVX-512 BF16 alone the bfloat16
+    prefill ran at half float32's speed and a question took 1.2x as long. A named dtype is kept.
+    ``flags`` and ``env`` default to this machine's."""
     if setting not in DTYPES:
         raise ValueError(f"LLM_DTYPE must be one of {', '.join(DTYPES)}, not {setting!r}")
     if setting != "auto":
@@ -53,7 +57,10 @@ def choose_dtype(setting: str, flags: frozenset[str] | None = None, env: Mapping
                                       "run emulated")
     if cap := _capped_below_bf16(env):
         return DtypeChoice("float32", f"auto: {cap} keeps PyTorch from this processor's {native[0]} instructions")
-    return DtypeChoice("bfloat16", f"auto: this processor computes bfloat16 natively ({native[0]})")
+    if native == [NATIVE_BF16["avx512_bf16"]]:  # the vector instructions alone, without AMX's tiles
+        return DtypeChoice("float32", "auto: this processor has AVX-512 BF16 but no AMX, and answers faster in float32 "
+                                      "(benchmarks/dtype.md)")
+    return DtypeChoice("bfloat16", f"auto: this processor computes bfloat16 natively ({native[-1]})")
 
 
 def local_dtype(settings) -> DtypeChoice:

@@ -308,6 +308,15 @@ class ChatLocalTransformers(BaseChatModel):
         text = tokenizer.apply_chat_template(_to_chat(messages), add_generation_prompt=True, tokenize=False)
         return question_tokens(text, prompt_offsets(tokenizer, text), question)
 
+    def prompt_ids(self, messages: list[BaseMessage]) -> list[int]:
+        """The token ids a generation call's prefill reads for ``messages`` (the chat template applied)."""
+        return self._inputs(messages)["input_ids"][0].tolist()
+
+    def loaded(self) -> tuple[Any, Any]:
+        """The loaded model and tokenizer this chat model decodes with (shared by every chat model on the folder)."""
+        model, tokenizer, _ = _load(self.model_path, self.dtype)
+        return model, tokenizer
+
     def _inputs(self, messages: list[BaseMessage]) -> Any:
         return self.tokenizer.apply_chat_template(
             _to_chat(messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
