@@ -1,5 +1,6 @@
 """Questions sharing one in-process model: one at a time, a static batch, and transformers' continuous
-batching, on the agent's own answer prompts (studies/batching.py). Writes benchmarks/batching/{batching.json,README.md}.
+batching, on the agent's own answer prompts (studies/batching.py). Writes benchmarks/batching/MODEL.json and README.md
+(a section per model measured).
 
 Usage: python scripts/bench_batching.py [--preset fast] [--data squad200] [--n 4] [--new-tokens 48]
 """
@@ -56,10 +57,11 @@ def main() -> int:
 
     cpu = processor_class()
     host = f"{cpu['cpu']} ({cpu['class']}), {os.cpu_count()} cores, load average {load_before:.2f} before"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "batching.json").write_text(json.dumps({**report, "host": host}, indent=2) + "\n")
     command = "python scripts/bench_batching.py" + (f" --preset {args.preset}" if args.preset else "")
-    (args.out / "README.md").write_text(batching_markdown(report, host, command))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{report['model']}.json").write_text(json.dumps({**report, "host": host, "command": command}, indent=2) + "\n")
+    reports = [json.loads(p.read_text()) for p in sorted(args.out.glob("*.json"))]  # one per model measured
+    (args.out / "README.md").write_text("\n".join(batching_markdown(r, r["host"], r["command"]) for r in reports))
     print(batching_markdown(report, host, command))
     return 0
 
