@@ -5,8 +5,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
-from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from agentic_rag.reader.cross_encoder import (
     PACKAGED_CROSS_READER,
@@ -18,35 +16,17 @@ from agentic_rag.reader.cross_encoder import (
 )
 from agentic_rag.training.cross_encoder import auc_by_source, cross_validated, fine_tune, predict
 from testkit import REPO
-
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran", "a", "is",
-         "where", "did", "who", "?"]
+from testkit.tiny_models import cat_rows, tiny_bert
 
 
 @pytest.fixture(scope="module")
 def tiny_base(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-minilm")
-    BertTokenizerFast(vocab={w: i for i, w in enumerate(VOCAB)}).save_pretrained(folder)
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=32, max_position_embeddings=64)).save_pretrained(folder)
-    return folder
-
-
-def _rows(n):
-    """Answerable when the sources say where the cat sat; the unanswerable ones talk about a dog."""
-    rows = []
-    for i in range(n):
-        answerable = i % 2 == 0
-        rows.append({"question": "where did the cat sit ?", "label": int(answerable), "group": f"g{i % 6}",
-                     "source": "a" if i % 3 else "b",
-                     "sources": "the cat sat on the mat" if answerable else "a dog ran on the mat"})
-    return rows
+    return tiny_bert(tmp_path_factory.mktemp("tiny-minilm"))
 
 
 @pytest.fixture(scope="module")
 def trained(tiny_base, tmp_path_factory):
-    rows = _rows(24)
+    rows = cat_rows(24)
     model, tokenizer, names = fine_tune(rows, str(tiny_base), top_layers=1, epochs=8, lr=3e-3, head_lr=3e-2, batch_size=8)
     path = save_reader(tmp_path_factory.mktemp("reader") / "reader.safetensors", model, names,
                        {"base_sha256": base_sha256(tiny_base), "top_layers": 1})
@@ -89,7 +69,7 @@ def test_a_reader_is_refused_for_another_base_and_a_foreign_file(trained, tiny_b
 
 
 def test_cross_validation_is_grouped_and_out_of_fold(tiny_base):
-    rows = _rows(24)
+    rows = cat_rows(24)
     oof = cross_validated(rows, str(tiny_base), folds=3, top_layers=1, epochs=8, lr=3e-3, head_lr=3e-2, batch_size=8)
     assert oof.shape == (24,) and np.all((oof > 0) & (oof < 1))
     assert auc_by_source(rows, oof)["all"] > 0.9

@@ -64,3 +64,26 @@ def test_a_bad_input_is_one_line_with_exit_2_and_nothing_written(tmp_path, args,
     lines = [line for line in done.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and said in lines[0], done.output
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.system  # trains a (tiny) real network
+def test_train_reader_cross_validates_draws_its_curve_and_writes_the_reader(tmp_path):
+    """`train reader` on a tiny BERT the test builds: each configuration's out-of-fold AUC by source, the
+    learning curve's steps, then the reader file and its provenance in the report."""
+    from testkit.tiny_models import cat_rows, tiny_bert
+
+    base = tiny_bert(tmp_path / "tiny")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in cat_rows(24)))
+    out, report = tmp_path / "reader.safetensors", tmp_path / "reader.json"
+    done = _train("reader", "--pairs", str(pairs), "--base-dir", str(base), "--base-key", "k" * 64, "--top-layers", "1",
+                  "--compare-top", "1,2", "--curve", "0.5", "--epochs", "2", "--lr", "3e-3", "--batch-size", "8",
+                  "--out", str(out), "--report", str(report))
+    assert done.exit_code == 0, done.output
+    written = json.loads(report.read_text())
+    assert set(written["configurations"]) == {"top 1 layers", "top 2 layers"}
+    assert set(written["configurations"]["top 1 layers"]["auc"]) == {"all", "a", "b"}
+    assert list(written["learning_curve"]) == ["0.5"] and written["pairs"] == 24 and written["answerable"] == 12
+    assert written["reader"]["trained_by"] == "agentic-rag train" and written["reader"]["base_sha256"] == "k" * 64
+    assert written["reader"]["cv_auc"] == written["configurations"]["top 1 layers"]["auc"]["all"]
+    assert out.stat().st_size > 1000 and (tmp_path / "oof.npy").is_file()
