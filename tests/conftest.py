@@ -17,6 +17,7 @@ import pytest
 import graphs  # noqa: F401  (the app layer: registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import ENV_PREFIX, PRESET_ENV, Settings
 from agentic_rag.ingest import ingest
+from testkit.loaded_models import release_all_but_the_suites_model
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -42,6 +43,14 @@ def shared_index_cache(tmp_path_factory, worker_id) -> Path:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ENV_PREFIX + "INDEX_CACHE_DIR", str(folder))
         yield folder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_model_beside_the_suites():
+    """A test file's extra real models (the 1.5B, a second dtype, a draft) are released when it ends, so a
+    worker holds at most the suite's model and one file's own (``testkit.loaded_models``)."""
+    yield
+    release_all_but_the_suites_model()
 
 
 @pytest.fixture
