@@ -53,6 +53,9 @@ def test_ctrl_c_saves_prints_the_resume_command_and_exits_130_at_once(server, tm
     assert len(rounds) == 10 and set(rounds.values()) == {1}  # question 3's first decision is not doubled
 
 
+SHORT_REPLY = 24  # tokens: the check needs a reply under way, not a long one (the 0.5B's run to 160 took most of the test)
+
+
 @pytest.mark.model
 def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     """The one end-to-end check with the packaged 0.5B: Ctrl-C while it decodes in a worker thread (the
@@ -63,7 +66,8 @@ def test_ctrl_c_during_a_real_model_answer_exits_130_at_once(tmp_path):
     out = tmp_path / "run"
     data = str(lightest_examples(tmp_path, 3))
     proc = start([sys.executable, "-m", "agentic_rag.cli", "eval", "--dataset", data, "--n", "3", "--system",
-                  "baseline", "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}"], keep=SUITE_SETTINGS)
+                  "baseline", "--out", str(out), "-o", f"ARTIFACTS_DIR={tmp_path / 'artifacts'}",
+                  "-o", f"MAX_OUTPUT_TOKENS={SHORT_REPLY}"], keep=SUITE_SETTINGS)
     wait_for(lambda: lines(out / "results.jsonl") >= 1, proc, timeout=900)
     time.sleep(1.0)  # the second question is under way
     t0 = time.monotonic()
