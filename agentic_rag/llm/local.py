@@ -278,7 +278,7 @@ class ChatLocalTransformers(BaseChatModel):
 
     @property
     def tokenizer(self) -> Any:
-        return _load(self.model_path, self.dtype)[1]
+        return load_tokenizer(self.model_path)  # the one _load pairs with the weights, without loading them
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
