@@ -1,12 +1,13 @@
 """The dtype the in-process model computes in, chosen by what this processor computes natively.
 
 Why it matters: decoding is memory-bound, so bfloat16 (half the bytes of float32 per weight) is the
-faster dtype where the processor computes bfloat16 with matrix units (AMX on x86, BF16 on Arm). Without
-bfloat16 instructions PyTorch and oneDNN emulate it by converting every block to float32 and back, and a
-prefill runs several times slower than in float32; with AVX-512 BF16's vector instructions alone the
-prefill still runs at about half float32's speed, which outweighs the bytes saved in decoding
-(benchmarks/dtype.md and latency.md have the figures per processor class). The converted model on disk
-stays bfloat16 either way; float32 is an upcast at load.
+faster dtype where the processor computes bfloat16 natively. Without bfloat16 instructions PyTorch and
+oneDNN emulate it by converting every block to float32 and back, and a prefill runs several times slower
+than in float32. AVX-512 BF16 without AMX's tiles splits by maker: on the Intel processor measured the
+bfloat16 prefill ran at about half float32's speed, which outweighed the bytes saved in decoding, while an
+AMD EPYC (Zen 4 and later are the AMD processors with these instructions) answered several times faster
+in bfloat16 (benchmarks/dtype.md has the figures per processor class). The converted model on disk stays
+bfloat16 either way; float32 is an upcast at load.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Mapping
 
 DTYPES = ("auto", "bfloat16", "float32")
+AMD = "AuthenticAMD"  # /proc/cpuinfo's vendor_id of an AMD processor
 
 # The CPU flags (Linux /proc/cpuinfo spelling) that compute bfloat16 natively, and how they are called.
 NATIVE_BF16 = {"avx512_bf16": "AVX-512 BF16", "amx_bf16": "AMX BF16", "bf16": "Arm BF16"}
@@ -40,11 +42,12 @@ class DtypeChoice:
         return {"dtype": self.dtype, "dtype_reason": self.reason}
 
 
-def choose_dtype(setting: str, flags: frozenset[str] | None = None, env: Mapping[str, str] | None = None) -> DtypeChoice:
-    """``LLM_DTYPE``'s value made concrete: ``auto`` is bfloat16 only where this processor computes it
-    natively with matrix units (AMX) or Arm BF16, float32 elsewhere: with AVX-512 BF16 alone the bfloat16
-    prefill ran at half float32's speed and a question took 1.2x as long. A named dtype is kept.
-    ``flags`` and ``env`` default to this machine's."""
+def choose_dtype(setting: str, flags: frozenset[str] | None = None, env: Mapping[str, str] | None = None,
+                 vendor: str | None = None) -> DtypeChoice:
+    """``LLM_DTYPE``'s value made concrete: ``auto`` is bfloat16 where this processor computes it natively
+    and it answered faster there (AMX, Arm BF16, an AMD processor's AVX-512 BF16), float32 elsewhere (an
+    Intel processor's AVX-512 BF16 without AMX: a question took 1.2x as long in bfloat16). A named dtype
+    is kept. ``flags``, ``env`` and ``vendor`` (``/proc/cpuinfo``'s vendor_id) default to this machine's."""
     if setting not in DTYPES:
         raise ValueError(f"LLM_DTYPE must be one of {', '.join(DTYPES)}, not {setting!r}")
     if setting != "auto":
@@ -58,6 +61,9 @@ def choose_dtype(setting: str, flags: frozenset[str] | None = None, env: Mapping
     if cap := _capped_below_bf16(env):
         return DtypeChoice("float32", f"auto: {cap} keeps PyTorch from this processor's {native[0]} instructions")
     if native == [NATIVE_BF16["avx512_bf16"]]:  # the vector instructions alone, without AMX's tiles
+        if (cpu_vendor() if vendor is None else vendor) == AMD:
+            return DtypeChoice("bfloat16", "auto: this AMD processor computes bfloat16 natively (AVX-512 BF16) and "
+                                           "answers faster in it (benchmarks/dtype.md)")
         return DtypeChoice("float32", "auto: this processor has AVX-512 BF16 but no AMX, and answers faster in float32 "
                                       "(benchmarks/dtype.md)")
     return DtypeChoice("bfloat16", f"auto: this processor computes bfloat16 natively ({native[-1]})")
@@ -101,15 +107,26 @@ def cpu_flags() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def cpu_vendor() -> str:
+    """``/proc/cpuinfo``'s vendor_id (``GenuineIntel``, ``AuthenticAMD``); empty where it cannot be read."""
+    return _cpuinfo_field("vendor_id")
+
+
+@lru_cache(maxsize=1)
 def cpu_name() -> str:
+    return _cpuinfo_field("model name") or platform.processor() or platform.machine()
+
+
+def _cpuinfo_field(name: str) -> str:
+    """The first value of a ``/proc/cpuinfo`` field (every core reports the same); empty where there is none."""
     try:
         for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
             key, _, value = line.partition(":")
-            if key.strip().lower() == "model name":
+            if key.strip().lower() == name:
                 return value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return ""
 
 
 def processor_class(flags: frozenset[str] | None = None, env: Mapping[str, str] | None = None) -> dict[str, object]:
