@@ -23,8 +23,10 @@ from pathlib import Path
 
 import graphs  # noqa: F401  (registers the agent and baseline graphs with agentic_rag.runner)
 from agentic_rag.configuration import Settings
+from agentic_rag.datasets.crag import IDK
 from agentic_rag.datasets.prepare.benchmarks import benchmark_dataset
 from agentic_rag.eval.markdown import markdown_table
+from agentic_rag.eval.metrics import auc
 from agentic_rag.eval.results import read_results
 from agentic_rag.eval.runner import run_eval
 from agentic_rag.llm.dtype import choose_dtype
@@ -51,16 +53,25 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
+def reading(row: dict) -> float | None:
+    return (row.get("signals") or {}).get("answerability")
+
+
+def reader_auc(rows: list[dict]) -> float | None:
+    """How well the reader's reading tells the answerable questions from the rest, over the questions it read."""
+    read = [(int(r.get("gold") != IDK), reading(r)) for r in rows if reading(r) is not None]
+    if len({y for y, _ in read}) < 2:
+        return None
+    return round(float(auc([y for y, _ in read], [p for _, p in read])), 4)
+
+
 def summary(rows: list[dict], base: dict[str, dict] | None) -> dict:
     seconds = [r["latency_ms"] / 1000 for r in rows]
     out = {"questions": len(rows), "median_s": round(statistics.median(seconds), 2), "p95_s": round(p95(seconds), 2),
-           "tokens_per_pass": tokens_per_pass(rows)}
+           "tokens_per_pass": tokens_per_pass(rows), "reader_auc": reader_auc(rows)}
     if base is not None:
         def same(key: str) -> int:
             return sum(r.get(key) == base[r["id"]].get(key) for r in rows)
-
-        def reading(row: dict) -> float | None:
-            return (row.get("signals") or {}).get("answerability")
 
         gaps = [abs(reading(r) - reading(base[r["id"]])) for r in rows
                 if reading(r) is not None and reading(base[r["id"]]) is not None]
@@ -118,15 +129,16 @@ def to_markdown(report: dict) -> str:
              f"each split, once per mode, in one process. Processor: {report['processor']}. "
              + (f"Load average {report['load_before']:.2f} before, {report['load_after']:.2f} after."
                 if report["load_before"] is not None and report["load_after"] is not None else "Load average not recorded."), ""]
+    with_auc = any("reader_auc" in s for modes in report["splits"].values() for s in modes.values())  # later reports
     rows = []
     for split, modes in report["splits"].items():
         for mode, s in modes.items():
             rows.append([split, mode, s["questions"], s["median_s"], s["p95_s"], s["tokens_per_pass"],
                          s.get("same_answer", "-"), s.get("same_judgement", "-"), s.get("same_reading", "-"),
-                         s.get("reading_max_gap", "-")])
+                         s.get("reading_max_gap", "-")] + ([s.get("reader_auc") or "-"] if with_auc else []))
     lines += markdown_table(["split", "LLM_SPECULATION", "questions", "median s", "p95 s", "tokens per pass",
                              "same answer", "same judgement", f"reader reading within {READING_TOLERANCE}",
-                             "largest reading gap"], rows)
+                             "largest reading gap"] + (["reader AUC (answerable or not)"] if with_auc else []), rows)
     return "\n".join(lines) + "\n"
 
 

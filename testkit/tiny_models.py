@@ -30,3 +30,15 @@ def cat_rows(n: int) -> list[dict]:
                      "source": "a" if i % 3 else "b",
                      "sources": "the cat sat on the mat" if answerable else "a dog ran on the mat"})
     return rows
+
+
+def tiny_causal_lm(width: int = 128):
+    """A two-layer Qwen2 decoder with random weights, its linear layers ``width`` wide (a multiple of the
+    int4 group of 128), and the token ids its end of turn is; no tokenizer is needed to decode ids."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=256, hidden_size=width, intermediate_size=2 * width, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, eos_token_id=255)
+    return Qwen2ForCausalLM(config).eval()

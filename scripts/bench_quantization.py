@@ -1,0 +1,86 @@
+"""Fewer bytes per weight: the packaged model with its weights in 8 and 4 bits (torchao) against the dtype the
+agent runs here, on the agent's own answer prompts (studies/quantization.py). Writes
+benchmarks/quantization/MODEL.json and README.md (a section per model measured).
+
+Usage: python scripts/bench_quantization.py [--preset fast] [--data squad200] [--n 8] [--new-tokens 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from agentic_rag.configuration import Settings
+from agentic_rag.errors import UserError
+from agentic_rag.training.jobs import split_records
+from agentic_rag.training.prompts import generator_prompt
+from studies.quantization import compare_formats, quantization_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default=None)
+    ap.add_argument("--data", default="squad200", help="a benchmark split or CRAG file whose answer prompts are answered")
+    ap.add_argument("--n", type=int, default=8, help="answer prompts")
+    ap.add_argument("--new-tokens", type=int, default=48)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "quantization")
+    args = ap.parse_args()
+    try:
+        torchao = importlib.metadata.version("torchao")
+    except importlib.metadata.PackageNotFoundError:
+        raise SystemExit("error: torchao is not installed: pip install torchao") from None
+    load_before = os.getloadavg()[0]
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    import graphs  # noqa: F401  (registers the agent graph, whose answer prompts are recorded)
+    from agentic_rag.llm.dtype import processor_class
+    from agentic_rag.llm.factory import get_chat_model
+    from agentic_rag.reader.probe import load_probe, packaged_probe_for
+
+    try:
+        settings = Settings.load(preset=args.preset, overrides=["PROBE_ENABLED=false"])
+        with tempfile.TemporaryDirectory() as work:
+            records = split_records(args.data, SHARED, Path(work))
+        chat = get_chat_model(settings)
+        tokenizer = chat.tokenizer
+        prompts = []
+        for record in records:
+            if (messages := generator_prompt(record, settings)) is not None:
+                prompts.append(chat.prompt_ids(messages))
+            if len(prompts) == args.n:
+                break
+        probe = load_probe(packaged_probe_for(chat.model_path))
+    except UserError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    member = next(p for p in getattr(probe, "members", [probe]) if p.view == "last")
+    config_eos = json.loads((Path(chat.model_path) / "generation_config.json").read_text()).get("eos_token_id", [])
+    stops = {tokenizer.eos_token_id, *(config_eos if isinstance(config_eos, list) else [config_eos])} - {None}
+
+    def load(dtype: str):
+        return AutoModelForCausalLM.from_pretrained(chat.model_path, dtype=getattr(torch, dtype)).eval()
+
+    report = compare_formats(load, chat.dtype, stops, prompts, args.new_tokens, member.layer, member.score)
+    cpu = processor_class()
+    report |= {"model": Path(chat.model_path).name, "dtype": chat.dtype, "data": args.data, "torchao": torchao,
+               "torch": torch.__version__.split("+")[0],
+               "host": f"{cpu['cpu']} ({cpu['class']}), {os.cpu_count()} cores, load average {load_before:.2f} before",
+               "command": "python scripts/bench_quantization.py" + (f" --preset {args.preset}" if args.preset else "")}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{report['model']}.json").write_text(json.dumps(report, indent=2) + "\n")
+    reports = [json.loads(p.read_text()) for p in sorted(args.out.glob("*.json"))]  # one per model measured
+    (args.out / "README.md").write_text("\n".join(quantization_markdown(r) for r in reports))
+    print(quantization_markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
