@@ -7,48 +7,24 @@ Usage: python scripts/bench_batching.py [--preset fast] [--data squad200] [--n 4
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
-from agentic_rag.configuration import Settings
 from agentic_rag.errors import UserError
-from agentic_rag.training.jobs import split_records
-from agentic_rag.training.prompts import generator_prompt
+from studies.answer_prompts import answer_prompts, prompt_study_arguments
 from studies.batching import batching_comparison, batching_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--preset", default=None)
-    ap.add_argument("--data", default="squad200", help="a benchmark split or CRAG file whose answer prompts are decoded")
-    ap.add_argument("--n", type=int, default=4, help="prompts decoded together")
-    ap.add_argument("--new-tokens", type=int, default=48)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "batching")
-    args = ap.parse_args()
+    args = prompt_study_arguments(__doc__.splitlines()[0], 4, ROOT / "benchmarks" / "batching")
     load_before = os.getloadavg()[0]
-    import graphs  # noqa: F401  (registers the agent graph, whose answer prompts are recorded)
-    from agentic_rag.llm.factory import get_chat_model
-
     try:
-        settings = Settings.load(preset=args.preset, overrides=["PROBE_ENABLED=false"])
-        with tempfile.TemporaryDirectory() as work:
-            records = split_records(args.data, SHARED, Path(work))
-        chat = get_chat_model(settings)
+        chat, prompts = answer_prompts(args.preset, args.data, args.n)
         model, tokenizer = chat.loaded()
-        prompts = []
-        for record in records:
-            messages = generator_prompt(record, settings)
-            if messages is not None:
-                prompts.append(chat.prompt_ids(messages))
-            if len(prompts) == args.n:
-                break
     except UserError as exc:
         raise SystemExit(f"error: {exc}") from None
     report = batching_comparison(model, tokenizer, prompts, args.new_tokens)

@@ -7,32 +7,21 @@ Usage: python scripts/bench_quantization.py [--preset fast] [--data squad200] [-
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
-from agentic_rag.configuration import Settings
 from agentic_rag.errors import UserError
-from agentic_rag.training.jobs import split_records
-from agentic_rag.training.prompts import generator_prompt
+from studies.answer_prompts import answer_prompts, prompt_study_arguments
 from studies.quantization import compare_formats, quantization_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--preset", default=None)
-    ap.add_argument("--data", default="squad200", help="a benchmark split or CRAG file whose answer prompts are answered")
-    ap.add_argument("--n", type=int, default=8, help="answer prompts")
-    ap.add_argument("--new-tokens", type=int, default=48)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "quantization")
-    args = ap.parse_args()
+    args = prompt_study_arguments(__doc__.splitlines()[0], 8, ROOT / "benchmarks" / "quantization")
     try:
         torchao = importlib.metadata.version("torchao")
     except importlib.metadata.PackageNotFoundError:
@@ -41,23 +30,12 @@ def main() -> int:
     import torch
     from transformers import AutoModelForCausalLM
 
-    import graphs  # noqa: F401  (registers the agent graph, whose answer prompts are recorded)
     from agentic_rag.llm.dtype import processor_class
-    from agentic_rag.llm.factory import get_chat_model
     from agentic_rag.reader.probe import load_probe, packaged_probe_for
 
     try:
-        settings = Settings.load(preset=args.preset, overrides=["PROBE_ENABLED=false"])
-        with tempfile.TemporaryDirectory() as work:
-            records = split_records(args.data, SHARED, Path(work))
-        chat = get_chat_model(settings)
+        chat, prompts = answer_prompts(args.preset, args.data, args.n)
         tokenizer = chat.tokenizer
-        prompts = []
-        for record in records:
-            if (messages := generator_prompt(record, settings)) is not None:
-                prompts.append(chat.prompt_ids(messages))
-            if len(prompts) == args.n:
-                break
         probe = load_probe(packaged_probe_for(chat.model_path))
     except UserError as exc:
         raise SystemExit(f"error: {exc}") from None

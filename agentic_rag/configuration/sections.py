@@ -92,8 +92,7 @@ class LLMSettings(_Section):
     TEMPERATURE: float = setting(0.0, "unitless", "Sampling temperature; 0 = greedy (deterministic).", ge=0.0, le=2.0)
     TORCH_THREADS: int = setting(0, "threads", "Torch intra-op threads; 0 = number of CPU cores.", ge=0)
     LLM_DTYPE: Literal["auto", "bfloat16", "float32"] = setting("auto", "choice", "What the local model computes in: 'auto' = "
-        "bfloat16 where the processor computes it with AMX, Arm BF16 or an AMD processor's AVX-512 BF16, else float32 (faster "
-        "than emulated, and than an Intel processor's AVX-512 BF16 alone).")
+        "bfloat16 where it is native and faster (AMX, Arm BF16, AMD's AVX-512 BF16), else float32 (see benchmarks/dtype.md).")
     LLM_SPECULATION: Literal["off", "prompt_lookup", "assisted"] = setting("prompt_lookup", "choice", "Speculative decoding of "
         "the local model, lossless when greedy: tokens from the prompt (prompt_lookup) or the 0.5B (assisted), checked in one pass.")
     MAX_REPLY_CHARS: int = setting(20_000, "characters", "A remote model's reply is cut to this many characters before "
