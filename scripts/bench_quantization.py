@@ -35,18 +35,15 @@ def main() -> int:
 
     try:
         chat, prompts = answer_prompts(args.preset, args.data, args.n)
-        tokenizer = chat.tokenizer
         probe = load_probe(packaged_probe_for(chat.model_path))
     except UserError as exc:
         raise SystemExit(f"error: {exc}") from None
     member = next(p for p in getattr(probe, "members", [probe]) if p.view == "last")
-    config_eos = json.loads((Path(chat.model_path) / "generation_config.json").read_text()).get("eos_token_id", [])
-    stops = {tokenizer.eos_token_id, *(config_eos if isinstance(config_eos, list) else [config_eos])} - {None}
 
     def load(dtype: str):
         return AutoModelForCausalLM.from_pretrained(chat.model_path, dtype=getattr(torch, dtype)).eval()
 
-    report = compare_formats(load, chat.dtype, stops, prompts, args.new_tokens, member.layer, member.score)
+    report = compare_formats(load, chat.dtype, prompts, args.new_tokens, member.layer, member.score)
     cpu = processor_class()
     report |= {"model": Path(chat.model_path).name, "dtype": chat.dtype, "data": args.data, "torchao": torchao,
                "torch": torch.__version__.split("+")[0],

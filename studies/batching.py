@@ -23,9 +23,9 @@ def batching_comparison(model: Any, tokenizer: Any, prompts: list[list[int]], ne
     import torch
     from transformers import GenerationConfig
 
-    stops = {tokenizer.eos_token_id, *(model.generation_config.eos_token_id
-                                        if isinstance(model.generation_config.eos_token_id, list)
-                                        else [model.generation_config.eos_token_id])} - {None}
+    from agentic_rag.llm.local import end_of_turn_ids
+
+    stops = (end_of_turn_ids(model) | {tokenizer.eos_token_id}) - {None}
 
     def upto_stop(tokens: list[int]) -> list[int]:
         """The reply: the tokens up to its first end of turn, that included (a batch pads or runs on after it)."""

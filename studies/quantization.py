@@ -25,20 +25,16 @@ FORMATS: dict[str, tuple[str, str | None]] = {
 }
 
 
-def quantizer(config: str) -> Callable[[Any], None]:
-    """The in-place torchao quantization of a model's linear layers, built at use: a format this torchao
-    lacks is a row that says so."""
-    def quantize(model: Any) -> None:
-        from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
+def quantize(model: Any, config: str) -> None:
+    """Quantize a model's linear layers in place with torchao, by a config name of ``FORMATS``."""
+    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
 
-        if config == "int4_weight_only":
-            from torchao.prototype.quantization.int4 import PrototypeInt4WeightOnlyConfig
+    if config == "int4_weight_only":
+        from torchao.prototype.quantization.int4 import PrototypeInt4WeightOnlyConfig
 
-            quantize_(model, PrototypeInt4WeightOnlyConfig(group_size=128))
-        else:
-            quantize_(model, {"int8_weight_only": Int8WeightOnlyConfig,
-                              "int8_dynamic": Int8DynamicActivationInt8WeightConfig}[config]())
-    return quantize
+        quantize_(model, PrototypeInt4WeightOnlyConfig(group_size=128))
+    else:
+        quantize_(model, {"int8_weight_only": Int8WeightOnlyConfig, "int8_dynamic": Int8DynamicActivationInt8WeightConfig}[config]())
 
 
 def weight_bytes(model: Any) -> int:
@@ -56,7 +52,7 @@ def weight_bytes(model: Any) -> int:
     return sum(nbytes(t) for t in seen.values())
 
 
-def answer_prompts(model: Any, stops: set[int], prompts: list[list[int]], new_tokens: int, layer: int) -> dict[str, Any]:
+def decode_prompts(model: Any, stops: set[int], prompts: list[list[int]], new_tokens: int, layer: int) -> dict[str, Any]:
     """Per prompt: the prefill's seconds (its last position's state at ``layer`` kept), the greedy reply to its
     first end of turn and the seconds of its decode, one forward pass per token after the prefill."""
     import torch
@@ -83,19 +79,20 @@ def answer_prompts(model: Any, stops: set[int], prompts: list[list[int]], new_to
     return {"rows": rows}
 
 
-def compare_formats(load: Callable[[str], Any], reference_dtype: str, stops: set[int], prompts: list[list[int]],
-                    new_tokens: int, layer: int, read: Callable[[list[float]], float],
-                    formats: tuple[str, ...] = tuple(FORMATS)) -> dict[str, Any]:
+def compare_formats(load: Callable[[str], Any], reference_dtype: str, prompts: list[list[int]], new_tokens: int,
+                    layer: int, read: Callable[[list[float]], float], formats: tuple[str, ...] = tuple(FORMATS)) -> dict[str, Any]:
     """Every format of ``formats`` against the plain weights in ``reference_dtype`` (``load(dtype)`` gives a
     model), on the same prompts: seconds of prefill and of decode, the bytes of the weights, replies equal to
     the reference's, and the reader's reading (``read`` of the state at ``layer``) beside the reference's. A
     format that fails to quantize or to run here is a row that says why."""
+    from agentic_rag.llm.local import end_of_turn_ids
+
     def measured(name: str, dtype: str, config: str | None) -> dict[str, Any]:
         model = load(dtype)
         try:
             if config is not None:
-                quantizer(config)(model)
-            result = answer_prompts(model, stops, prompts, new_tokens, layer)
+                quantize(model, config)
+            result = decode_prompts(model, end_of_turn_ids(model), prompts, new_tokens, layer)
             result["weight_bytes"] = weight_bytes(model)
         except Exception as exc:  # noqa: BLE001 - a format this torch or torchao cannot run here is a finding
             result = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}

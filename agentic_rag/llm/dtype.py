@@ -90,13 +90,8 @@ def _capped_below_bf16(env: Mapping[str, str]) -> str:
 def cpu_flags() -> frozenset[str]:
     """This processor's feature flags, in Linux /proc/cpuinfo's spelling (an Apple processor's BF16 read
     from sysctl is spelled ``bf16`` as on Linux Arm); empty where neither can be read."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip().lower() in ("flags", "features"):
-                return frozenset(value.split())
-    except OSError:
-        pass
+    if flags := _cpuinfo_field("flags", "features"):  # x86 and Arm Linux name the line apart
+        return frozenset(flags.split())
     if platform.system() == "Darwin":
         try:
             out = subprocess.run(["sysctl", "-n", "hw.optional.arm.FEAT_BF16"], capture_output=True, text=True, timeout=5)
@@ -117,12 +112,13 @@ def cpu_name() -> str:
     return _cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
-def _cpuinfo_field(name: str) -> str:
-    """The first value of a ``/proc/cpuinfo`` field (every core reports the same); empty where there is none."""
+def _cpuinfo_field(*names: str) -> str:
+    """The first value of a ``/proc/cpuinfo`` field of one of ``names`` (every core reports the same); empty
+    where there is none."""
     try:
         for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
             key, _, value = line.partition(":")
-            if key.strip().lower() == name:
+            if key.strip().lower() in names:
                 return value.strip()
     except OSError:
         pass

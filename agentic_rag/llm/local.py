@@ -68,6 +68,12 @@ def _load(path: str, dtype: str) -> tuple[Any, Any, threading.Lock]:
         return _LOADED[key]
 
 
+def end_of_turn_ids(model: Any) -> set[int]:
+    """The token ids that end a reply of a loaded model: its generation config names one or a list."""
+    eos = model.generation_config.eos_token_id
+    return set(eos if isinstance(eos, list) else [eos]) - {None}
+
+
 def hidden_size_of(model: "ChatLocalTransformers") -> int:
     return int(_load(model.model_path, model.dtype)[0].config.hidden_size)
 
@@ -397,8 +403,7 @@ class ChatLocalTransformers(BaseChatModel):
                                  cache=cache, **gen_kwargs)
         rows = out[:, ids.shape[1]:]
         pad = model.generation_config.pad_token_id
-        eos = model.generation_config.eos_token_id
-        ends = set(eos if isinstance(eos, list) else [eos]) | ({pad} if pad is not None else set())
+        ends = end_of_turn_ids(model) | ({pad} if pad is not None else set())
         lengths = [next((i + 1 for i, t in enumerate(row) if t in ends), len(row)) for row in rows.tolist()]
         texts = [tokenizer.decode(row[:k], skip_special_tokens=True).strip() for row, k in zip(rows.tolist(), lengths)]
         n_in = int(ids.shape[1])
@@ -463,8 +468,7 @@ class ChatLocalTransformers(BaseChatModel):
         new_ids = output[0, n_in:].tolist()
         text = tokenizer.decode(new_ids, skip_special_tokens=True)
 
-        eos = model.generation_config.eos_token_id
-        eos_ids = set(eos if isinstance(eos, list) else [eos])
+        eos_ids = end_of_turn_ids(model)
         finish_reason = "length"
         if new_ids and new_ids[-1] in eos_ids:
             finish_reason = "stop"
