@@ -26,7 +26,8 @@ def main() -> int:
         chat, prompts = answer_prompts(args.preset, args.data, args.n)
         model, tokenizer = chat.loaded()
     except UserError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     report = batching_comparison(model, tokenizer, prompts, args.new_tokens)
     report |= {"model": Path(chat.model_path).name, "dtype": chat.dtype, "data": args.data}
     from agentic_rag.llm.dtype import processor_class

@@ -25,7 +25,8 @@ def main() -> int:
     try:
         torchao = importlib.metadata.version("torchao")
     except importlib.metadata.PackageNotFoundError:
-        raise SystemExit("error: torchao is not installed: pip install torchao") from None
+        print("error: torchao is not installed: pip install torchao", file=sys.stderr)
+        return 2
     load_before = os.getloadavg()[0]
     import torch
     from transformers import AutoModelForCausalLM
@@ -37,7 +38,8 @@ def main() -> int:
         chat, prompts = answer_prompts(args.preset, args.data, args.n)
         probe = load_probe(packaged_probe_for(chat.model_path))
     except UserError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     member = next(p for p in getattr(probe, "members", [probe]) if p.view == "last")
 
     def load(dtype: str):

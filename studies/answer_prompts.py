@@ -21,7 +21,10 @@ def prompt_study_arguments(description: str, prompts: int, out: Path) -> argpars
     ap.add_argument("--n", type=int, default=prompts, help="answer prompts")
     ap.add_argument("--new-tokens", type=int, default=48)
     ap.add_argument("--out", type=Path, default=out)
-    return ap.parse_args()
+    args = ap.parse_args()
+    if args.n < 1 or args.new_tokens < 1:
+        ap.error("--n and --new-tokens must be 1 or more")  # exit 2
+    return args
 
 
 def answer_prompts(preset: str | None, data: str, n: int) -> tuple[Any, list[list[int]]]:
@@ -29,6 +32,7 @@ def answer_prompts(preset: str | None, data: str, n: int) -> tuple[Any, list[lis
     (a question refused before generation has none), the answerability reader off: it reads prompts, not replies."""
     import graphs  # noqa: F401  (registers the agent graph, whose answer prompts are recorded)
     from agentic_rag.configuration import Settings
+    from agentic_rag.errors import UserError
     from agentic_rag.llm.factory import get_chat_model
     from agentic_rag.training.jobs import split_records
     from agentic_rag.training.prompts import generator_prompt
@@ -43,4 +47,6 @@ def answer_prompts(preset: str | None, data: str, n: int) -> tuple[Any, list[lis
             prompts.append(chat.prompt_ids(messages))
         if len(prompts) == n:
             break
+    if not prompts:
+        raise UserError(f"no question of {data} reaches the generator: every one is refused before it")
     return chat, prompts
